@@ -1,0 +1,238 @@
+package sqlwin
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/xwb1989/sqlparser"
+)
+
+// Token is one token of a query as produced by sqlparser's tokenizer, with
+// its byte span in the query.
+type Token struct {
+	// Type is the sqlparser token id (sqlparser.ID, sqlparser.STRING,
+	// sqlparser.INTEGRAL, a keyword id, or the byte value of a one-character
+	// token such as '(' or ',').
+	Type int
+	// Text is the value the tokenizer returned: an identifier as written,
+	// a keyword lower-cased, a string literal without quotes, or the
+	// raw text for operators and punctuation.
+	Text string
+	// Start and End delimit the token in the query: query[Start:End].
+	Start, End int
+	// Quoted is true for a `back-quoted` identifier, which is never a
+	// keyword.
+	Quoted bool
+}
+
+// Span is a half-open byte range [Start, End) of a query.
+type Span struct {
+	Start, End int
+}
+
+// Text returns the part of query the span covers, or "" when the span is
+// out of range.
+func (s Span) Text(query string) string {
+	if s.Start < 0 || s.End > len(query) || s.Start > s.End {
+		return ""
+	}
+	return query[s.Start:s.End]
+}
+
+// Is reports whether the token is the unquoted word w (a keyword or an
+// identifier), compared case-insensitively.
+func (t Token) Is(w string) bool {
+	if t.Quoted {
+		return false
+	}
+	switch t.Type {
+	case '(', ')', ',', ';', '.', sqlparser.STRING, sqlparser.INTEGRAL, sqlparser.FLOAT:
+		return false
+	}
+	return strings.EqualFold(t.Text, w)
+}
+
+// isIdent reports whether the token can name a column, table or window:
+// a plain or quoted identifier, but not a reserved keyword.
+func (t Token) isIdent() bool {
+	return t.Type == sqlparser.ID
+}
+
+// Tokenize splits query into tokens with sqlparser's own tokenizer,
+// dropping comments. It fails on text the tokenizer rejects (an
+// unterminated string, a stray character) and on MySQL-specific
+// /*! ... */ comments, whose contents the tokenizer would splice into the
+// statement. It never panics.
+func Tokenize(query string) (toks []Token, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			toks, err = nil, &Error{Msg: fmt.Sprintf("cannot tokenize query: %v", r), Offset: 0}
+		}
+	}()
+	tk := sqlparser.NewStringTokenizer(query)
+	prevEnd := 0
+	for {
+		typ, val := tk.Scan()
+		end := tk.Position - 1
+		if end > len(query) {
+			end = len(query)
+		}
+		start := prevEnd
+		for start < end && isBlank(query[start]) {
+			start++
+		}
+		if typ == 0 {
+			if strings.TrimSpace(query[start:]) != "" {
+				return nil, &Error{Msg: "unexpected text", Near: nearText(query, start), Offset: start}
+			}
+			return toks, nil
+		}
+		if end < start || strings.HasPrefix(query[start:], "/*!") {
+			return nil, &Error{Msg: "MySQL-specific comments /*! ... */ are not supported", Near: "/*!", Offset: start}
+		}
+		prevEnd = end
+		switch typ {
+		case sqlparser.COMMENT:
+			continue
+		case sqlparser.LEX_ERROR:
+			msg := "invalid token"
+			switch query[start] {
+			case '\'', '"':
+				msg = "unterminated string literal"
+			case '`':
+				msg = "unterminated quoted identifier"
+			case '/':
+				msg = "unterminated comment"
+			}
+			return nil, &Error{Msg: msg, Near: nearText(query, start), Offset: start}
+		}
+		t := Token{Type: typ, Text: string(val), Start: start, End: end}
+		if val == nil {
+			t.Text = query[start:end]
+		}
+		t.Quoted = query[start] == '`'
+		toks = append(toks, t)
+	}
+}
+
+func isBlank(c byte) bool {
+	return c == ' ' || c == '\n' || c == '\r' || c == '\t'
+}
+
+// nearText returns a short excerpt of query starting at offset, for error
+// messages: the rest of the line, at most 20 bytes.
+func nearText(query string, offset int) string {
+	if offset < 0 || offset >= len(query) {
+		return ""
+	}
+	s := query[offset:]
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 20 {
+		s = s[:20]
+		for len(s) > 0 && s[len(s)-1] >= 0x80 { // do not cut a UTF-8 sequence
+			s = s[:len(s)-1]
+		}
+	}
+	return s
+}
+
+// Find returns the byte offset of the first occurrence of text in query at
+// or after byte offset from, matching whole tokens (identifiers and
+// keywords case-insensitively, so Find(q, "amount", 0) does not match
+// "amount_usd"). It returns -1 when text does not occur, or when either
+// string cannot be tokenized.
+func Find(query, text string, from int) int {
+	qt, err := Tokenize(query)
+	if err != nil {
+		return -1
+	}
+	return FindTokens(qt, text, from)
+}
+
+// FindTokens is Find over an already tokenized query.
+func FindTokens(qt []Token, text string, from int) int {
+	tt, err := Tokenize(text)
+	if err != nil || len(tt) == 0 {
+		return -1
+	}
+	i := sort.Search(len(qt), func(i int) bool { return qt[i].Start >= from })
+	for ; i+len(tt) <= len(qt); i++ {
+		ok := true
+		for j := range tt {
+			a, b := qt[i+j], tt[j]
+			if a.Type != b.Type || !sameText(a, b) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return qt[i].Start
+		}
+	}
+	return -1
+}
+
+func sameText(a, b Token) bool {
+	if a.Type == sqlparser.STRING {
+		return a.Text == b.Text
+	}
+	return strings.EqualFold(a.Text, b.Text)
+}
+
+// In returns the tokens of toks that lie inside span s.
+func In(toks []Token, s Span) []Token {
+	i := sort.Search(len(toks), func(i int) bool { return toks[i].Start >= s.Start })
+	j := i
+	for j < len(toks) && toks[j].End <= s.End {
+		j++
+	}
+	return toks[i:j]
+}
+
+// SplitArgs splits the arguments of a call written as name(a, b, ...) and
+// spanning s: it returns the name token and one span per argument (split at
+// commas outside nested parentheses, trimmed to their tokens). ok is false
+// when s is not exactly one call. f() has no arguments.
+func SplitArgs(toks []Token, s Span) (name Token, args []Span, ok bool) {
+	ts := In(toks, s)
+	if len(ts) < 3 || ts[1].Type != '(' || ts[len(ts)-1].Type != ')' {
+		return Token{}, nil, false
+	}
+	if ts[0].Type == '(' || ts[0].Type == ')' || ts[0].Type == ',' {
+		return Token{}, nil, false
+	}
+	inner := ts[2 : len(ts)-1]
+	depth := 0
+	first := 0
+	for i, t := range inner {
+		switch t.Type {
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth < 0 {
+				return Token{}, nil, false // the first '(' closed before the end
+			}
+		case ',':
+			if depth == 0 {
+				if i == first {
+					return Token{}, nil, false
+				}
+				args = append(args, Span{inner[first].Start, inner[i-1].End})
+				first = i + 1
+			}
+		}
+	}
+	if depth != 0 {
+		return Token{}, nil, false
+	}
+	if first < len(inner) {
+		args = append(args, Span{inner[first].Start, inner[len(inner)-1].End})
+	} else if len(inner) > 0 {
+		return Token{}, nil, false // trailing comma
+	}
+	return ts[0], args, true
+}
