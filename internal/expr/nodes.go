@@ -1,0 +1,448 @@
+package expr
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
+)
+
+// node is one operator of a compiled expression. eval returns an array of
+// ev.n rows that the caller releases.
+type node interface {
+	eval(ev *evalCtx) (arrow.Array, error)
+	dtype() arrow.DataType
+	String() string
+}
+
+// evalAll evaluates nodes, releasing what was built when one fails.
+func evalAll(ev *evalCtx, nodes []node) ([]arrow.Array, error) {
+	out := make([]arrow.Array, 0, len(nodes))
+	for _, n := range nodes {
+		a, err := n.eval(ev)
+		if err != nil {
+			releaseAll(out)
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+func releaseAll(arrs []arrow.Array) {
+	for _, a := range arrs {
+		if a != nil {
+			a.Release()
+		}
+	}
+}
+
+// colNode reads a column of the batch.
+type colNode struct {
+	idx  int
+	name string
+	typ  arrow.DataType
+}
+
+func (c *colNode) dtype() arrow.DataType { return c.typ }
+func (c *colNode) String() string        { return c.name }
+func (c *colNode) eval(ev *evalCtx) (arrow.Array, error) {
+	if c.idx >= int(ev.rec.NumCols()) {
+		return nil, &Error{Kind: ErrEval, Msg: fmt.Sprintf("record batch has no column %d (%s)", c.idx, c.name), Text: c.name}
+	}
+	a := ev.rec.Column(c.idx)
+	if !arrow.TypeEqual(a.DataType(), c.typ) {
+		return nil, &Error{Kind: ErrEval, Msg: fmt.Sprintf("column %s is %s in the batch but was compiled as %s", c.name, a.DataType(), c.typ), Text: c.name}
+	}
+	a.Retain()
+	return a, nil
+}
+
+// litNode is a constant, broadcast to the batch length.
+type litNode struct {
+	val  scalar.Scalar
+	text string
+}
+
+func (l *litNode) dtype() arrow.DataType { return l.val.DataType() }
+func (l *litNode) String() string        { return l.text }
+func (l *litNode) eval(ev *evalCtx) (arrow.Array, error) {
+	if isNull(l.val.DataType()) {
+		return array.NewNull(ev.n), nil
+	}
+	return scalar.MakeArrayFromScalar(l.val, ev.n, ev.mem)
+}
+
+// castNode converts a computed value with the compute cast kernels.
+type castNode struct {
+	child node
+	to    arrow.DataType
+	text  string
+	opts  *compute.CastOptions
+}
+
+func (c *castNode) dtype() arrow.DataType { return c.to }
+func (c *castNode) String() string        { return c.text }
+func (c *castNode) eval(ev *evalCtx) (arrow.Array, error) {
+	a, err := c.child.eval(ev)
+	if err != nil {
+		return nil, err
+	}
+	defer a.Release()
+	if isNull(a.DataType()) {
+		return array.MakeArrayOfNull(ev.mem, c.to, ev.n), nil
+	}
+	opts := c.opts
+	if opts == nil {
+		opts = compute.SafeCastOptions(c.to)
+	}
+	out, err := compute.CastArray(ev.ctx, a, opts)
+	if err != nil {
+		return nil, &Error{Kind: ErrEval, Msg: fmt.Sprintf("cannot cast %s to %s: %v", a.DataType(), c.to, err), Text: c.text}
+	}
+	return out, nil
+}
+
+// callNode applies an arrow compute function; literal arguments are passed
+// as scalars, not materialized.
+type callNode struct {
+	fn   string
+	args []node
+	typ  arrow.DataType
+	text string
+}
+
+func (c *callNode) dtype() arrow.DataType { return c.typ }
+func (c *callNode) String() string        { return c.text }
+func (c *callNode) eval(ev *evalCtx) (arrow.Array, error) {
+	datums := make([]compute.Datum, len(c.args))
+	var owned []arrow.Array
+	defer func() { releaseAll(owned) }()
+	for i, a := range c.args {
+		if l, ok := a.(*litNode); ok && !isNull(l.val.DataType()) {
+			datums[i] = compute.NewDatumWithoutOwning(l.val)
+			continue
+		}
+		arr, err := a.eval(ev)
+		if err != nil {
+			return nil, err
+		}
+		owned = append(owned, arr)
+		datums[i] = compute.NewDatumWithoutOwning(arr)
+	}
+	out, err := compute.CallFunction(ev.ctx, c.fn, nil, datums...)
+	if err != nil {
+		return nil, &Error{Kind: ErrEval, Msg: fmt.Sprintf("%s failed: %v", c.fn, err), Text: c.text}
+	}
+	defer out.Release()
+	switch d := out.(type) {
+	case *compute.ArrayDatum:
+		return d.MakeArray(), nil
+	case *compute.ScalarDatum:
+		return scalar.MakeArrayFromScalar(d.Value, ev.n, ev.mem)
+	}
+	return nil, &Error{Kind: ErrEval, Msg: fmt.Sprintf("%s returned %s", c.fn, out.Kind()), Text: c.text}
+}
+
+// arithOp is an operator with NULL on a zero divisor: / (float64), DIV and
+// % (int64 or float64).
+type arithOp struct {
+	op   string // "/", "div", "%"
+	l, r node   // already coerced to typ (float64 for "/")
+	typ  arrow.DataType
+	text string
+}
+
+func (a *arithOp) dtype() arrow.DataType { return a.typ }
+func (a *arithOp) String() string        { return a.text }
+func (a *arithOp) eval(ev *evalCtx) (arrow.Array, error) {
+	arrs, err := evalAll(ev, []node{a.l, a.r})
+	if err != nil {
+		return nil, err
+	}
+	defer releaseAll(arrs)
+	if a.typ.ID() == arrow.FLOAT64 {
+		l, r := arrs[0].(*array.Float64), arrs[1].(*array.Float64)
+		b := array.NewFloat64Builder(ev.mem)
+		defer b.Release()
+		b.Reserve(ev.n)
+		for i := 0; i < ev.n; i++ {
+			if l.IsNull(i) || r.IsNull(i) || r.Value(i) == 0 {
+				b.UnsafeAppendBoolToBitmap(false)
+				continue
+			}
+			x, y := l.Value(i), r.Value(i)
+			switch a.op {
+			case "/":
+				b.UnsafeAppend(x / y)
+			default:
+				b.UnsafeAppend(math.Mod(x, y))
+			}
+		}
+		return b.NewArray(), nil
+	}
+	l, r := arrs[0].(*array.Int64), arrs[1].(*array.Int64)
+	b := array.NewInt64Builder(ev.mem)
+	defer b.Release()
+	b.Reserve(ev.n)
+	for i := 0; i < ev.n; i++ {
+		if l.IsNull(i) || r.IsNull(i) || r.Value(i) == 0 {
+			b.UnsafeAppendBoolToBitmap(false)
+			continue
+		}
+		x, y := l.Value(i), r.Value(i)
+		if a.op == "%" {
+			b.UnsafeAppend(x % y)
+			continue
+		}
+		if x == math.MinInt64 && y == -1 {
+			return nil, &Error{Kind: ErrEval, Msg: "integer overflow in division", Text: a.text}
+		}
+		b.UnsafeAppend(x / y)
+	}
+	return b.NewArray(), nil
+}
+
+// pickNode chooses, row by row, the value of one of its sources: CASE,
+// coalesce and nullif.
+type pickNode struct {
+	// conds are boolean; for CASE, source i is taken where conds[i] is
+	// TRUE (the first such). With no conds (coalesce) the first non-NULL
+	// source is taken.
+	conds []node
+	vals  []node // coerced to typ
+	els   node   // may be nil: NULL
+	typ   arrow.DataType
+	text  string
+}
+
+func (p *pickNode) dtype() arrow.DataType { return p.typ }
+func (p *pickNode) String() string        { return p.text }
+func (p *pickNode) eval(ev *evalCtx) (arrow.Array, error) {
+	vals := p.vals
+	if p.els != nil {
+		vals = append(append([]node(nil), p.vals...), p.els)
+	}
+	srcs, err := evalAll(ev, vals)
+	if err != nil {
+		return nil, err
+	}
+	defer releaseAll(srcs)
+	choice := make([]int, ev.n)
+	if p.conds == nil {
+		for i := range choice {
+			choice[i] = -1
+			for j, s := range srcs {
+				if s.IsValid(i) {
+					choice[i] = j
+					break
+				}
+			}
+		}
+	} else {
+		conds, err := evalAll(ev, p.conds)
+		if err != nil {
+			return nil, err
+		}
+		defer releaseAll(conds)
+		elseIdx := -1
+		if p.els != nil {
+			elseIdx = len(p.vals)
+		}
+		for i := range choice {
+			choice[i] = elseIdx
+			for j, c := range conds {
+				b := c.(*array.Boolean)
+				if b.IsValid(i) && b.Value(i) {
+					choice[i] = j
+					break
+				}
+			}
+		}
+	}
+	return pick(ev, p.typ, srcs, choice)
+}
+
+// pick builds an array of type t taking row i from srcs[choice[i]], NULL
+// where choice[i] < 0.
+func pick(ev *evalCtx, t arrow.DataType, srcs []arrow.Array, choice []int) (arrow.Array, error) {
+	if isNull(t) {
+		return array.NewNull(ev.n), nil
+	}
+	bld := array.NewBuilder(ev.mem, t)
+	defer bld.Release()
+	bld.Reserve(ev.n)
+	for i, c := range choice {
+		if c < 0 || srcs[c].IsNull(i) {
+			bld.AppendNull()
+			continue
+		}
+		switch b := bld.(type) {
+		case *array.Int64Builder:
+			b.Append(srcs[c].(*array.Int64).Value(i))
+		case *array.Float64Builder:
+			b.Append(srcs[c].(*array.Float64).Value(i))
+		case *array.StringBuilder:
+			b.Append(srcs[c].(*array.String).Value(i))
+		case *array.BooleanBuilder:
+			b.Append(srcs[c].(*array.Boolean).Value(i))
+		case *array.TimestampBuilder:
+			b.Append(srcs[c].(*array.Timestamp).Value(i))
+		default:
+			if err := bld.AppendValueFromString(srcs[c].ValueStr(i)); err != nil {
+				return nil, &Error{Kind: ErrEval, Msg: fmt.Sprintf("cannot copy a %s value: %v", t, err)}
+			}
+		}
+	}
+	return bld.NewArray(), nil
+}
+
+// strNode maps each string (lower, upper) or its length.
+type strNode struct {
+	child  node // string
+	mapper func(string) string
+	length bool // result is int64 character count
+	text   string
+}
+
+func (s *strNode) dtype() arrow.DataType {
+	if s.length {
+		return tInt64
+	}
+	return tString
+}
+func (s *strNode) String() string { return s.text }
+func (s *strNode) eval(ev *evalCtx) (arrow.Array, error) {
+	a, err := s.child.eval(ev)
+	if err != nil {
+		return nil, err
+	}
+	defer a.Release()
+	in := a.(*array.String)
+	if s.length {
+		b := array.NewInt64Builder(ev.mem)
+		defer b.Release()
+		b.Reserve(ev.n)
+		for i := 0; i < ev.n; i++ {
+			if in.IsNull(i) {
+				b.UnsafeAppendBoolToBitmap(false)
+				continue
+			}
+			b.UnsafeAppend(int64(utf8.RuneCountInString(in.Value(i))))
+		}
+		return b.NewArray(), nil
+	}
+	b := array.NewStringBuilder(ev.mem)
+	defer b.Release()
+	b.Reserve(ev.n)
+	for i := 0; i < ev.n; i++ {
+		if in.IsNull(i) {
+			b.AppendNull()
+			continue
+		}
+		b.Append(s.mapper(in.Value(i)))
+	}
+	return b.NewArray(), nil
+}
+
+// boolTestNode is IS [NOT] TRUE / FALSE (never NULL), or a LIKE match
+// (NULL in, NULL out).
+type boolTestNode struct {
+	child node
+	// for IS [NOT] TRUE/FALSE
+	want, negate bool
+	// for LIKE
+	re *regexp.Regexp
+	// for <=>: the two sides
+	l, r node
+	text string
+}
+
+func (t *boolTestNode) dtype() arrow.DataType { return tBool }
+func (t *boolTestNode) String() string        { return t.text }
+func (t *boolTestNode) eval(ev *evalCtx) (arrow.Array, error) {
+	b := array.NewBooleanBuilder(ev.mem)
+	defer b.Release()
+	b.Reserve(ev.n)
+	switch {
+	case t.l != nil: // null-safe equality: l <=> r
+		eq := &callNode{fn: "equal", args: []node{t.l, t.r}, typ: tBool, text: t.text}
+		arrs, err := evalAll(ev, []node{t.l, t.r, eq})
+		if err != nil {
+			return nil, err
+		}
+		defer releaseAll(arrs)
+		res := arrs[2].(*array.Boolean)
+		for i := 0; i < ev.n; i++ {
+			ln, rn := arrs[0].IsNull(i), arrs[1].IsNull(i)
+			switch {
+			case ln || rn:
+				b.UnsafeAppend(ln && rn)
+			default:
+				b.UnsafeAppend(res.Value(i))
+			}
+		}
+	case t.re != nil:
+		a, err := t.child.eval(ev)
+		if err != nil {
+			return nil, err
+		}
+		defer a.Release()
+		s := a.(*array.String)
+		for i := 0; i < ev.n; i++ {
+			if s.IsNull(i) {
+				b.UnsafeAppendBoolToBitmap(false)
+				continue
+			}
+			b.UnsafeAppend(t.re.MatchString(s.Value(i)) != t.negate)
+		}
+	default:
+		a, err := t.child.eval(ev)
+		if err != nil {
+			return nil, err
+		}
+		defer a.Release()
+		for i := 0; i < ev.n; i++ {
+			v := false
+			if bb, ok := a.(*array.Boolean); ok && bb.IsValid(i) {
+				v = bb.Value(i) == t.want
+			}
+			b.UnsafeAppend(v != t.negate)
+		}
+	}
+	return b.NewArray(), nil
+}
+
+// likeRegexp translates a LIKE pattern: % is any run of characters, _ one
+// character, and a backslash makes the next character literal.
+func likeRegexp(pattern string) (*regexp.Regexp, error) {
+	var sb strings.Builder
+	sb.WriteString(`(?s)^`)
+	escaped := false
+	for _, r := range pattern {
+		switch {
+		case escaped:
+			sb.WriteString(regexp.QuoteMeta(string(r)))
+			escaped = false
+		case r == '\\':
+			escaped = true
+		case r == '%':
+			sb.WriteString(`.*`)
+		case r == '_':
+			sb.WriteString(`.`)
+		default:
+			sb.WriteString(regexp.QuoteMeta(string(r)))
+		}
+	}
+	if escaped {
+		sb.WriteString(`\\`)
+	}
+	sb.WriteString(`$`)
+	return regexp.Compile(sb.String())
+}
