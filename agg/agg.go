@@ -1,0 +1,96 @@
+package agg
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// Rows is the window state of one key: the rows that frames may still
+// reach, in (event time, arrival) order, held column by column. Rows are
+// addressed by absolute row numbers: row a is at position a-Base of every
+// slice, so a row keeps its number when older rows are dropped from the
+// front.
+type Rows struct {
+	// Base is the absolute number of the first row held.
+	Base int64
+	// Ts holds event times in milliseconds.
+	Ts []int64
+	// Cols holds the aggregate argument columns.
+	Cols []Column
+}
+
+// Len is the number of rows held.
+func (r *Rows) Len() int { return len(r.Ts) }
+
+// End is the absolute number one past the last row held.
+func (r *Rows) End() int64 { return r.Base + int64(len(r.Ts)) }
+
+// Arg is one bound argument of an aggregate call.
+type Arg struct {
+	// Type is the argument's Arrow type (nil for *).
+	Type arrow.DataType
+	// Col is the index of the argument's column in Rows.Cols; -1 for a
+	// constant or *.
+	Col int
+	// Const is the value of a constant argument (int64, float64, string,
+	// bool or nil), as in top(x, 3).
+	Const any
+	// IsConst says the argument is a literal.
+	IsConst bool
+	// Star is the * of count(*) and count_where(*, c).
+	Star bool
+}
+
+// Func is an aggregate function bound to its arguments: it knows its
+// argument columns and result type, and makes per-key states.
+type Func interface {
+	// Name is the SQL name, e.g. "sum".
+	Name() string
+	// ResultType is the Arrow type of the results.
+	ResultType() arrow.DataType
+	// Retractable reports whether states implement Retractor exactly.
+	Retractable() bool
+	// NewState returns an empty state.
+	NewState() State
+	// NewWindow returns an empty sliding window.
+	NewWindow() Window
+}
+
+// State is an accumulator: the aggregate of a set of rows, which can take
+// more rows, merge with another state of the same Func, and be encoded. A
+// tile is a State.
+type State interface {
+	// Add includes row a of r.
+	Add(r *Rows, a int64)
+	// Merge includes the rows of o, a state of the same Func. For
+	// order-sensitive aggregates (first_value, drawdown ...) o's rows come
+	// after the receiver's. o is not modified.
+	Merge(o State)
+	// AppendResult appends the aggregate's value to b, a builder of the
+	// Func's ResultType.
+	AppendResult(b array.Builder)
+	// Reset empties the state.
+	Reset()
+	// MarshalBinary encodes the state.
+	MarshalBinary() ([]byte, error)
+	// UnmarshalBinary replaces the state with a decoded one.
+	UnmarshalBinary(data []byte) error
+}
+
+// Retractor is implemented by states of retractable aggregates: Retract
+// exactly undoes an earlier Add of the same row.
+type Retractor interface {
+	Retract(r *Rows, a int64)
+}
+
+// Window computes an aggregate over frames that slide forward over the
+// rows of one key.
+type Window interface {
+	// Eval appends to b, for each j, the aggregate over rows [lo[j], hi[j])
+	// of r, leaving out row ex[j] when ex is not nil and
+	// lo[j] <= ex[j] < hi[j]. Row numbers are absolute (see Rows). Within a
+	// call and across calls on one Window, lo and hi never decrease. A
+	// Window must not read rows below its current lower bound after the
+	// call that moved past them: the caller drops them from r.
+	Eval(r *Rows, lo, hi, ex []int64, b array.Builder)
+}

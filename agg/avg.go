@@ -1,0 +1,256 @@
+package agg
+
+import (
+	"encoding/binary"
+	"math"
+	"math/bits"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+var _ = register(&Def{
+	Name:      "avg",
+	Signature: "avg(x integer|float)",
+	Doc:       "Mean of the non-NULL values as float64; NULL when there are none.",
+	MinArgs:   1, MaxArgs: 1,
+	Bind: func(d *Def, args []Arg) (Func, error) {
+		k, err := numericArg(d, args[0])
+		if err != nil {
+			return nil, err
+		}
+		return &avgFunc{col: args[0].Col, float: k == KindFloat64}, nil
+	},
+})
+
+type avgFunc struct {
+	col   int
+	float bool
+}
+
+func (f *avgFunc) Name() string               { return "avg" }
+func (f *avgFunc) ResultType() arrow.DataType { return arrow.PrimitiveTypes.Float64 }
+func (f *avgFunc) Retractable() bool          { return true }
+func (f *avgFunc) NewState() State {
+	if f.float {
+		return &avgFloatState{col: f.col}
+	}
+	return &avgIntState{col: f.col}
+}
+func (f *avgFunc) NewWindow() Window { return NewRetractWindow(f.NewState) }
+
+// int128 is an exact two's complement 128-bit accumulator for sums of
+// int64 values, which cannot overflow before 2^64 additions.
+type int128 struct {
+	hi int64
+	lo uint64
+}
+
+func (x *int128) add(v int64) {
+	var c uint64
+	x.lo, c = bits.Add64(x.lo, uint64(v), 0)
+	x.hi += int64(c) + v>>63
+}
+
+func (x *int128) sub(v int64) {
+	var b uint64
+	x.lo, b = bits.Sub64(x.lo, uint64(v), 0)
+	x.hi -= int64(b) + v>>63
+}
+
+func (x *int128) addWide(o int128) {
+	var c uint64
+	x.lo, c = bits.Add64(x.lo, o.lo, 0)
+	x.hi += o.hi + int64(c)
+}
+
+// float converts to the nearest float64 (exactly rounded when the value
+// fits in an int64).
+func (x int128) float() float64 {
+	if (x.hi == 0 && x.lo < 1<<63) || (x.hi == -1 && x.lo >= 1<<63) {
+		return float64(int64(x.lo))
+	}
+	return float64(x.hi)*(1<<64) + float64(x.lo)
+}
+
+// avgIntState averages integers from an exact 128-bit sum.
+type avgIntState struct {
+	col int
+	n   int64
+	sum int128
+}
+
+func (s *avgIntState) Add(r *Rows, a int64) {
+	c := &r.Cols[s.col]
+	if i := a - r.Base; !c.Null[i] {
+		s.n++
+		s.sum.add(c.I64[i])
+	}
+}
+
+func (s *avgIntState) Retract(r *Rows, a int64) {
+	c := &r.Cols[s.col]
+	if i := a - r.Base; !c.Null[i] {
+		s.n--
+		s.sum.sub(c.I64[i])
+	}
+}
+
+func (s *avgIntState) Merge(o State) {
+	x := o.(*avgIntState)
+	s.n += x.n
+	s.sum.addWide(x.sum)
+}
+
+func (s *avgIntState) AppendResult(b array.Builder) {
+	if s.n <= 0 {
+		b.AppendNull()
+		return
+	}
+	appendFloat(b, s.sum.float()/float64(s.n))
+}
+
+func (s *avgIntState) Reset() { s.n, s.sum = 0, int128{} }
+
+func (s *avgIntState) MarshalBinary() ([]byte, error) {
+	out := binary.AppendVarint(nil, s.n)
+	out = binary.AppendVarint(out, s.sum.hi)
+	return binary.AppendUvarint(out, s.sum.lo), nil
+}
+
+func (s *avgIntState) UnmarshalBinary(data []byte) error {
+	d := decoder{b: data}
+	n, hi, lo := d.nonNeg(), d.varint(), d.uvarint()
+	if err := d.finish(); err != nil {
+		return err
+	}
+	s.n, s.sum = n, int128{hi, lo}
+	return nil
+}
+
+// avgFloatState averages floats from a compensated sum.
+type avgFloatState struct {
+	col int
+	n   int64
+	sum fsum
+}
+
+func (s *avgFloatState) Add(r *Rows, a int64) {
+	c := &r.Cols[s.col]
+	if i := a - r.Base; !c.Null[i] {
+		s.n++
+		s.sum.add(c.F64[i])
+	}
+}
+
+func (s *avgFloatState) Retract(r *Rows, a int64) {
+	c := &r.Cols[s.col]
+	if i := a - r.Base; !c.Null[i] {
+		s.n--
+		if s.n <= 0 {
+			s.Reset()
+			return
+		}
+		s.sum.sub(c.F64[i])
+	}
+}
+
+func (s *avgFloatState) Merge(o State) {
+	x := o.(*avgFloatState)
+	s.n += x.n
+	s.sum.merge(&x.sum)
+}
+
+func (s *avgFloatState) AppendResult(b array.Builder) {
+	if s.n <= 0 {
+		b.AppendNull()
+		return
+	}
+	appendFloat(b, s.sum.value()/float64(s.n))
+}
+
+func (s *avgFloatState) Reset() { s.n, s.sum = 0, fsum{} }
+
+func (s *avgFloatState) MarshalBinary() ([]byte, error) {
+	return s.sum.appendBinary(binary.AppendVarint(nil, s.n)), nil
+}
+
+func (s *avgFloatState) UnmarshalBinary(data []byte) error {
+	d := decoder{b: data}
+	n := d.nonNeg()
+	var f fsum
+	f.decode(&d)
+	if err := d.finish(); err != nil {
+		return err
+	}
+	s.n, s.sum = n, f
+	return nil
+}
+
+// fsum is a retractable float sum: finite values go to a Neumaier sum,
+// NaNs and infinities are counted apart, so that retracting them restores
+// a finite sum exactly (a plain sum would stay NaN for ever).
+type fsum struct {
+	k               kahan
+	nan, pinf, ninf int64
+}
+
+func (f *fsum) add(v float64) {
+	switch {
+	case v != v:
+		f.nan++
+	case math.IsInf(v, 1):
+		f.pinf++
+	case math.IsInf(v, -1):
+		f.ninf++
+	default:
+		f.k.add(v)
+	}
+}
+
+func (f *fsum) sub(v float64) {
+	switch {
+	case v != v:
+		f.nan--
+	case math.IsInf(v, 1):
+		f.pinf--
+	case math.IsInf(v, -1):
+		f.ninf--
+	default:
+		f.k.add(-v)
+	}
+}
+
+func (f *fsum) merge(o *fsum) {
+	f.k.add(o.k.sum)
+	f.k.add(o.k.c)
+	f.nan += o.nan
+	f.pinf += o.pinf
+	f.ninf += o.ninf
+}
+
+// value is the IEEE sum of the values.
+func (f *fsum) value() float64 {
+	switch {
+	case f.nan > 0 || f.pinf > 0 && f.ninf > 0:
+		return math.NaN()
+	case f.pinf > 0:
+		return math.Inf(1)
+	case f.ninf > 0:
+		return math.Inf(-1)
+	}
+	return f.k.value()
+}
+
+func (f *fsum) appendBinary(out []byte) []byte {
+	out = binary.LittleEndian.AppendUint64(out, math.Float64bits(f.k.sum))
+	out = binary.LittleEndian.AppendUint64(out, math.Float64bits(f.k.c))
+	out = binary.AppendVarint(out, f.nan)
+	out = binary.AppendVarint(out, f.pinf)
+	return binary.AppendVarint(out, f.ninf)
+}
+
+func (f *fsum) decode(d *decoder) {
+	f.k.sum, f.k.c = d.float(), d.float()
+	f.nan, f.pinf, f.ninf = d.nonNeg(), d.nonNeg(), d.nonNeg()
+}

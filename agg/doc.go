@@ -1,0 +1,58 @@
+// Package agg holds the aggregate functions of the engine: the accumulator
+// contract, one file per aggregate, and the registry that the SQL planner
+// and the Go builder bind calls through.
+//
+// # Contract
+//
+// A call such as sum(amount) is bound once, at compile time, with [Bind]:
+// the arguments ([Arg]: a column of [Rows], a constant, or *) are checked
+// and a [Func] is returned, or an error that names the function and its
+// expected signature. A Func knows its result type and makes two kinds of
+// objects:
+//
+//   - a [State] is the aggregate of a set of rows. It takes rows one at a
+//     time (Add), merges with another state of the same Func (Merge; for
+//     order-sensitive aggregates the argument's rows come after the
+//     receiver's), appends its value to an Arrow builder, and encodes
+//     itself (MarshalBinary / UnmarshalBinary; decoding never panics and
+//     rejects corrupt input with an error). A tile of the window operator
+//     is a State. States of retractable aggregates also implement
+//     [Retractor], which exactly undoes an Add.
+//   - a [Window] evaluates the aggregate over a sequence of frames that
+//     slide forward over the rows of one key, optionally leaving out the
+//     current row (EXCLUDE CURRENT ROW). Retractable aggregates use
+//     [NewRetractWindow] (O(1) per row); min and max use monotonic deques,
+//     first_value and last_value read the frame's edge rows; other
+//     mergeable-only aggregates use [NewStackWindow] (two-stack queue,
+//     O(1) merges per row amortised).
+//
+// Rows of one key are kept column by column in [Rows] as owned [Column]
+// values, addressed by absolute row numbers that survive dropping old rows
+// from the front. States read row a of argument column c as
+// r.Cols[c] at position a-r.Base; NULLs are skipped unless the function
+// says otherwise (first_value, last_value). [Compute] aggregates an
+// arbitrary set of rows, as request-time lookups need.
+//
+// # Functions
+//
+// Standard aggregates, matching DuckDB: count (count(*), count(x)),
+// count_distinct (count(DISTINCT x)), sum, avg, min, max, var_samp
+// (variance), var_pop, stddev_samp (stddev), stddev_pop, first_value and
+// last_value. Retractable: count, count_distinct, sum, avg and the
+// variance family; mergeable only: min, max, first_value, last_value.
+//
+// Numerics: integer sums are exact in int64 (sum) or 128 bits (avg);
+// float sums use Neumaier compensation with NaN and infinities counted
+// apart, so retracting them restores a finite sum. The variance of
+// integers is computed exactly (Σx in 128 bits, Σx² in 192 bits, the
+// numerator in 256 bits); the variance of floats keeps shifted sums of
+// x-K and (x-K)² in double-double arithmetic (~106 bits), K being the
+// first value added since the state was last empty, and reports exactly
+// 0 for frames of equal values.
+//
+// The ML-oriented aggregates of the engine (top, topn_frequency,
+// top1_ratio, the _where and _cate families, ew_avg, drawdown,
+// approx_percentile, approx_count_distinct) follow the same contract;
+// [Names] lists every registered name and [Lookup] returns a function's
+// [Def] with its signature and documentation.
+package agg

@@ -1,0 +1,62 @@
+package agg_test
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/volga-go/volga/agg"
+)
+
+// Binding sum(amount) and sliding it over the rows of one key as
+// ROWS BETWEEN 2 PRECEDING AND CURRENT ROW, then once more with
+// EXCLUDE CURRENT ROW.
+func Example() {
+	amount, _ := agg.NewColumn(arrow.PrimitiveTypes.Int64)
+	in := array.NewInt64Builder(memory.DefaultAllocator)
+	in.AppendValues([]int64{10, 20, 0, 40, 50}, []bool{true, true, false, true, true})
+	arr := in.NewArray()
+	defer arr.Release()
+	amount.AppendArrow(arr, nil)
+	rows := &agg.Rows{Ts: []int64{1, 2, 3, 4, 5}, Cols: []agg.Column{amount}}
+
+	f, err := agg.Bind("sum", []agg.Arg{{Type: arrow.PrimitiveTypes.Int64, Col: 0}})
+	if err != nil {
+		panic(err)
+	}
+	lo := []int64{0, 0, 0, 1, 2}
+	hi := []int64{1, 2, 3, 4, 5}
+	ex := []int64{0, 1, 2, 3, 4} // the current row of each frame
+
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	defer b.Release()
+	f.NewWindow().Eval(rows, lo, hi, nil, b)
+	fmt.Println(b.NewArray())
+	f.NewWindow().Eval(rows, lo, hi, ex, b)
+	fmt.Println(b.NewArray())
+	// Output:
+	// [10 30 30 60 90]
+	// [(null) 10 30 20 40]
+}
+
+// Compute aggregates arbitrary rows with a fresh state, as request-time
+// lookups do.
+func ExampleCompute() {
+	score, _ := agg.NewColumn(arrow.PrimitiveTypes.Float64)
+	in := array.NewFloat64Builder(memory.DefaultAllocator)
+	in.AppendValues([]float64{1, 2, 3, 4}, nil)
+	arr := in.NewArray()
+	defer arr.Release()
+	score.AppendArrow(arr, nil)
+	rows := &agg.Rows{Base: 100, Ts: []int64{1, 2, 3, 4}, Cols: []agg.Column{score}}
+
+	f, _ := agg.Bind("stddev_pop", []agg.Arg{{Type: arrow.PrimitiveTypes.Float64, Col: 0}})
+	b := array.NewFloat64Builder(memory.DefaultAllocator)
+	defer b.Release()
+	agg.Compute(f, rows, []int64{100, 101, 102, 103}, b)
+	fmt.Println(b.NewArray())
+	// Output:
+	// [1.118033988749895]
+}

@@ -1,0 +1,61 @@
+package agg
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// fuzzFuncs binds one function of every state type under test.
+func fuzzFuncs(t testing.TB) []Func {
+	var out []Func
+	seen := map[string]bool{}
+	for _, c := range allCases() {
+		if k := c.String(); !seen[k] {
+			seen[k] = true
+			out = append(out, c.bind(t))
+		}
+	}
+	return out
+}
+
+// FuzzUnmarshal feeds arbitrary bytes to every state's UnmarshalBinary: it
+// must return an error or a state that can be used (results, encoding,
+// merging, adding rows) without panicking.
+func FuzzUnmarshal(f *testing.F) {
+	funcs := fuzzFuncs(f)
+	rng := rand.New(rand.NewPCG(5, 5))
+	r := randRows(rng, 40)
+	for _, fn := range funcs {
+		s := fn.NewState()
+		for a := r.Base; a < r.End(); a++ {
+			s.Add(r, a)
+		}
+		data, _ := s.MarshalBinary()
+		f.Add(data)
+		empty, _ := fn.NewState().MarshalBinary()
+		f.Add(empty)
+	}
+	f.Add([]byte{})
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, fn := range funcs {
+			s := fn.NewState()
+			if err := s.UnmarshalBinary(data); err != nil {
+				continue
+			}
+			result(fn, s)
+			if _, err := s.MarshalBinary(); err != nil {
+				t.Fatalf("%s: decoded state does not encode: %v", fn.Name(), err)
+			}
+			o := fn.NewState()
+			o.Add(r, r.Base)
+			o.Merge(s)
+			result(fn, o)
+			s.Merge(o)
+			s.Add(r, r.Base+1)
+			result(fn, s)
+		}
+	})
+}
+
+func allCases() []aggCase { return append(standardCases(), mlCases()...) }

@@ -1,0 +1,10 @@
+package agg
+
+func mlCases() []aggCase { return nil }
+func mlBenchCases() []struct {
+	name string
+	fn   string
+	args []Arg
+} {
+	return nil
+}

@@ -1,0 +1,248 @@
+package agg
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+var _ = register(&Def{
+	Name:      "sum",
+	Signature: "sum(x integer|float)",
+	Doc:       "Sum of the non-NULL values: int64 for integer x, float64 for float x; NULL when there are none.",
+	MinArgs:   1, MaxArgs: 1,
+	Bind: func(d *Def, args []Arg) (Func, error) {
+		k, err := numericArg(d, args[0])
+		if err != nil {
+			return nil, err
+		}
+		return &sumFunc{col: args[0].Col, float: k == KindFloat64}, nil
+	},
+})
+
+// numericArg checks that a is a numeric column (not a timestamp).
+func numericArg(d *Def, a Arg) (Kind, error) {
+	if a.Star || a.IsConst || a.Type == nil {
+		return 0, sigError(d, "the argument must be a column or expression")
+	}
+	k, err := KindOf(a.Type)
+	if err != nil || (k != KindInt64 && k != KindFloat64) || a.Type.ID() == arrow.TIMESTAMP || a.Type.ID() == arrow.DATE32 || a.Type.ID() == arrow.DATE64 || a.Type.ID() == arrow.DURATION {
+		return 0, sigError(d, "got argument of type %s", a.Type)
+	}
+	return k, nil
+}
+
+type sumFunc struct {
+	col   int
+	float bool
+}
+
+func (f *sumFunc) Name() string { return "sum" }
+func (f *sumFunc) ResultType() arrow.DataType {
+	if f.float {
+		return arrow.PrimitiveTypes.Float64
+	}
+	return arrow.PrimitiveTypes.Int64
+}
+func (f *sumFunc) Retractable() bool { return true }
+func (f *sumFunc) NewState() State {
+	if f.float {
+		return &sumFloatState{col: f.col}
+	}
+	return &sumIntState{col: f.col}
+}
+func (f *sumFunc) NewWindow() Window { return NewRetractWindow(f.NewState) }
+
+// sumIntState sums integers exactly (wrapping on int64 overflow).
+type sumIntState struct {
+	col int
+	n   int64
+	sum int64
+}
+
+func (s *sumIntState) Add(r *Rows, a int64) {
+	c := &r.Cols[s.col]
+	i := a - r.Base
+	if !c.Null[i] {
+		s.n++
+		s.sum += c.I64[i]
+	}
+}
+
+func (s *sumIntState) Retract(r *Rows, a int64) {
+	c := &r.Cols[s.col]
+	i := a - r.Base
+	if !c.Null[i] {
+		s.n--
+		s.sum -= c.I64[i]
+	}
+}
+
+func (s *sumIntState) Merge(o State) {
+	x := o.(*sumIntState)
+	s.n += x.n
+	s.sum += x.sum
+}
+
+func (s *sumIntState) AppendResult(b array.Builder) {
+	if s.n == 0 {
+		b.AppendNull()
+		return
+	}
+	b.(*array.Int64Builder).Append(s.sum)
+}
+
+func (s *sumIntState) Reset() { s.n, s.sum = 0, 0 }
+
+func (s *sumIntState) MarshalBinary() ([]byte, error) {
+	return binary.AppendVarint(binary.AppendVarint(nil, s.n), s.sum), nil
+}
+
+func (s *sumIntState) UnmarshalBinary(data []byte) error {
+	d := decoder{b: data}
+	s.n, s.sum = d.varint(), d.varint()
+	return d.finish()
+}
+
+// sumFloatState sums floats with Neumaier's compensation, so that adding
+// and later retracting a value leaves (almost exactly) no trace: sliding
+// sums stay within a few ulps of a fresh sum over the frame.
+type sumFloatState struct {
+	col int
+	n   int64
+	ks  kahan
+}
+
+func (s *sumFloatState) Add(r *Rows, a int64) {
+	c := &r.Cols[s.col]
+	i := a - r.Base
+	if !c.Null[i] {
+		s.n++
+		s.ks.add(c.F64[i])
+	}
+}
+
+func (s *sumFloatState) Retract(r *Rows, a int64) {
+	c := &r.Cols[s.col]
+	i := a - r.Base
+	if !c.Null[i] {
+		s.n--
+		if s.n == 0 {
+			s.ks = kahan{}
+			return
+		}
+		s.ks.add(-c.F64[i])
+	}
+}
+
+func (s *sumFloatState) Merge(o State) {
+	x := o.(*sumFloatState)
+	s.n += x.n
+	s.ks.add(x.ks.sum)
+	s.ks.add(x.ks.c)
+}
+
+func (s *sumFloatState) AppendResult(b array.Builder) {
+	if s.n == 0 {
+		b.AppendNull()
+		return
+	}
+	b.(*array.Float64Builder).Append(s.ks.value())
+}
+
+func (s *sumFloatState) Reset() { s.n, s.ks = 0, kahan{} }
+
+func (s *sumFloatState) MarshalBinary() ([]byte, error) {
+	out := binary.AppendVarint(nil, s.n)
+	out = binary.LittleEndian.AppendUint64(out, math.Float64bits(s.ks.sum))
+	return binary.LittleEndian.AppendUint64(out, math.Float64bits(s.ks.c)), nil
+}
+
+func (s *sumFloatState) UnmarshalBinary(data []byte) error {
+	d := decoder{b: data}
+	s.n = d.varint()
+	s.ks.sum, s.ks.c = d.float(), d.float()
+	return d.finish()
+}
+
+// kahan is a Neumaier-compensated running sum.
+type kahan struct{ sum, c float64 }
+
+func (k *kahan) add(v float64) {
+	t := k.sum + v
+	if math.Abs(k.sum) >= math.Abs(v) {
+		k.c += (k.sum - t) + v
+	} else {
+		k.c += (v - t) + k.sum
+	}
+	k.sum = t
+}
+
+func (k *kahan) value() float64 { return k.sum + k.c }
+
+// errCorrupt is returned when a state encoding is malformed.
+var errCorrupt = errors.New("agg: corrupt state encoding")
+
+// decoder reads the encodings written by the states' MarshalBinary.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err = errCorrupt
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errCorrupt
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) float() float64 {
+	if d.err != nil || len(d.b) < 8 {
+		d.err = errCorrupt
+		return 0
+	}
+	v := math.Float64frombits(binary.LittleEndian.Uint64(d.b))
+	d.b = d.b[8:]
+	return v
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err != nil || uint64(len(d.b)) < n {
+		d.err = errCorrupt
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[n:]
+	return v
+}
+
+// finish reports a decoding error or trailing bytes.
+func (d *decoder) finish() error {
+	if d.err == nil && len(d.b) != 0 {
+		return errCorrupt
+	}
+	return d.err
+}

@@ -1,0 +1,166 @@
+package agg
+
+import (
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// NewRetractWindow returns the Window of a retractable aggregate: rows
+// entering the frame are added to one state, rows leaving it are
+// retracted, so each row costs O(1) whatever the frame's length. A row
+// left out by EXCLUDE CURRENT ROW is retracted for its own result and added
+// back. newState must return states that implement Retractor.
+func NewRetractWindow(newState func() State) Window {
+	s := newState()
+	return &retractWindow{s: s, r: s.(Retractor)}
+}
+
+type retractWindow struct {
+	s      State
+	r      Retractor
+	lo, hi int64
+	n      int64 // rows in s
+}
+
+func (w *retractWindow) Eval(r *Rows, lo, hi, ex []int64, b array.Builder) {
+	for j := range lo {
+		l, h := lo[j], hi[j]
+		if l >= w.hi || w.n == 0 {
+			// The new frame does not overlap the old one: start afresh
+			// rather than retracting everything.
+			w.s.Reset()
+			w.lo, w.hi, w.n = l, l, 0
+		}
+		for ; w.hi < h; w.hi++ {
+			w.s.Add(r, w.hi)
+			w.n++
+		}
+		for ; w.lo < l; w.lo++ {
+			w.r.Retract(r, w.lo)
+			w.n--
+		}
+		if ex != nil && ex[j] >= l && ex[j] < h {
+			w.r.Retract(r, ex[j])
+			w.s.AppendResult(b)
+			w.s.Add(r, ex[j])
+		} else {
+			w.s.AppendResult(b)
+		}
+	}
+}
+
+// NewStackWindow returns the Window of an aggregate that can only merge,
+// not retract: the classic two-stack queue, where every row is added once
+// and merged O(1) times amortised. EXCLUDE CURRENT ROW is served by two
+// such queues, one before and one after the left-out row.
+func NewStackWindow(newState func() State) Window {
+	return &stackWindow{newState: newState, scratch: newState(), a: newStackQueue(newState), b: newStackQueue(newState)}
+}
+
+type stackWindow struct {
+	newState func() State
+	scratch  State
+	a, b     *stackQueue // a: [lo, ex) or [lo, hi); b: (ex, hi)
+}
+
+func (w *stackWindow) Eval(r *Rows, lo, hi, ex []int64, bld array.Builder) {
+	for j := range lo {
+		l, h := lo[j], hi[j]
+		if ex != nil && ex[j] >= l && ex[j] < h {
+			w.a.slide(r, l, ex[j])
+			w.b.slide(r, ex[j]+1, h)
+			w.scratch.Reset()
+			w.a.mergeInto(w.scratch)
+			w.b.mergeInto(w.scratch)
+		} else {
+			w.a.slide(r, l, h)
+			w.scratch.Reset()
+			w.a.mergeInto(w.scratch)
+		}
+		w.scratch.AppendResult(bld)
+	}
+}
+
+// stackQueue aggregates a FIFO of rows. front holds, for each row from the
+// oldest, the aggregate of that row and every newer row in front; back
+// holds the aggregate of the rows pushed since the last flip.
+type stackQueue struct {
+	newState func() State
+	lo, hi   int64
+	front    []State // front[len-1] is the oldest row's suffix aggregate
+	frontRow []int64
+	back     State
+	backRows []int64
+	free     []State
+}
+
+func newStackQueue(newState func() State) *stackQueue {
+	return &stackQueue{newState: newState, back: newState()}
+}
+
+func (q *stackQueue) get() State {
+	if n := len(q.free); n > 0 {
+		s := q.free[n-1]
+		q.free = q.free[:n-1]
+		s.Reset()
+		return s
+	}
+	return q.newState()
+}
+
+func (q *stackQueue) slide(r *Rows, l, h int64) {
+	if l >= q.hi || h < q.hi {
+		// Disjoint from the queued rows, or shrinking at the top (an
+		// EXCLUDE frame after a full one ending further up): rebuild.
+		q.clear()
+		q.lo, q.hi = l, l
+	}
+	for ; q.hi < h; q.hi++ {
+		q.back.Add(r, q.hi)
+		q.backRows = append(q.backRows, q.hi)
+	}
+	for q.lo < l {
+		if len(q.front) == 0 {
+			q.flip(r)
+		}
+		n := len(q.front) - 1
+		q.free = append(q.free, q.front[n])
+		q.front = q.front[:n]
+		q.frontRow = q.frontRow[:n]
+		q.lo++
+	}
+}
+
+// flip moves the back rows to the front, building suffix aggregates from
+// the newest row to the oldest.
+func (q *stackQueue) flip(r *Rows) {
+	var next State
+	for i := len(q.backRows) - 1; i >= 0; i-- {
+		s := q.get()
+		s.Add(r, q.backRows[i])
+		if next != nil {
+			s.Merge(next)
+		}
+		q.front = append(q.front, s)
+		q.frontRow = append(q.frontRow, q.backRows[i])
+		next = s
+	}
+	q.backRows = q.backRows[:0]
+	q.back.Reset()
+}
+
+func (q *stackQueue) mergeInto(dst State) {
+	if n := len(q.front); n > 0 {
+		dst.Merge(q.front[n-1])
+	}
+	if len(q.backRows) > 0 {
+		dst.Merge(q.back)
+	}
+}
+
+func (q *stackQueue) clear() {
+	q.free = append(q.free, q.front...)
+	q.front = q.front[:0]
+	q.frontRow = q.frontRow[:0]
+	q.backRows = q.backRows[:0]
+	q.back.Reset()
+}
