@@ -1,0 +1,461 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/xwb1989/sqlparser"
+
+	"github.com/volga-go/volga/agg"
+	"github.com/volga-go/volga/internal/expr"
+	"github.com/volga-go/volga/window"
+)
+
+// Names of the hidden columns the engine adds to every row.
+const (
+	tsColName  = "__volga_ts"
+	seqColName = "__volga_seq"
+)
+
+// Compiled is a plan bound to a source schema: the column layout the
+// operators work on and the operators' configurations.
+type Compiled struct {
+	// Plan is the logical plan.
+	Plan *Plan
+	// Source is the source table's schema.
+	Source *arrow.Schema
+	// Output is the schema of the pipeline's output.
+	Output *arrow.Schema
+	// TimeColumn is the event-time column ("" for a stateless query).
+	TimeColumn string
+
+	timeIdx   int // in Source, -1 when none
+	where     expr.Expr
+	evals     []expr.Expr // computed columns appended after ts and seq
+	prep      *arrow.Schema
+	stages    []*stage
+	outIdx    []int // columns of the last stage's output, one per item
+	stateless bool
+}
+
+// stage is one window operator: the windows sharing a PARTITION BY set.
+type stage struct {
+	keys    []string
+	cfg     window.Config
+	in, out *arrow.Schema
+}
+
+// Compile binds p to the schema of its source table. Unknown columns and
+// functions, wrong argument counts or types are reported as *SQLError
+// values positioned in the SQL text when the plan came from SQL.
+func Compile(p *Plan, schema *arrow.Schema, timeColumn string) (c *Compiled, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c, err = nil, fmt.Errorf("volga: internal error while compiling the pipeline: %v", r)
+		}
+	}()
+	if p == nil || schema == nil {
+		return nil, errors.New("volga: nil plan or schema")
+	}
+	b := &binder{p: p, src: schema, c: &Compiled{Plan: p, Source: schema, timeIdx: -1}}
+	if err := b.bind(timeColumn); err != nil {
+		return nil, err
+	}
+	return b.c, nil
+}
+
+type binder struct {
+	p      *Plan
+	src    *arrow.Schema
+	c      *Compiled
+	fields []arrow.Field // prep layout under construction
+	byText map[string]int
+}
+
+// column returns the index of a source column, case-insensitively.
+func (b *binder) column(name string, pos int) (int, error) {
+	if idx := b.src.FieldIndices(name); len(idx) == 1 {
+		return idx[0], nil
+	}
+	found := -1
+	for i, f := range b.src.Fields() {
+		if strings.EqualFold(f.Name, name) {
+			if found >= 0 {
+				return -1, b.p.ErrorAfter(pos, name, "column %q is ambiguous", name)
+			}
+			found = i
+		}
+	}
+	if found < 0 {
+		return -1, b.p.ErrorAfter(pos, name, "unknown column %q (table %s has %s)", name, b.p.Table, strings.Join(fieldNames(b.src), ", "))
+	}
+	return found, nil
+}
+
+func fieldNames(s *arrow.Schema) []string {
+	out := make([]string, s.NumFields())
+	for i, f := range s.Fields() {
+		out[i] = f.Name
+	}
+	return out
+}
+
+// exprError turns an expression compile error into a positioned SQLError.
+func (b *binder) exprError(e *Expr, err error) error {
+	var xe *expr.Error
+	if errors.As(err, &xe) && xe.Text != "" {
+		near := xe.Text
+		if xe.Kind == expr.ErrUnknownColumn {
+			// sqlparser renders identifiers in backquotes only when needed;
+			// the message names the column.
+			near = strings.Trim(near, "`")
+		}
+		return b.p.ErrorAfter(e.Pos, near, "%s", xe.Msg)
+	}
+	return b.p.ErrorAfter(e.Pos, e.Text, "%v", err)
+}
+
+// compute adds a computed column for e to the prep layout (once per
+// distinct text) and returns its index.
+func (b *binder) compute(e *Expr) (int, arrow.DataType, error) {
+	key := strings.ToLower(e.Text)
+	if key == "" {
+		key = sqlparser.String(e.AST)
+	}
+	if i, ok := b.byText[key]; ok {
+		return i, b.fields[i].Type, nil
+	}
+	ev, err := expr.Compile(e.AST, b.src)
+	if err != nil {
+		return 0, nil, b.exprError(e, err)
+	}
+	i := len(b.fields)
+	b.fields = append(b.fields, arrow.Field{Name: fmt.Sprintf("__volga_c%d", len(b.c.evals)), Type: ev.Type(), Nullable: true})
+	b.c.evals = append(b.c.evals, ev)
+	b.byText[key] = i
+	return i, ev.Type(), nil
+}
+
+func (b *binder) bind(timeColumn string) error {
+	p := b.p
+	if p.Group != nil {
+		return p.ErrorAfter(p.Group.Pos, "tumble", "GROUP BY tumble/hop windows are not supported yet")
+	}
+	// Event time: the ORDER BY column shared by every window.
+	for _, w := range p.Windows {
+		if timeColumn == "" {
+			timeColumn = w.OrderBy
+		} else if !strings.EqualFold(timeColumn, w.OrderBy) {
+			return p.ErrorAfter(w.Pos, w.OrderBy, "every window must ORDER BY the event-time column %q, not %q", timeColumn, w.OrderBy)
+		}
+	}
+	if timeColumn != "" {
+		i, err := b.column(timeColumn, -1)
+		if err != nil {
+			return err
+		}
+		switch b.src.Field(i).Type.ID() {
+		case arrow.TIMESTAMP, arrow.INT64:
+		default:
+			return p.ErrorAt(timeColumn, "event-time column %q must be a timestamp or int64 epoch milliseconds, not %s", timeColumn, b.src.Field(i).Type)
+		}
+		b.c.timeIdx = i
+		b.c.TimeColumn = b.src.Field(i).Name
+	}
+	if p.Where != nil {
+		ev, err := expr.Compile(p.Where.AST, b.src)
+		if err != nil {
+			return b.exprError(p.Where, err)
+		}
+		if ev.Type().ID() != arrow.BOOL {
+			return p.ErrorAfter(p.Where.Pos, p.Where.Text, "WHERE must be a boolean condition, not %s", ev.Type())
+		}
+		b.c.where = ev
+	}
+
+	// prep layout: source columns, event time, sequence, computed columns.
+	b.fields = slices.Clone(b.src.Fields())
+	b.fields = append(b.fields,
+		arrow.Field{Name: tsColName, Type: arrow.PrimitiveTypes.Int64},
+		arrow.Field{Name: seqColName, Type: arrow.PrimitiveTypes.Int64})
+	b.byText = map[string]int{}
+	tsIdx, seqIdx := b.src.NumFields(), b.src.NumFields()+1
+
+	// Output items: projections become computed columns (plain columns
+	// are read as they are).
+	itemCol := make([]int, len(p.Items)) // prep index of projections, -1 for aggregates
+	for k, it := range p.Items {
+		itemCol[k] = -1
+		if it.Expr == nil {
+			continue
+		}
+		if cn, ok := it.Expr.AST.(*sqlparser.ColName); ok {
+			i, err := b.column(cn.Name.String(), it.Expr.Pos)
+			if err != nil {
+				return err
+			}
+			itemCol[k] = i
+			continue
+		}
+		i, _, err := b.compute(it.Expr)
+		if err != nil {
+			return err
+		}
+		itemCol[k] = i
+	}
+
+	// Group windows into stages by PARTITION BY set, in order of appearance.
+	type callRef struct {
+		item int
+		call *AggCall
+	}
+	type stageSpec struct {
+		keys    []string
+		windows []*WindowSpec
+		calls   [][]callRef
+	}
+	var specs []*stageSpec
+	keyOf := func(keys []string) string {
+		l := make([]string, len(keys))
+		for i, k := range keys {
+			l[i] = strings.ToLower(k)
+		}
+		return strings.Join(l, "\x00")
+	}
+	for k, it := range p.Items {
+		if it.Agg == nil {
+			continue
+		}
+		w := it.Agg.Window
+		if w == nil {
+			return p.ErrorAfter(it.Agg.Pos, it.Agg.Text, "aggregate %s needs an OVER clause", it.Agg.Func)
+		}
+		var st *stageSpec
+		for _, s := range specs {
+			if keyOf(s.keys) == keyOf(w.PartitionBy) {
+				st = s
+			}
+		}
+		if st == nil {
+			st = &stageSpec{keys: w.PartitionBy}
+			specs = append(specs, st)
+		}
+		wi := slices.Index(st.windows, w)
+		if wi < 0 {
+			st.windows = append(st.windows, w)
+			st.calls = append(st.calls, nil)
+			wi = len(st.windows) - 1
+		}
+		st.calls[wi] = append(st.calls[wi], callRef{item: k, call: it.Agg})
+	}
+	if len(specs) == 0 {
+		b.c.stateless = true
+	}
+
+	// Aggregate arguments become computed columns too; bind the functions.
+	type boundCall struct {
+		f    agg.Func
+		args []int // prep indices of column args
+	}
+	bound := map[*AggCall]*boundCall{}
+	for _, st := range specs {
+		for _, calls := range st.calls {
+			for _, cr := range calls {
+				call := cr.call
+				var args []agg.Arg
+				var cols []int
+				if call.Star {
+					args = append(args, agg.Arg{Star: true, Col: -1})
+				}
+				for _, a := range call.Args {
+					if v, ok := constValue(a.AST); ok {
+						args = append(args, agg.Arg{IsConst: true, Const: v, Col: -1, Type: constType(v)})
+						continue
+					}
+					i, t, err := b.compute(a)
+					if err != nil {
+						return err
+					}
+					args = append(args, agg.Arg{Type: t, Col: i})
+					cols = append(cols, i)
+				}
+				name := call.Func
+				if call.Distinct {
+					if name != "count" {
+						return p.ErrorAfter(call.Pos, call.Text, "DISTINCT is only supported in count(DISTINCT x)")
+					}
+					name = "count_distinct"
+				}
+				if _, ok := agg.Lookup(name); !ok {
+					return p.ErrorAfter(call.Pos, call.Func, "unknown aggregate function %q", call.Func)
+				}
+				bound[call] = &boundCall{args: cols}
+				// Bind now to report argument errors; the column positions
+				// are fixed per stage below.
+				f, err := agg.Bind(name, args)
+				if err != nil {
+					return p.ErrorAfter(call.Pos, call.Text, "%v", err)
+				}
+				bound[call].f = f
+				_ = f
+			}
+		}
+	}
+	b.c.prep = arrow.NewSchema(b.fields, nil)
+
+	// Stages: each stage's input is the previous stage's output.
+	in := b.c.prep
+	resultCol := map[int]int{} // item -> column in the final layout
+	for _, st := range specs {
+		cfg := window.Config{TsCol: tsIdx, SeqCol: seqIdx}
+		for _, key := range st.keys {
+			i, err := b.column(key, -1)
+			if err != nil {
+				return err
+			}
+			cfg.KeyCols = append(cfg.KeyCols, i)
+		}
+		argPos := map[int]int{} // prep index -> position in ArgCols
+		var order []int
+		for wi, w := range st.windows {
+			spec := window.Spec{Frame: window.Frame{
+				Rows: w.Frame.Kind == FrameRows, Unbounded: w.Frame.Unbounded,
+				Preceding: w.Frame.Preceding, EndPreceding: w.Frame.EndPreceding,
+				ExcludeCurrent: w.Frame.ExcludeCurrent,
+			}}
+			for _, cr := range st.calls[wi] {
+				call := cr.call
+				bc := bound[call]
+				var args []agg.Arg
+				ci := 0
+				if call.Star {
+					args = append(args, agg.Arg{Star: true, Col: -1})
+				}
+				for _, a := range call.Args {
+					if v, ok := constValue(a.AST); ok {
+						args = append(args, agg.Arg{IsConst: true, Const: v, Col: -1, Type: constType(v)})
+						continue
+					}
+					pi := bc.args[ci]
+					ci++
+					pos, ok := argPos[pi]
+					if !ok {
+						pos = len(cfg.ArgCols)
+						argPos[pi] = pos
+						cfg.ArgCols = append(cfg.ArgCols, pi)
+					}
+					args = append(args, agg.Arg{Type: b.fields[pi].Type, Col: pos})
+				}
+				name := call.Func
+				if call.Distinct {
+					name = "count_distinct"
+				}
+				f, err := agg.Bind(name, args)
+				if err != nil {
+					return p.ErrorAfter(call.Pos, call.Text, "%v", err)
+				}
+				spec.Aggs = append(spec.Aggs, f)
+				cfg.ResultNames = append(cfg.ResultNames, fmt.Sprintf("__volga_r%d", cr.item))
+				order = append(order, cr.item)
+			}
+			cfg.Windows = append(cfg.Windows, spec)
+		}
+		op, err := window.New(cfg, in)
+		if err != nil {
+			return err
+		}
+		out := op.OutSchema()
+		op.Close()
+		for j, item := range order {
+			resultCol[item] = in.NumFields() + j
+		}
+		b.c.stages = append(b.c.stages, &stage{keys: st.keys, cfg: cfg, in: in, out: out})
+		in = out
+	}
+
+	// Output: items in SELECT order.
+	var outFields []arrow.Field
+	for k, it := range p.Items {
+		var idx int
+		if it.Agg != nil {
+			idx = resultCol[k]
+		} else {
+			idx = itemCol[k]
+		}
+		b.c.outIdx = append(b.c.outIdx, idx)
+		f := in.Field(idx)
+		outFields = append(outFields, arrow.Field{Name: it.Name, Type: f.Type, Nullable: true})
+	}
+	if err := checkDuplicateNames(p, outFields); err != nil {
+		return err
+	}
+	b.c.Output = arrow.NewSchema(outFields, nil)
+	return nil
+}
+
+func checkDuplicateNames(p *Plan, fields []arrow.Field) error {
+	seen := map[string]bool{}
+	for _, f := range fields {
+		k := strings.ToLower(f.Name)
+		if seen[k] {
+			return p.ErrorAt(f.Name, "duplicate output column name %q: give one of them an alias", f.Name)
+		}
+		seen[k] = true
+	}
+	return nil
+}
+
+// constValue returns the value of a literal argument (as in top(x, 3)).
+func constValue(e sqlparser.Expr) (any, bool) {
+	neg := false
+	if u, ok := e.(*sqlparser.UnaryExpr); ok && u.Operator == sqlparser.UMinusStr {
+		neg, e = true, u.Expr
+	}
+	switch v := e.(type) {
+	case *sqlparser.SQLVal:
+		switch v.Type {
+		case sqlparser.IntVal:
+			var n int64
+			if _, err := fmt.Sscan(string(v.Val), &n); err == nil {
+				if neg {
+					n = -n
+				}
+				return n, true
+			}
+		case sqlparser.FloatVal:
+			var f float64
+			if _, err := fmt.Sscan(string(v.Val), &f); err == nil {
+				if neg {
+					f = -f
+				}
+				return f, true
+			}
+		case sqlparser.StrVal:
+			if !neg {
+				return string(v.Val), true
+			}
+		}
+	case sqlparser.BoolVal:
+		if !neg {
+			return bool(v), true
+		}
+	}
+	return nil, false
+}
+
+func constType(v any) arrow.DataType {
+	switch v.(type) {
+	case int64:
+		return arrow.PrimitiveTypes.Int64
+	case float64:
+		return arrow.PrimitiveTypes.Float64
+	case string:
+		return arrow.BinaryTypes.String
+	case bool:
+		return arrow.FixedWidthTypes.Boolean
+	}
+	return arrow.Null
+}

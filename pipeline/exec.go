@@ -1,0 +1,976 @@
+package pipeline
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/volga-go/volga/internal/arrowutil"
+	"github.com/volga-go/volga/sink"
+	"github.com/volga-go/volga/source"
+	"github.com/volga-go/volga/watermark"
+	"github.com/volga-go/volga/window"
+)
+
+// Mode selects how a pipeline treats time.
+type Mode int
+
+const (
+	// Batch reads a bounded source to its end and then emits one row per
+	// input row, in input order.
+	Batch Mode = iota
+	// Streaming emits each row once the watermark passes its event time,
+	// in (event time, arrival) order.
+	Streaming
+)
+
+// String names the mode.
+func (m Mode) String() string {
+	if m == Streaming {
+		return "stream"
+	}
+	return "batch"
+}
+
+// RunOptions tune the execution of a compiled pipeline.
+type RunOptions struct {
+	// Mode is Batch or Streaming.
+	Mode Mode
+	// MaxOutOfOrder bounds how far behind the newest event time a row may
+	// arrive and still be on time (streaming).
+	MaxOutOfOrder time.Duration
+	// AllowedLateness applies late rows no more than this far behind the
+	// watermark (streaming); 0 drops every late row.
+	AllowedLateness time.Duration
+	// Parallelism is the number of window tasks per stage (default 1).
+	Parallelism int
+	// Late receives late rows that were not applied, with the source's
+	// columns. Nil counts them only.
+	Late sink.Sink
+	// DeadLetters receives rows the engine cannot process (a NULL event
+	// time). Nil counts them only.
+	DeadLetters source.DeadLetterFunc
+	// ChannelDepth is the capacity, in batches, of each channel between
+	// operators (default 4): with a slow sink, at most that many batches
+	// wait on each edge and the source is slowed down.
+	ChannelDepth int
+	// Mem allocates Arrow memory; nil is the Go allocator.
+	Mem memory.Allocator
+	// Logger receives operational messages; nil discards them.
+	Logger *slog.Logger
+	// Stats, when set, is updated while the pipeline runs.
+	Stats *Stats
+}
+
+// Stats counts rows through a running pipeline. Fields are updated
+// atomically; read them with Snapshot.
+type Stats struct {
+	rowsIn, rowsOut, late, lateApplied, deadLetters, filtered atomic.Int64
+	watermark                                                 atomic.Int64
+}
+
+// StatsSnapshot is a point-in-time copy of Stats.
+type StatsSnapshot struct {
+	// RowsIn counts rows read from the source; RowsOut rows written to the sink.
+	RowsIn, RowsOut int64
+	// Filtered counts rows removed by WHERE.
+	Filtered int64
+	// LateDropped counts late rows not applied; LateApplied late rows
+	// applied within the allowed lateness.
+	LateDropped, LateApplied int64
+	// DeadLetters counts rows the engine could not process.
+	DeadLetters int64
+	// Watermark is the source watermark (ms), math.MinInt64 before any.
+	Watermark int64
+}
+
+// Snapshot returns the current counts.
+func (s *Stats) Snapshot() StatsSnapshot {
+	return StatsSnapshot{
+		RowsIn: s.rowsIn.Load(), RowsOut: s.rowsOut.Load(), Filtered: s.filtered.Load(),
+		LateDropped: s.late.Load(), LateApplied: s.lateApplied.Load(), DeadLetters: s.deadLetters.Load(),
+		Watermark: s.watermark.Load(),
+	}
+}
+
+// msg is what flows on the channels between operators: a batch, a
+// watermark, or both (batch first). Watermarks travel in-band so that they
+// never overtake the rows they speak about.
+type msg struct {
+	rec  arrow.RecordBatch
+	wm   int64 // watermark.None for none
+	from int   // index of the sending task
+}
+
+// Run executes the pipeline: it reads src until it ends (or ctx is
+// cancelled), and writes the output to out. It returns the first error of
+// any operator; on return every goroutine it started has exited.
+func (c *Compiled) Run(ctx context.Context, src source.Source, out sink.Sink, opt RunOptions) error {
+	if opt.Parallelism <= 0 {
+		opt.Parallelism = 1
+	}
+	if opt.ChannelDepth <= 0 {
+		opt.ChannelDepth = 4
+	}
+	if opt.Mem == nil {
+		opt.Mem = memory.DefaultAllocator
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.Stats == nil {
+		opt.Stats = &Stats{}
+	}
+	opt.Stats.watermark.Store(watermark.None)
+	if !c.Source.Equal(src.Schema()) {
+		return fmt.Errorf("volga: source schema %s does not match the schema the pipeline was compiled for %s", src.Schema(), c.Source)
+	}
+	r := &runner{c: c, opt: opt, src: src, out: out, stats: opt.Stats}
+	return r.run(ctx)
+}
+
+type runner struct {
+	c     *Compiled
+	opt   RunOptions
+	src   source.Source
+	out   sink.Sink
+	stats *Stats
+	seq   int64
+	seed  maphash.Seed
+}
+
+func (r *runner) run(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	n := r.opt.Parallelism
+	if r.c.stateless {
+		n = 1
+	}
+	r.seed = maphash.MakeSeed()
+	depth := r.opt.ChannelDepth
+	mk := func() []chan msg {
+		chs := make([]chan msg, n)
+		for i := range chs {
+			chs[i] = make(chan msg, depth)
+		}
+		return chs
+	}
+	// inputs[s] are the input channels of stage s's tasks; the merger reads
+	// final.
+	inputs := make([][]chan msg, len(r.c.stages))
+	for s := range inputs {
+		inputs[s] = mk()
+	}
+	final := make(chan msg, depth*n)
+	late := make(chan arrow.RecordBatch, depth)
+
+	first := final
+	var firstChans []chan msg
+	if len(inputs) > 0 {
+		firstChans = inputs[0]
+	}
+	g.Go(func() error {
+		defer func() {
+			for _, ch := range firstChans {
+				close(ch)
+			}
+			if firstChans == nil {
+				close(first)
+			}
+		}()
+		return r.read(ctx, firstChans, first)
+	})
+	var lateWG sync.WaitGroup
+	for s, st := range r.c.stages {
+		var wg sync.WaitGroup
+		senders := 1
+		if s > 0 {
+			senders = n
+		}
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			lateWG.Add(1)
+			in := inputs[s][i]
+			var next []chan msg
+			if s+1 < len(inputs) {
+				next = inputs[s+1]
+			}
+			g.Go(func() error {
+				defer wg.Done()
+				defer lateWG.Done()
+				return r.task(ctx, s, st, i, senders, in, next, final, late)
+			})
+		}
+		g.Go(func() error {
+			wg.Wait()
+			if s+1 < len(inputs) {
+				for _, ch := range inputs[s+1] {
+					close(ch)
+				}
+			} else {
+				close(final)
+			}
+			return nil
+		})
+	}
+	go func() { lateWG.Wait(); close(late) }()
+	mergeFrom := n
+	if len(r.c.stages) == 0 {
+		mergeFrom = 1
+	}
+	g.Go(func() error { return r.merge(ctx, final, late, mergeFrom) })
+	err := g.Wait()
+	// Drain whatever is left on the channels so batches are released.
+	for _, chs := range inputs {
+		for _, ch := range chs {
+			drain(ch)
+		}
+	}
+	drain(final)
+	for rec := range late {
+		rec.Release()
+	}
+	return err
+}
+
+func drain(ch chan msg) {
+	for {
+		select {
+		case m, ok := <-ch:
+			if !ok {
+				return
+			}
+			if m.rec != nil {
+				m.rec.Release()
+			}
+		default:
+			return
+		}
+	}
+}
+
+func send(ctx context.Context, ch chan msg, m msg) error {
+	select {
+	case ch <- m:
+		return nil
+	case <-ctx.Done():
+		if m.rec != nil {
+			m.rec.Release()
+		}
+		return ctx.Err()
+	}
+}
+
+// read pulls batches from the source, prepares them and hands them to the
+// first stage's tasks (partitioned by key), with watermarks.
+func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) error {
+	streaming := r.opt.Mode == Streaming
+	gen := watermark.NewBounded(r.opt.MaxOutOfOrder)
+	lastWM := watermark.None
+	broadcast := func(wm int64) error {
+		if tasks == nil {
+			return send(ctx, direct, msg{wm: wm})
+		}
+		for _, ch := range tasks {
+			if err := send(ctx, ch, msg{wm: wm}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for {
+		rec, err := r.src.Read(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("volga: reading source: %w", err)
+		}
+		r.stats.rowsIn.Add(rec.NumRows())
+		prep, err := r.prepare(rec)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+		if prep == nil {
+			continue
+		}
+		var ts []int64
+		if streaming && r.c.timeIdx >= 0 {
+			ts = prep.Column(r.c.Source.NumFields()).(*array.Int64).Int64Values()
+			gen.ObserveMax(ts)
+		}
+		if tasks == nil {
+			if err := send(ctx, direct, msg{rec: prep, wm: watermark.None}); err != nil {
+				return err
+			}
+		} else if err := r.partition(ctx, prep, tasks); err != nil {
+			return err
+		}
+		if streaming && r.c.timeIdx >= 0 {
+			if wm := gen.Current(); wm > lastWM {
+				lastWM = wm
+				r.stats.watermark.Store(wm)
+				if err := broadcast(wm); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	r.stats.watermark.Store(watermark.End)
+	return broadcast(watermark.End)
+}
+
+// prepare filters a source batch and adds event time, sequence and the
+// computed columns. It returns nil when no row is left.
+func (r *runner) prepare(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	c := r.c
+	if c.where != nil && rec.NumRows() > 0 {
+		mask, err := c.where.Eval(rec)
+		if err != nil {
+			return nil, fmt.Errorf("volga: evaluating WHERE: %w", err)
+		}
+		keep := selected(mask.(*array.Boolean))
+		mask.Release()
+		if len(keep) < int(rec.NumRows()) {
+			r.stats.filtered.Add(rec.NumRows() - int64(len(keep)))
+			if rec, err = arrowutil.Take(r.opt.Mem, rec, keep); err != nil {
+				return nil, err
+			}
+			defer rec.Release()
+		}
+	}
+	// Rows without an event time cannot be placed in any window.
+	if c.timeIdx >= 0 {
+		if tc := rec.Column(c.timeIdx); tc.NullN() > 0 {
+			var keep []int32
+			for i := 0; i < tc.Len(); i++ {
+				if tc.IsNull(i) {
+					r.deadLetter(rec, i, "NULL event time in column "+c.TimeColumn)
+				} else {
+					keep = append(keep, int32(i))
+				}
+			}
+			var err error
+			if rec, err = arrowutil.Take(r.opt.Mem, rec, keep); err != nil {
+				return nil, err
+			}
+			defer rec.Release()
+		}
+	}
+	n := int(rec.NumRows())
+	if n == 0 {
+		return nil, nil
+	}
+	cols := make([]arrow.Array, 0, c.prep.NumFields())
+	cols = append(cols, rec.Columns()...)
+	var owned []arrow.Array
+	defer func() { arrowutil.ReleaseAll(owned) }()
+	tsb := array.NewInt64Builder(r.opt.Mem)
+	tsb.Resize(n)
+	if c.timeIdx >= 0 {
+		appendMillis(tsb, rec.Column(c.timeIdx))
+	} else {
+		for i := 0; i < n; i++ {
+			tsb.UnsafeAppend(0)
+		}
+	}
+	tsArr := tsb.NewArray()
+	tsb.Release()
+	sb := array.NewInt64Builder(r.opt.Mem)
+	sb.Resize(n)
+	for i := 0; i < n; i++ {
+		sb.UnsafeAppend(r.seq)
+		r.seq++
+	}
+	seqArr := sb.NewArray()
+	sb.Release()
+	owned = append(owned, tsArr, seqArr)
+	cols = append(cols, tsArr, seqArr)
+	for _, ev := range c.evals {
+		a, err := ev.Eval(rec)
+		if err != nil {
+			return nil, fmt.Errorf("volga: evaluating %s: %w", ev.String(), err)
+		}
+		owned = append(owned, a)
+		cols = append(cols, a)
+	}
+	return array.NewRecordBatch(c.prep, cols, int64(n)), nil
+}
+
+func selected(mask *array.Boolean) []int32 {
+	keep := make([]int32, 0, mask.Len())
+	for i := 0; i < mask.Len(); i++ {
+		if mask.IsValid(i) && mask.Value(i) {
+			keep = append(keep, int32(i))
+		}
+	}
+	return keep
+}
+
+// appendMillis appends event times as epoch milliseconds (floor).
+func appendMillis(b *array.Int64Builder, col arrow.Array) {
+	switch a := col.(type) {
+	case *array.Int64:
+		b.AppendValues(a.Int64Values(), nil)
+	case *array.Timestamp:
+		unit := a.DataType().(*arrow.TimestampType).Unit
+		v := a.TimestampValues()
+		var div int64
+		switch unit {
+		case arrow.Second:
+			for _, x := range v {
+				b.UnsafeAppend(int64(x) * 1000)
+			}
+			return
+		case arrow.Millisecond:
+			for _, x := range v {
+				b.UnsafeAppend(int64(x))
+			}
+			return
+		case arrow.Microsecond:
+			div = 1000
+		case arrow.Nanosecond:
+			div = 1000000
+		}
+		for _, x := range v {
+			q := int64(x) / div
+			if int64(x)%div < 0 {
+				q--
+			}
+			b.UnsafeAppend(q)
+		}
+	}
+}
+
+func (r *runner) deadLetter(rec arrow.RecordBatch, row int, reason string) {
+	r.stats.deadLetters.Add(1)
+	if r.opt.DeadLetters == nil {
+		return
+	}
+	var sb strings.Builder
+	for c := 0; c < int(r.c.Source.NumFields()); c++ {
+		if c > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(sink.FormatValue(rec.Column(c), row))
+	}
+	r.opt.DeadLetters(source.DeadLetter{Source: r.c.Plan.Table, Offset: -1, Raw: []byte(sb.String()), Reason: reason})
+}
+
+// partition splits rec by the hash of the first stage's key and sends the
+// parts to the tasks.
+func (r *runner) partition(ctx context.Context, rec arrow.RecordBatch, tasks []chan msg) error {
+	if len(tasks) == 1 {
+		return send(ctx, tasks[0], msg{rec: rec, wm: watermark.None})
+	}
+	defer rec.Release()
+	parts, err := r.split(rec, r.c.stages[0].cfg.KeyCols, len(tasks))
+	if err != nil {
+		return err
+	}
+	for i, p := range parts {
+		if p == nil {
+			continue
+		}
+		if err := send(ctx, tasks[i], msg{rec: p, wm: watermark.None, from: 0}); err != nil {
+			for _, q := range parts[i+1:] {
+				if q != nil {
+					q.Release()
+				}
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// split partitions the rows of rec over n parts by the hash of keyCols.
+// Parts with no rows are nil.
+func (r *runner) split(rec arrow.RecordBatch, keyCols []int, n int) ([]arrow.RecordBatch, error) {
+	rows := int(rec.NumRows())
+	idx := make([][]int32, n)
+	h := keyHasher{seed: r.seed}
+	cols := make([]arrow.Array, len(keyCols))
+	for j, c := range keyCols {
+		cols[j] = rec.Column(c)
+	}
+	for i := 0; i < rows; i++ {
+		p := int(h.hash(cols, i) % uint64(n))
+		idx[p] = append(idx[p], int32(i))
+	}
+	parts := make([]arrow.RecordBatch, n)
+	for p, ix := range idx {
+		if len(ix) == 0 {
+			continue
+		}
+		if len(ix) == rows {
+			rec.Retain()
+			parts[p] = rec
+			continue
+		}
+		t, err := arrowutil.Take(r.opt.Mem, rec, ix)
+		if err != nil {
+			arrowutil.ReleaseAll(slices.DeleteFunc(parts, func(x arrow.RecordBatch) bool { return x == nil }))
+			return nil, err
+		}
+		parts[p] = t
+	}
+	return parts, nil
+}
+
+// task runs one window operator.
+func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in chan msg, next []chan msg, final chan msg, late chan arrow.RecordBatch) error {
+	cfg := st.cfg
+	cfg.AllowedLateness = r.opt.AllowedLateness.Milliseconds()
+	cfg.BatchOrder = r.opt.Mode == Batch
+	cfg.Mem = r.opt.Mem
+	op, err := window.New(cfg, st.in)
+	if err != nil {
+		return err
+	}
+	defer op.Close()
+	comb := watermark.NewCombiner(senders)
+	cur := watermark.None
+	forward := func(recs []arrow.RecordBatch) error {
+		for k, rec := range recs {
+			var err error
+			if next == nil {
+				err = send(ctx, final, msg{rec: rec, wm: watermark.None, from: id})
+			} else if len(next) == 1 {
+				err = send(ctx, next[0], msg{rec: rec, wm: watermark.None, from: id})
+			} else {
+				var parts []arrow.RecordBatch
+				parts, err = r.split(rec, r.c.stages[s+1].cfg.KeyCols, len(next))
+				rec.Release()
+				for i, p := range parts {
+					if p == nil || err != nil {
+						if p != nil {
+							p.Release()
+						}
+						continue
+					}
+					err = send(ctx, next[i], msg{rec: p, wm: watermark.None, from: id})
+				}
+			}
+			if err != nil {
+				arrowutil.ReleaseAll(recs[k+1:])
+				return err
+			}
+		}
+		return nil
+	}
+	before := op.Stats()
+	for m := range in {
+		if m.rec != nil {
+			outs, lateRec, err := op.Push(m.rec)
+			m.rec.Release()
+			if err != nil {
+				return fmt.Errorf("volga: window operator: %w", err)
+			}
+			if lateRec != nil {
+				select {
+				case late <- lateRec:
+				case <-ctx.Done():
+					lateRec.Release()
+					return ctx.Err()
+				}
+			}
+			if err := forward(outs); err != nil {
+				return err
+			}
+		}
+		if m.wm != watermark.None {
+			wm := comb.Update(m.from, m.wm)
+			if wm > cur {
+				cur = wm
+				outs, err := op.Advance(ctx, wm)
+				if err != nil {
+					return fmt.Errorf("volga: window operator: %w", err)
+				}
+				if err := forward(outs); err != nil {
+					return err
+				}
+				if next == nil {
+					err = send(ctx, final, msg{wm: wm, from: id})
+				} else {
+					for _, ch := range next {
+						if err = send(ctx, ch, msg{wm: wm, from: id}); err != nil {
+							break
+						}
+					}
+				}
+				if err != nil {
+					return err
+				}
+			}
+		}
+		after := op.Stats()
+		r.stats.late.Add(after.LateDropped - before.LateDropped)
+		r.stats.lateApplied.Add(after.LateApplied - before.LateApplied)
+		before = after
+	}
+	return ctx.Err()
+}
+
+// merge writes the output of the last stage to the sink in order: with
+// one task its output is already ordered; with several, rows are merged by
+// arrival sequence (batch) or by (event time, sequence) (streaming) up to
+// the watermark all tasks have passed.
+func (r *runner) merge(ctx context.Context, in chan msg, late chan arrow.RecordBatch, n int) (err error) {
+	defer func() {
+		if cerr := r.closeSinks(); err == nil {
+			err = cerr
+		}
+	}()
+	c := r.c
+	var last *arrow.Schema
+	if len(c.stages) > 0 {
+		last = c.stages[len(c.stages)-1].out
+	} else {
+		last = c.prep
+	}
+	tsCol, seqCol := c.Source.NumFields(), c.Source.NumFields()+1
+	write := func(rec arrow.RecordBatch) error {
+		defer rec.Release()
+		if rec.NumRows() == 0 {
+			return nil
+		}
+		out := arrowutil.Select(c.Output, rec, c.outIdx)
+		defer out.Release()
+		if err := r.out.Write(ctx, out); err != nil {
+			return fmt.Errorf("volga: writing output: %w", err)
+		}
+		r.stats.rowsOut.Add(out.NumRows())
+		return nil
+	}
+	writeLate := func(rec arrow.RecordBatch) error {
+		defer rec.Release()
+		if r.opt.Late == nil {
+			return nil
+		}
+		idx := make([]int, c.Source.NumFields())
+		for i := range idx {
+			idx[i] = i
+		}
+		out := arrowutil.Select(c.Source, rec, idx)
+		defer out.Release()
+		if err := r.opt.Late.Write(ctx, out); err != nil {
+			return fmt.Errorf("volga: writing late rows: %w", err)
+		}
+		return nil
+	}
+	m := &merger{n: n, tsCol: tsCol, seqCol: seqCol, batch: r.opt.Mode == Batch, comb: watermark.NewCombiner(n), mem: r.opt.Mem, schema: last}
+	defer m.release()
+	lateCh := late
+	for in != nil || lateCh != nil {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case rec, ok := <-lateCh:
+			if !ok {
+				lateCh = nil
+				continue
+			}
+			if err := writeLate(rec); err != nil {
+				return err
+			}
+		case mm, ok := <-in:
+			if !ok {
+				in = nil
+				continue
+			}
+			if n == 1 {
+				if mm.rec != nil {
+					if err := write(mm.rec); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			if mm.rec != nil {
+				m.add(mm.from, mm.rec)
+			}
+			if mm.wm != watermark.None {
+				outs, err := m.advance(mm.from, mm.wm)
+				if err != nil {
+					return err
+				}
+				for k, o := range outs {
+					if err := write(o); err != nil {
+						arrowutil.ReleaseAll(outs[k+1:])
+						return err
+					}
+				}
+			}
+		}
+	}
+	return ctx.Err()
+}
+
+func (r *runner) closeSinks() error {
+	err := r.out.Close()
+	if err != nil {
+		err = fmt.Errorf("volga: closing sink: %w", err)
+	}
+	if r.opt.Late != nil {
+		if lerr := r.opt.Late.Close(); lerr != nil && err == nil {
+			err = fmt.Errorf("volga: closing late-row sink: %w", lerr)
+		}
+	}
+	return err
+}
+
+// merger orders the output of several tasks.
+type merger struct {
+	n             int
+	tsCol, seqCol int
+	batch         bool
+	comb          *watermark.Combiner
+	cur           int64
+	mem           memory.Allocator
+	schema        *arrow.Schema
+	bufs          [][]arrow.RecordBatch // per task, unreleased output
+}
+
+func (m *merger) add(from int, rec arrow.RecordBatch) {
+	if m.bufs == nil {
+		m.bufs = make([][]arrow.RecordBatch, m.n)
+		m.cur = watermark.None
+	}
+	m.bufs[from] = append(m.bufs[from], rec)
+}
+
+func (m *merger) release() {
+	for _, b := range m.bufs {
+		arrowutil.ReleaseAll(b)
+	}
+	m.bufs = nil
+}
+
+type rowRef struct {
+	ts, seq int64
+	rec     int32
+	row     int32
+}
+
+// advance records task from's watermark and returns the rows every task
+// has now released, in order, in batches of at most mergeChunk rows.
+func (m *merger) advance(from int, wm int64) ([]arrow.RecordBatch, error) {
+	if m.bufs == nil {
+		m.bufs = make([][]arrow.RecordBatch, m.n)
+		m.cur = watermark.None
+	}
+	w := m.comb.Update(from, wm)
+	if w <= m.cur {
+		return nil, nil
+	}
+	m.cur = w
+	// Collect the rows with ts <= w from every task's buffer; each task's
+	// buffer is in order except late rows, so a sort is needed in
+	// streaming; in batch mode every task's output is in sequence order
+	// and a k-way merge suffices.
+	var recs []arrow.RecordBatch
+	var refs []rowRef
+	var streams [][]rowRef
+	for t := range m.bufs {
+		var keepRecs []arrow.RecordBatch
+		var s []rowRef
+		for _, rec := range m.bufs[t] {
+			ts := rec.Column(m.tsCol).(*array.Int64).Int64Values()
+			seq := rec.Column(m.seqCol).(*array.Int64).Int64Values()
+			ri := int32(len(recs))
+			used := false
+			kept := false
+			for i := range ts {
+				if ts[i] <= w {
+					s = append(s, rowRef{ts: ts[i], seq: seq[i], rec: ri, row: int32(i)})
+					used = true
+				} else {
+					kept = true
+				}
+			}
+			if used {
+				recs = append(recs, rec)
+			}
+			if kept {
+				if used {
+					rec.Retain()
+				}
+				keepRecs = append(keepRecs, rec)
+			}
+			// Rows of a kept batch that were released now must not be
+			// released again: filter them out of the kept batch.
+			if used && kept {
+				var idx []int32
+				for i := range ts {
+					if ts[i] > w {
+						idx = append(idx, int32(i))
+					}
+				}
+				rest, err := arrowutil.Take(m.mem, rec, idx)
+				if err != nil {
+					return nil, err
+				}
+				rec.Release()
+				keepRecs[len(keepRecs)-1] = rest
+			}
+		}
+		m.bufs[t] = keepRecs
+		streams = append(streams, s)
+	}
+	defer arrowutil.ReleaseAll(recs)
+	if m.batch {
+		refs = kmerge(streams)
+	} else {
+		for _, s := range streams {
+			refs = append(refs, s...)
+		}
+		slices.SortFunc(refs, func(a, b rowRef) int {
+			if a.ts != b.ts {
+				return cmp64(a.ts, b.ts)
+			}
+			return cmp64(a.seq, b.seq)
+		})
+	}
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	return gatherRefs(m.mem, m.schema, recs, refs)
+}
+
+const mergeChunk = 1 << 16
+
+// gatherRefs builds batches holding the referenced rows in order.
+func gatherRefs(mem memory.Allocator, schema *arrow.Schema, recs []arrow.RecordBatch, refs []rowRef) ([]arrow.RecordBatch, error) {
+	var out []arrow.RecordBatch
+	for s := 0; s < len(refs); s += mergeChunk {
+		chunk := refs[s:min(s+mergeChunk, len(refs))]
+		pos := map[int32]int32{}
+		var used []arrow.RecordBatch
+		var total int32
+		for _, ref := range chunk {
+			if _, ok := pos[ref.rec]; !ok {
+				pos[ref.rec] = total
+				used = append(used, recs[ref.rec])
+				total += int32(recs[ref.rec].NumRows())
+			}
+		}
+		idx := make([]int32, len(chunk))
+		for k, ref := range chunk {
+			idx[k] = pos[ref.rec] + ref.row
+		}
+		rec, err := arrowutil.TakeConcat(mem, schema, used, idx)
+		if err != nil {
+			arrowutil.ReleaseAll(out)
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+func cmp64(a, b int64) int {
+	if a < b {
+		return -1
+	}
+	if a > b {
+		return 1
+	}
+	return 0
+}
+
+// kmerge merges streams each sorted by seq.
+func kmerge(streams [][]rowRef) []rowRef {
+	h := &refHeap{}
+	total := 0
+	for i, s := range streams {
+		total += len(s)
+		if len(s) > 0 {
+			h.items = append(h.items, heapItem{stream: i})
+		}
+	}
+	h.streams = streams
+	heap.Init(h)
+	out := make([]rowRef, 0, total)
+	for h.Len() > 0 {
+		it := &h.items[0]
+		out = append(out, streams[it.stream][it.pos])
+		it.pos++
+		if it.pos == len(streams[it.stream]) {
+			heap.Pop(h)
+		} else {
+			heap.Fix(h, 0)
+		}
+	}
+	return out
+}
+
+type heapItem struct{ stream, pos int }
+
+type refHeap struct {
+	items   []heapItem
+	streams [][]rowRef
+}
+
+func (h *refHeap) Len() int { return len(h.items) }
+func (h *refHeap) Less(i, j int) bool {
+	a, b := h.items[i], h.items[j]
+	return h.streams[a.stream][a.pos].seq < h.streams[b.stream][b.pos].seq
+}
+func (h *refHeap) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *refHeap) Push(x any)    { h.items = append(h.items, x.(heapItem)) }
+func (h *refHeap) Pop() any {
+	it := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return it
+}
+
+// keyHasher hashes key tuples for partitioning.
+type keyHasher struct {
+	seed maphash.Seed
+	buf  []byte
+}
+
+func (k *keyHasher) hash(cols []arrow.Array, i int) uint64 {
+	if len(cols) == 1 {
+		if a, ok := cols[0].(*array.Int64); ok {
+			if a.IsNull(i) {
+				return 0
+			}
+			return mix64(uint64(a.Value(i)))
+		}
+	}
+	b := k.buf[:0]
+	for _, c := range cols {
+		b = window.AppendKey(b, c, i)
+	}
+	k.buf = b
+	return maphash.Bytes(k.seed, b)
+}
+
+// mix64 is a 64-bit finalizer (splitmix64) spreading integer keys.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+

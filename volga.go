@@ -1,0 +1,190 @@
+// Package volga computes machine-learning features from event streams,
+// inside a Go program.
+//
+// A pipeline is one SELECT over one source table, written in SQL or with
+// the Go builder of package pipeline. Windowed aggregates slide over the
+// rows of each key in event time:
+//
+//	p, err := volga.SQL(`
+//	    SELECT user_id, ts, sum(amount) OVER w AS spend_1h
+//	    FROM tx
+//	    WINDOW w AS (PARTITION BY user_id ORDER BY ts
+//	                 RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW)`,
+//	    volga.WithSource("tx", src), volga.WithSink(out), volga.WithMode(volga.Streaming))
+//	if err != nil { ... }
+//	err = p.Run(ctx)
+//
+// In Batch mode a bounded source is read to its end and every input row
+// gets its features, in input order; the results equal DuckDB's for the
+// same SQL. In Streaming mode rows are emitted once the watermark (the
+// newest event time seen minus WithMaxOutOfOrder) passes them, with the
+// same values the batch run would give. Rows that arrive behind the
+// watermark are late: counted, and handed to WithLateSink.
+package volga
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/volga-go/volga/pipeline"
+	"github.com/volga-go/volga/sink"
+	"github.com/volga-go/volga/source"
+)
+
+// Mode selects batch or streaming execution.
+type Mode = pipeline.Mode
+
+const (
+	// Batch reads a bounded source to its end and emits one row per input
+	// row in input order.
+	Batch = pipeline.Batch
+	// Streaming emits rows as the watermark passes their event time.
+	Streaming = pipeline.Streaming
+)
+
+// Option configures a Pipeline.
+type Option func(*config)
+
+type config struct {
+	sources   map[string]source.Source
+	sink      sink.Sink
+	eventTime string
+	run       pipeline.RunOptions
+}
+
+// WithSource binds a source to a table name of the query.
+func WithSource(table string, s source.Source) Option {
+	return func(c *config) { c.sources[strings.ToLower(table)] = s }
+}
+
+// WithSink sets where output rows go. Without one, Run discards them.
+func WithSink(s sink.Sink) Option { return func(c *config) { c.sink = s } }
+
+// WithMode sets Batch (the default) or Streaming.
+func WithMode(m Mode) Option { return func(c *config) { c.run.Mode = m } }
+
+// WithMaxOutOfOrder sets how far behind the newest event time a row may
+// arrive and still be on time (streaming; default 0: in order).
+func WithMaxOutOfOrder(d time.Duration) Option {
+	return func(c *config) { c.run.MaxOutOfOrder = d }
+}
+
+// WithAllowedLateness applies late rows up to d behind the watermark to
+// state, and emits them with their frame as of arrival (streaming; default
+// 0: late rows are dropped, counted and sent to the late sink).
+func WithAllowedLateness(d time.Duration) Option {
+	return func(c *config) { c.run.AllowedLateness = d }
+}
+
+// WithParallelism runs n window tasks per PARTITION BY key set, rows
+// hash-partitioned by key. Results are identical for every n.
+func WithParallelism(n int) Option { return func(c *config) { c.run.Parallelism = n } }
+
+// WithLateSink receives late rows that were not applied, with the
+// source's columns.
+func WithLateSink(s sink.Sink) Option { return func(c *config) { c.run.Late = s } }
+
+// WithDeadLetters receives rows the engine cannot process, such as a NULL
+// event time. Sources have dead-letter options of their own for records
+// they cannot decode.
+func WithDeadLetters(f source.DeadLetterFunc) Option {
+	return func(c *config) { c.run.DeadLetters = f }
+}
+
+// WithEventTime names the event-time column when no window's ORDER BY
+// does (a query with no windows has none).
+func WithEventTime(col string) Option { return func(c *config) { c.eventTime = col } }
+
+// WithLogger sets the logger for operational messages (default: none).
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.run.Logger = l } }
+
+// WithChannelDepth sets how many batches may wait on each edge between
+// operators (default 4); it bounds memory when the sink is slow.
+func WithChannelDepth(n int) Option { return func(c *config) { c.run.ChannelDepth = n } }
+
+// WithAllocator sets the Arrow memory allocator (default: Go's heap).
+func WithAllocator(m memory.Allocator) Option { return func(c *config) { c.run.Mem = m } }
+
+// Pipeline is a compiled pipeline bound to its source and sink.
+type Pipeline struct {
+	compiled *pipeline.Compiled
+	src      source.Source
+	cfg      config
+	stats    pipeline.Stats
+	ran      bool
+}
+
+// SQL compiles a query of the Volga SQL dialect. The table in its FROM
+// clause must be bound with WithSource. Errors in the query are
+// *pipeline.SQLError values naming the offending text and its position.
+func SQL(query string, opts ...Option) (*Pipeline, error) {
+	plan, err := pipeline.ParseSQL(query)
+	if err != nil {
+		return nil, err
+	}
+	return FromPlan(plan, opts...)
+}
+
+// Build compiles a pipeline written with the Go builder.
+func Build(b *pipeline.Builder, opts ...Option) (*Pipeline, error) {
+	plan, err := b.Plan()
+	if err != nil {
+		return nil, err
+	}
+	return FromPlan(plan, append([]Option{WithEventTime(b.EventTimeColumn())}, opts...)...)
+}
+
+// FromPlan compiles a logical plan.
+func FromPlan(plan *pipeline.Plan, opts ...Option) (*Pipeline, error) {
+	cfg := config{sources: map[string]source.Source{}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	src, ok := cfg.sources[strings.ToLower(plan.Table)]
+	if !ok {
+		names := make([]string, 0, len(cfg.sources))
+		for n := range cfg.sources {
+			names = append(names, n)
+		}
+		return nil, plan.ErrorAt(plan.Table, "no source bound to table %q (bound: %s); use volga.WithSource", plan.Table, strings.Join(names, ", "))
+	}
+	if cfg.run.Parallelism < 0 {
+		return nil, fmt.Errorf("volga: parallelism must be positive, got %d", cfg.run.Parallelism)
+	}
+	if cfg.run.MaxOutOfOrder < 0 || cfg.run.AllowedLateness < 0 {
+		return nil, errors.New("volga: out-of-orderness and lateness must not be negative")
+	}
+	c, err := pipeline.Compile(plan, src.Schema(), cfg.eventTime)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.sink == nil {
+		cfg.sink = sink.NewCallback(func(context.Context, arrow.RecordBatch) error { return nil })
+	}
+	return &Pipeline{compiled: c, src: src, cfg: cfg}, nil
+}
+
+// Schema is the schema of the output rows.
+func (p *Pipeline) Schema() *arrow.Schema { return p.compiled.Output }
+
+// Run executes the pipeline until its source ends (or ctx is cancelled)
+// and closes the sink. A Pipeline runs once.
+func (p *Pipeline) Run(ctx context.Context) error {
+	if p.ran {
+		return errors.New("volga: a pipeline runs once; compile it again to rerun")
+	}
+	p.ran = true
+	opts := p.cfg.run
+	opts.Stats = &p.stats
+	return p.compiled.Run(ctx, p.src, p.cfg.sink, opts)
+}
+
+// Stats returns the row counters of the run so far.
+func (p *Pipeline) Stats() pipeline.StatsSnapshot { return p.stats.Snapshot() }

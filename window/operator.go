@@ -1,0 +1,770 @@
+package window
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/volga-go/volga/agg"
+	"github.com/volga-go/volga/internal/arrowutil"
+)
+
+// Frame is the extent of a sliding window relative to the current row; see
+// pipeline.Frame for the SQL it comes from.
+type Frame struct {
+	// Rows measures Preceding in rows instead of milliseconds.
+	Rows bool
+	// Unbounded is RANGE BETWEEN UNBOUNDED PRECEDING.
+	Unbounded bool
+	// Preceding is the frame start: milliseconds (RANGE) or rows (ROWS).
+	Preceding int64
+	// EndPreceding is the frame end in milliseconds before the current row;
+	// 0 is CURRENT ROW with its peers.
+	EndPreceding int64
+	// ExcludeCurrent leaves the current row itself out of its frame.
+	ExcludeCurrent bool
+}
+
+// Spec is one frame and the aggregates evaluated over it.
+type Spec struct {
+	Frame Frame
+	Aggs  []agg.Func
+}
+
+// Config describes the input layout and the work of an Operator.
+type Config struct {
+	// TsCol is the input column holding event time as int64 milliseconds
+	// (no NULLs).
+	TsCol int
+	// SeqCol is the input column holding the arrival sequence (int64,
+	// increasing in arrival order).
+	SeqCol int
+	// KeyCols are the PARTITION BY columns.
+	KeyCols []int
+	// ArgCols are the input columns kept in window state: Rows.Cols[j] is
+	// input column ArgCols[j]; the aggregates are bound to those positions.
+	ArgCols []int
+	// Windows are the frames and their aggregates.
+	Windows []Spec
+	// ResultNames name the result columns, one per aggregate, windows in
+	// order and each window's aggregates in order.
+	ResultNames []string
+	// AllowedLateness is how far (ms) behind the watermark a late row may
+	// be and still be applied. 0 drops every late row.
+	AllowedLateness int64
+	// BatchOrder emits rows in arrival order (batch mode) rather than in
+	// (event time, arrival) order.
+	BatchOrder bool
+	// Mem allocates output arrays; nil means the Go allocator.
+	Mem memory.Allocator
+}
+
+// Stats counts what an Operator has done.
+type Stats struct {
+	// RowsIn counts input rows; RowsOut emitted rows.
+	RowsIn, RowsOut int64
+	// LateDropped counts late rows not applied; LateApplied late rows
+	// applied within the allowed lateness.
+	LateDropped, LateApplied int64
+	// Keys is the number of distinct keys seen.
+	Keys int
+	// Pending is the number of rows waiting for the watermark.
+	Pending int
+	// Retained is the number of rows held in window state.
+	Retained int64
+}
+
+// Operator is the keyed sliding-window operator: it buffers rows until the
+// watermark passes their event time, then emits each with one value per
+// aggregate over its frame. One Operator serves one PARTITION BY key set;
+// it is not safe for concurrent use.
+type Operator struct {
+	cfg     Config
+	mem     memory.Allocator
+	in, out *arrow.Schema
+	keys    *keyIndex
+	states  []*keyState
+	pend    []pendRow
+	held    map[int32]*heldBatch
+	nextID  int32
+	wm      int64
+	stats   Stats
+	nAggs   int
+	maxPrec int64
+
+	// scratch reused across calls
+	lo, hi, ex []int64
+	rel        []pendRow
+	bld        []array.Builder
+	proc       []procRow
+}
+
+type keyState struct {
+	rows agg.Rows
+	wins [][]agg.Window // [window][aggregate]
+}
+
+type pendRow struct {
+	ts, seq int64
+	key     int32
+	batch   int32
+	row     int32
+}
+
+type procRow struct {
+	ts, seq    int64
+	batch, row int32
+}
+
+type heldBatch struct {
+	rec  arrow.RecordBatch
+	args []agg.Column // argument columns of every row
+	left int          // rows not yet emitted or dropped
+}
+
+// None is the watermark before any has been seen.
+const None int64 = -1 << 63
+
+// New returns an Operator for input batches of schema in.
+func New(cfg Config, in *arrow.Schema) (*Operator, error) {
+	if cfg.TsCol < 0 || cfg.TsCol >= in.NumFields() || in.Field(cfg.TsCol).Type.ID() != arrow.INT64 {
+		return nil, errors.New("window: event-time column must be int64 milliseconds")
+	}
+	if cfg.SeqCol < 0 || cfg.SeqCol >= in.NumFields() || in.Field(cfg.SeqCol).Type.ID() != arrow.INT64 {
+		return nil, errors.New("window: sequence column must be int64")
+	}
+	fields := slices.Clone(in.Fields())
+	n := 0
+	for _, w := range cfg.Windows {
+		if w.Frame.Unbounded && cfg.AllowedLateness > 0 {
+			return nil, errors.New("window: allowed lateness cannot be combined with UNBOUNDED PRECEDING frames (it would need every row ever seen)")
+		}
+		for _, f := range w.Aggs {
+			name := fmt.Sprintf("agg%d", n)
+			if n < len(cfg.ResultNames) {
+				name = cfg.ResultNames[n]
+			}
+			fields = append(fields, arrow.Field{Name: name, Type: f.ResultType(), Nullable: true})
+			n++
+		}
+	}
+	mem := cfg.Mem
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	o := &Operator{cfg: cfg, mem: mem, in: in, out: arrow.NewSchema(fields, nil), keys: newKeyIndex(cfg.KeyCols),
+		held: map[int32]*heldBatch{}, wm: None, nAggs: n}
+	for _, w := range cfg.Windows {
+		o.maxPrec = max(o.maxPrec, w.Frame.Preceding)
+	}
+	return o, nil
+}
+
+// OutSchema is the schema of emitted batches: the input columns followed by
+// one column per aggregate.
+func (o *Operator) OutSchema() *arrow.Schema { return o.out }
+
+// Watermark is the last watermark passed to Advance.
+func (o *Operator) Watermark() int64 { return o.wm }
+
+// Stats returns counters.
+func (o *Operator) Stats() Stats {
+	s := o.stats
+	s.Keys = len(o.states)
+	s.Pending = len(o.pend)
+	for _, ks := range o.states {
+		s.Retained += int64(ks.rows.Len())
+	}
+	return s
+}
+
+func (o *Operator) newKeyState() *keyState {
+	ks := &keyState{wins: make([][]agg.Window, len(o.cfg.Windows))}
+	ks.rows.Cols = make([]agg.Column, len(o.cfg.ArgCols))
+	for j, c := range o.cfg.ArgCols {
+		col, err := agg.NewColumn(o.in.Field(c).Type)
+		if err != nil {
+			col = agg.Column{Type: o.in.Field(c).Type, Kind: agg.KindString}
+		}
+		ks.rows.Cols[j] = col
+	}
+	o.resetWindows(ks)
+	return ks
+}
+
+func (o *Operator) resetWindows(ks *keyState) {
+	for w, spec := range o.cfg.Windows {
+		ks.wins[w] = make([]agg.Window, len(spec.Aggs))
+		for a, f := range spec.Aggs {
+			ks.wins[w][a] = f.NewWindow()
+		}
+	}
+}
+
+// Push takes a batch of input rows. Rows at or behind the watermark are
+// late: those within the allowed lateness are applied and emitted at once
+// (returned in out), the others are returned in late (nil when none) and
+// leave state unchanged. The caller releases every returned batch.
+func (o *Operator) Push(rec arrow.RecordBatch) (out []arrow.RecordBatch, late arrow.RecordBatch, err error) {
+	n := int(rec.NumRows())
+	if n == 0 {
+		return nil, nil, nil
+	}
+	o.stats.RowsIn += int64(n)
+	tsArr, ok := rec.Column(o.cfg.TsCol).(*array.Int64)
+	if !ok || tsArr.NullN() > 0 {
+		return nil, nil, errors.New("window: event-time column must be non-NULL int64")
+	}
+	ts := tsArr.Int64Values()
+	seq := rec.Column(o.cfg.SeqCol).(*array.Int64).Int64Values()
+	ids, err := o.keys.intern(rec, func(id int32, _ int) {
+		o.states = append(o.states, nil)
+		o.states[id] = o.newKeyState()
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	id := o.nextID
+	o.nextID++
+	hb := &heldBatch{rec: rec}
+	var lateRows, applyRows []int32
+	for i := 0; i < n; i++ {
+		if ts[i] <= o.wm {
+			if o.cfg.AllowedLateness > 0 && ts[i] > o.wm-o.cfg.AllowedLateness {
+				applyRows = append(applyRows, int32(i))
+			} else {
+				lateRows = append(lateRows, int32(i))
+			}
+			continue
+		}
+		o.pend = append(o.pend, pendRow{ts: ts[i], seq: seq[i], key: ids[i], batch: id, row: int32(i)})
+		hb.left++
+	}
+	if hb.left > 0 || len(applyRows) > 0 {
+		hb.args = make([]agg.Column, len(o.cfg.ArgCols))
+		for j, c := range o.cfg.ArgCols {
+			col, err := agg.NewColumn(o.in.Field(c).Type)
+			if err != nil {
+				return nil, nil, fmt.Errorf("window: argument column %q: %w", o.in.Field(c).Name, err)
+			}
+			col.AppendArrow(rec.Column(c), nil)
+			hb.args[j] = col
+		}
+	}
+	if hb.left > 0 {
+		rec.Retain()
+		o.held[id] = hb
+	}
+	if len(lateRows) > 0 {
+		o.stats.LateDropped += int64(len(lateRows))
+		late, err = arrowutil.Take(o.mem, rec, lateRows)
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(applyRows) > 0 {
+		o.stats.LateApplied += int64(len(applyRows))
+		ob, err := o.applyLate(rec, hb, ids, ts, seq, applyRows)
+		if err != nil {
+			if late != nil {
+				late.Release()
+			}
+			return nil, nil, err
+		}
+		out = append(out, ob)
+	}
+	return out, late, nil
+}
+
+// applyLate inserts late rows into their keys' state and emits them with
+// their frames as of now. It rebuilds the keys' windows, which then catch
+// up from the rows on the next release.
+func (o *Operator) applyLate(rec arrow.RecordBatch, hb *heldBatch, ids []int32, ts, seq []int64, rows []int32) (arrow.RecordBatch, error) {
+	o.ensureBuilders()
+	for _, i := range rows {
+		ks := o.states[ids[i]]
+		r := &ks.rows
+		p := sort.Search(r.Len(), func(k int) bool { return r.Ts[k] > ts[i] })
+		insertRow(r, p, ts[i], hb.args, int(i))
+		abs := r.Base + int64(p)
+		o.resetWindows(ks)
+		k := 0
+		for _, spec := range o.cfg.Windows {
+			lo, hi := frameAt(r, spec.Frame, abs)
+			for _, f := range spec.Aggs {
+				st := f.NewState()
+				for a := lo; a < hi; a++ {
+					if spec.Frame.ExcludeCurrent && a == abs {
+						continue
+					}
+					st.Add(r, a)
+				}
+				st.AppendResult(o.bld[k])
+				k++
+			}
+		}
+	}
+	res := o.finishBuilders()
+	defer arrowutil.ReleaseAll(res)
+	base, err := arrowutil.Take(o.mem, rec, rows)
+	if err != nil {
+		return nil, err
+	}
+	defer base.Release()
+	o.stats.RowsOut += int64(len(rows))
+	return o.withResults(base, res), nil
+}
+
+// insertRow inserts input row i at position p of r.
+func insertRow(r *agg.Rows, p int, ts int64, args []agg.Column, i int) {
+	r.Ts = slices.Insert(r.Ts, p, ts)
+	for j := range r.Cols {
+		c := &r.Cols[j]
+		c.AppendFrom(&args[j], i)
+		moveLast(c, p, c.Len()-1)
+	}
+}
+
+// moveLast moves value last of c to position p, shifting the rest up.
+func moveLast(c *agg.Column, p, last int) {
+	n := c.Null[last]
+	copy(c.Null[p+1:last+1], c.Null[p:last])
+	c.Null[p] = n
+	switch c.Kind {
+	case agg.KindInt64:
+		v := c.I64[last]
+		copy(c.I64[p+1:last+1], c.I64[p:last])
+		c.I64[p] = v
+	case agg.KindFloat64:
+		v := c.F64[last]
+		copy(c.F64[p+1:last+1], c.F64[p:last])
+		c.F64[p] = v
+	case agg.KindString:
+		v := c.Str[last]
+		copy(c.Str[p+1:last+1], c.Str[p:last])
+		c.Str[p] = v
+	case agg.KindBool:
+		v := c.Bool[last]
+		copy(c.Bool[p+1:last+1], c.Bool[p:last])
+		c.Bool[p] = v
+	}
+}
+
+// frameAt returns the frame [lo, hi) of the row at absolute position abs
+// of r (sorted by event time, then arrival).
+func frameAt(r *agg.Rows, f Frame, abs int64) (lo, hi int64) {
+	p := int(abs - r.Base)
+	t := r.Ts[p]
+	if f.Rows {
+		return max(abs-f.Preceding, r.Base), abs + 1
+	}
+	if f.Unbounded {
+		lo = r.Base
+	} else {
+		lo = r.Base + int64(sort.Search(r.Len(), func(k int) bool { return r.Ts[k] >= t-f.Preceding }))
+	}
+	end := t - f.EndPreceding
+	hi = r.Base + int64(sort.Search(r.Len(), func(k int) bool { return r.Ts[k] > end }))
+	return lo, max(lo, hi)
+}
+
+// Advance moves the watermark to wm and emits every pending row with event
+// time <= wm, each with its aggregates. The caller releases the batches.
+func (o *Operator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBatch, error) {
+	if wm <= o.wm {
+		return nil, nil
+	}
+	o.wm = wm
+	rel := o.rel[:0]
+	keep := o.pend[:0]
+	for _, p := range o.pend {
+		if p.ts <= wm {
+			rel = append(rel, p)
+		} else {
+			keep = append(keep, p)
+		}
+	}
+	o.pend = keep
+	o.rel = rel
+	if len(rel) == 0 {
+		return nil, nil
+	}
+	sortByKey(rel, len(o.states))
+	o.ensureBuilders()
+	proc := o.proc[:0]
+	for s := 0; s < len(rel); {
+		e := s + 1
+		for e < len(rel) && rel[e].key == rel[s].key {
+			e++
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		o.processKey(rel[s:e])
+		for _, p := range rel[s:e] {
+			proc = append(proc, procRow{ts: p.ts, seq: p.seq, batch: p.batch, row: p.row})
+		}
+		s = e
+	}
+	o.proc = proc
+	res := o.finishBuilders()
+	defer arrowutil.ReleaseAll(res)
+	o.stats.RowsOut += int64(len(proc))
+	if o.cfg.BatchOrder {
+		return o.emitBatchOrder(proc, res)
+	}
+	return o.emitTimeOrder(proc, res)
+}
+
+// sortByKey orders released rows by (key, ts, seq), stably: a counting
+// sort on the dense key id when that is cheaper than a comparison sort,
+// then an insertion sort of each key's (usually already ordered) rows.
+func sortByKey(rel []pendRow, nkeys int) {
+	if len(rel) > 64 && nkeys <= 4*len(rel) {
+		cnt := make([]int32, nkeys+1)
+		for _, p := range rel {
+			cnt[p.key+1]++
+		}
+		for k := 1; k <= nkeys; k++ {
+			cnt[k] += cnt[k-1]
+		}
+		tmp := make([]pendRow, len(rel))
+		for _, p := range rel {
+			tmp[cnt[p.key]] = p
+			cnt[p.key]++
+		}
+		copy(rel, tmp)
+	} else {
+		slices.SortStableFunc(rel, func(a, b pendRow) int { return int(a.key) - int(b.key) })
+	}
+	for s := 0; s < len(rel); {
+		e := s + 1
+		for e < len(rel) && rel[e].key == rel[s].key {
+			e++
+		}
+		seg := rel[s:e]
+		if !slices.IsSortedFunc(seg, cmpTsSeq) {
+			slices.SortFunc(seg, cmpTsSeq)
+		}
+		s = e
+	}
+}
+
+func cmpTsSeq(a, b pendRow) int {
+	switch {
+	case a.ts < b.ts:
+		return -1
+	case a.ts > b.ts:
+		return 1
+	case a.seq < b.seq:
+		return -1
+	case a.seq > b.seq:
+		return 1
+	}
+	return 0
+}
+
+// processKey appends the released rows of one key (sorted) to its state
+// and evaluates every aggregate for them.
+func (o *Operator) processKey(rows []pendRow) {
+	ks := o.states[rows[0].key]
+	r := &ks.rows
+	first := r.End()
+	for _, p := range rows {
+		r.Ts = append(r.Ts, p.ts)
+		hb := o.held[p.batch]
+		for j := range r.Cols {
+			r.Cols[j].AppendFrom(&hb.args[j], int(p.row))
+		}
+	}
+	n := len(rows)
+	lo, hi := growI64(o.lo, n), growI64(o.hi, n)
+	o.lo, o.hi = lo, hi
+	trim := r.End()
+	k := 0
+	for w, spec := range o.cfg.Windows {
+		var ex []int64
+		if spec.Frame.ExcludeCurrent {
+			ex = growI64(o.ex, n)
+			o.ex = ex
+			for j := range ex {
+				ex[j] = first + int64(j)
+			}
+		}
+		bounds(r, spec.Frame, first, lo, hi)
+		for a, win := range ks.wins[w] {
+			win.Eval(r, lo, hi, ex, o.bld[k+a])
+		}
+		k += len(spec.Aggs)
+		trim = min(trim, o.keepFrom(r, spec.Frame, first+int64(n-1), lo[n-1], hi[n-1]))
+	}
+	o.trim(r, trim)
+}
+
+// bounds fills lo and hi with the frames of rows first, first+1, ... of r.
+func bounds(r *agg.Rows, f Frame, first int64, lo, hi []int64) {
+	n := len(lo)
+	if f.Rows {
+		for j := range n {
+			a := first + int64(j)
+			lo[j], hi[j] = max(a-f.Preceding, 0), a+1
+		}
+		return
+	}
+	// Two pointers over the sorted rows; the first row finds its bounds by
+	// binary search.
+	t0 := r.Ts[first-r.Base]
+	var l int
+	if !f.Unbounded {
+		l = sort.Search(r.Len(), func(k int) bool { return r.Ts[k] >= t0-f.Preceding })
+	}
+	h := sort.Search(r.Len(), func(k int) bool { return r.Ts[k] > t0-f.EndPreceding })
+	for j := range n {
+		t := r.Ts[int(first-r.Base)+j]
+		if !f.Unbounded {
+			for l < r.Len() && r.Ts[l] < t-f.Preceding {
+				l++
+			}
+		}
+		for h < r.Len() && r.Ts[h] <= t-f.EndPreceding {
+			h++
+		}
+		if f.Unbounded {
+			lo[j] = 0
+		} else {
+			lo[j] = r.Base + int64(l)
+		}
+		hi[j] = max(r.Base+int64(h), lo[j])
+	}
+}
+
+// keepFrom returns the lowest row the windows of frame f still need after
+// row last (whose frame is [lo, hi)) was evaluated: rows inside a bounded
+// frame are read again to retract them, rows not yet in the frame to add
+// them, and rows within the allowed lateness serve late rows. An unbounded
+// frame never evicts, so it needs only what it has not absorbed yet and the
+// last row (which a later row's EXCLUDE CURRENT ROW split may re-read).
+func (o *Operator) keepFrom(r *agg.Rows, f Frame, last, lo, hi int64) int64 {
+	keep := lo
+	if f.Unbounded {
+		keep = min(last, hi)
+	}
+	if L := o.cfg.AllowedLateness; L > 0 {
+		edge := o.wm - L // late rows have ts > edge
+		p := sort.Search(r.Len(), func(k int) bool { return r.Ts[k] > edge })
+		var need int64
+		if f.Rows {
+			need = r.Base + int64(p) - f.Preceding
+		} else {
+			need = r.Base + int64(sort.Search(r.Len(), func(k int) bool { return r.Ts[k] >= edge-f.Preceding }))
+		}
+		keep = min(keep, need)
+	}
+	return keep
+}
+
+// trim drops rows below absolute row a.
+func (o *Operator) trim(r *agg.Rows, a int64) {
+	n := int(a - r.Base)
+	if n <= 0 {
+		return
+	}
+	n = min(n, r.Len())
+	r.Ts = dropFront(r.Ts, n)
+	for j := range r.Cols {
+		r.Cols[j].DropFront(n)
+	}
+	r.Base += int64(n)
+}
+
+func dropFront(s []int64, n int) []int64 {
+	rest := len(s) - n
+	if n >= rest || cap(s) > 64 && cap(s) > 4*rest {
+		m := copy(s, s[n:])
+		return s[:m]
+	}
+	return s[n:]
+}
+
+func growI64(s []int64, n int) []int64 {
+	if cap(s) < n {
+		return make([]int64, n, max(n, 2*cap(s)))
+	}
+	return s[:n]
+}
+
+func (o *Operator) ensureBuilders() {
+	if o.bld != nil {
+		return
+	}
+	for _, spec := range o.cfg.Windows {
+		for _, f := range spec.Aggs {
+			o.bld = append(o.bld, array.NewBuilder(o.mem, f.ResultType()))
+		}
+	}
+}
+
+func (o *Operator) finishBuilders() []arrow.Array {
+	out := make([]arrow.Array, len(o.bld))
+	for k, b := range o.bld {
+		out[k] = b.NewArray()
+	}
+	return out
+}
+
+// withResults returns base with the result columns appended.
+func (o *Operator) withResults(base arrow.RecordBatch, res []arrow.Array) arrow.RecordBatch {
+	cols := make([]arrow.Array, 0, len(base.Columns())+len(res))
+	cols = append(cols, base.Columns()...)
+	cols = append(cols, res...)
+	return array.NewRecordBatch(o.out, cols, base.NumRows())
+}
+
+// emitBatchOrder emits released rows batch by batch in arrival order. A
+// batch whose rows were all released now is emitted with its own columns.
+func (o *Operator) emitBatchOrder(proc []procRow, res []arrow.Array) ([]arrow.RecordBatch, error) {
+	idx := map[int32][]int32{}
+	for k, p := range proc {
+		hb := o.held[p.batch]
+		s := idx[p.batch]
+		if s == nil {
+			s = make([]int32, hb.rec.NumRows())
+			for i := range s {
+				s[i] = -1
+			}
+			idx[p.batch] = s
+		}
+		s[p.row] = int32(k)
+	}
+	ids := make([]int32, 0, len(idx))
+	for id := range idx {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var out []arrow.RecordBatch
+	fail := func(err error) ([]arrow.RecordBatch, error) {
+		arrowutil.ReleaseAll(out)
+		return nil, err
+	}
+	for _, id := range ids {
+		hb := o.held[id]
+		pos := idx[id]
+		var rows, take []int32
+		for i, k := range pos {
+			if k >= 0 {
+				rows = append(rows, int32(i))
+				take = append(take, k)
+			}
+		}
+		var base arrow.RecordBatch
+		if len(rows) == int(hb.rec.NumRows()) {
+			hb.rec.Retain()
+			base = hb.rec
+		} else {
+			var err error
+			if base, err = arrowutil.Take(o.mem, hb.rec, rows); err != nil {
+				return fail(err)
+			}
+		}
+		cols, err := arrowutil.TakeArrays(o.mem, res, take)
+		if err != nil {
+			base.Release()
+			return fail(err)
+		}
+		out = append(out, o.withResults(base, cols))
+		base.Release()
+		arrowutil.ReleaseAll(cols)
+		o.consume(id, len(rows))
+	}
+	return out, nil
+}
+
+// emitTimeOrder emits released rows in (event time, arrival) order as one
+// batch.
+func (o *Operator) emitTimeOrder(proc []procRow, res []arrow.Array) ([]arrow.RecordBatch, error) {
+	perm := make([]int32, len(proc))
+	for i := range perm {
+		perm[i] = int32(i)
+	}
+	slices.SortFunc(perm, func(a, b int32) int {
+		x, y := proc[a], proc[b]
+		switch {
+		case x.ts != y.ts:
+			return cmpInt(x.ts, y.ts)
+		default:
+			return cmpInt(x.seq, y.seq)
+		}
+	})
+	// Concatenate the batches involved, then take the rows in order.
+	off := map[int32]int32{}
+	var recs []arrow.RecordBatch
+	var total int32
+	for _, p := range proc {
+		if _, ok := off[p.batch]; !ok {
+			off[p.batch] = total
+			rec := o.held[p.batch].rec
+			recs = append(recs, rec)
+			total += int32(rec.NumRows())
+		}
+	}
+	rows := make([]int32, len(perm))
+	counts := map[int32]int{}
+	for i, k := range perm {
+		p := proc[k]
+		rows[i] = off[p.batch] + p.row
+		counts[p.batch]++
+	}
+	base, err := arrowutil.TakeConcat(o.mem, o.in, recs, rows)
+	if err != nil {
+		return nil, err
+	}
+	defer base.Release()
+	cols, err := arrowutil.TakeArrays(o.mem, res, perm)
+	if err != nil {
+		return nil, err
+	}
+	defer arrowutil.ReleaseAll(cols)
+	for id, c := range counts {
+		o.consume(id, c)
+	}
+	return []arrow.RecordBatch{o.withResults(base, cols)}, nil
+}
+
+func cmpInt(a, b int64) int {
+	if a < b {
+		return -1
+	}
+	if a > b {
+		return 1
+	}
+	return 0
+}
+
+// consume notes that n rows of batch id were emitted and lets the batch go
+// when none is left.
+func (o *Operator) consume(id int32, n int) {
+	hb := o.held[id]
+	hb.left -= n
+	if hb.left <= 0 {
+		hb.rec.Release()
+		delete(o.held, id)
+	}
+}
+
+// Close releases held batches.
+func (o *Operator) Close() {
+	for id, hb := range o.held {
+		hb.rec.Release()
+		delete(o.held, id)
+	}
+	for _, b := range o.bld {
+		b.Release()
+	}
+	o.bld = nil
+}
