@@ -973,4 +973,3 @@ func mix64(x uint64) uint64 {
 	x ^= x >> 31
 	return x
 }
-
