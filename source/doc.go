@@ -1,0 +1,28 @@
+// Package source defines where pipeline input comes from and provides the
+// standard sources.
+//
+// A [Source] is pull-based: the engine's goroutine calls Read for the next
+// Arrow record batch until io.EOF (bounded sources) and releases every
+// batch it gets. Replayable sources also implement [Seeker], whose opaque
+// positions are stored in checkpoints.
+//
+// The sources here:
+//
+//   - [Memory]: batches held in memory (tests, examples, request-time
+//     backfills), optionally re-sliced to a maximum batch size;
+//   - [CSV] and [JSONL]: text files or readers, with the schema inferred
+//     from a sample of rows or given with [WithSchema];
+//   - [Parquet]: one or more Parquet files read in order;
+//   - [Open]: picks one of them from a path's extension.
+//
+// Text sources never stop on a bad row: a row that does not decode (a bad
+// number, a wrong field count, invalid JSON) is counted, handed to the
+// [DeadLetterFunc] given with [WithDeadLetter] with its line number and the
+// reason, and reading continues.
+//
+// Inferred types: integers are int64, decimals float64 (int and float
+// mixed is float64), true/false are bool, RFC 3339 date-times are
+// timestamp[ms] in UTC, and everything else — including any other mix of
+// types, and a column seen only as NULL — is string. An empty CSV field,
+// a JSON null and a missing JSON key are NULL.
+package source

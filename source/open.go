@@ -1,0 +1,31 @@
+package source
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// Open returns a source for the file at path, chosen by its extension:
+// .csv (NewCSV), .jsonl, .ndjson or .json (NewJSONL: one object per line),
+// .parquet (NewParquetFiles). Any other extension is an error.
+func Open(path string, opts ...Option) (Source, error) {
+	switch ext := strings.ToLower(filepath.Ext(path)); ext {
+	case ".csv":
+		return NewCSV(path, opts...)
+	case ".jsonl", ".ndjson", ".json":
+		return NewJSONL(path, opts...)
+	case ".parquet":
+		return NewParquetFiles([]string{path}, opts...)
+	default:
+		return nil, fmt.Errorf("source: cannot choose a format for %q from extension %q: use .csv, .jsonl, .ndjson, .json or .parquet", path, ext)
+	}
+}
+
+// arrowRecord re-labels rec with schema (same columns).
+func arrowRecord(schema *arrow.Schema, rec arrow.RecordBatch) arrow.RecordBatch {
+	return array.NewRecordBatch(schema, rec.Columns(), rec.NumRows())
+}

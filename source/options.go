@@ -1,0 +1,91 @@
+package source
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+const (
+	// DefaultBatchSize is the number of rows per batch unless
+	// WithBatchSize says otherwise.
+	DefaultBatchSize = 4096
+	// DefaultSampleRows is the number of rows read to infer a schema
+	// unless WithSampleRows says otherwise.
+	DefaultSampleRows = 1000
+)
+
+// Option configures the file sources (CSV, JSON lines, Parquet). Options
+// that do not apply to a format are ignored by it.
+type Option func(*options)
+
+type options struct {
+	batchSize  int
+	sampleRows int
+	schema     *arrow.Schema
+	deadLetter DeadLetterFunc
+	mem        memory.Allocator
+	name       string
+}
+
+func newOptions(opts []Option) options {
+	o := options{batchSize: DefaultBatchSize, sampleRows: DefaultSampleRows, mem: memory.DefaultAllocator}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// WithBatchSize sets the maximum number of rows per batch returned by
+// Read. Values below 1 keep the default (4096).
+func WithBatchSize(rows int) Option {
+	return func(o *options) {
+		if rows > 0 {
+			o.batchSize = rows
+		}
+	}
+}
+
+// WithSampleRows sets how many data rows are read to infer the schema of
+// a CSV or JSON-lines input (default 1000). Values below 1 keep the
+// default. Sampled rows are not read twice: they are buffered and returned
+// by the first calls to Read.
+func WithSampleRows(rows int) Option {
+	return func(o *options) {
+		if rows > 0 {
+			o.sampleRows = rows
+		}
+	}
+}
+
+// WithSchema replaces schema inference: the input is decoded against
+// schema. CSV columns and JSON keys are matched to fields by name; every
+// field of a CSV schema must appear in the header, a JSON key that is
+// missing from a row is NULL. Supported field types: signed and unsigned
+// integers, float32/float64, bool, string, large_string, timestamp (any
+// unit; RFC 3339 text or an integer in the column's unit) and date32
+// (2006-01-02).
+func WithSchema(s *arrow.Schema) Option {
+	return func(o *options) { o.schema = s }
+}
+
+// WithDeadLetter sets the function receiving the rows that cannot be
+// decoded. Without it such rows are only counted (see DeadLetters on each
+// source).
+func WithDeadLetter(f DeadLetterFunc) Option {
+	return func(o *options) { o.deadLetter = f }
+}
+
+// WithAllocator sets the Arrow memory allocator for the batches built.
+func WithAllocator(mem memory.Allocator) Option {
+	return func(o *options) {
+		if mem != nil {
+			o.mem = mem
+		}
+	}
+}
+
+// WithName sets the name reported in DeadLetter.Source (default: the file
+// path, or "reader" for an io.Reader).
+func WithName(name string) Option {
+	return func(o *options) { o.name = name }
+}

@@ -1,0 +1,158 @@
+package source
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// ErrClosed is returned by Read after Close.
+var ErrClosed = errors.New("source: closed")
+
+// ErrNotSeekable is returned by Seek when the source reads from an
+// io.Reader that cannot seek.
+var ErrNotSeekable = errors.New("source: input is not seekable")
+
+// position locates the next unread row of a text input.
+type position struct {
+	offset int64 // byte offset
+	line   int64 // 1-based line number
+}
+
+const positionVersion = 1
+
+func (p position) encode() []byte {
+	b := make([]byte, 17)
+	b[0] = positionVersion
+	binary.BigEndian.PutUint64(b[1:], uint64(p.offset))
+	binary.BigEndian.PutUint64(b[9:], uint64(p.line))
+	return b
+}
+
+func decodePosition(b []byte) (position, error) {
+	if len(b) != 17 || b[0] != positionVersion {
+		return position{}, fmt.Errorf("source: invalid position (%d bytes)", len(b))
+	}
+	p := position{offset: int64(binary.BigEndian.Uint64(b[1:])), line: int64(binary.BigEndian.Uint64(b[9:]))}
+	if p.offset < 0 || p.line < 1 {
+		return position{}, errors.New("source: invalid position")
+	}
+	return p, nil
+}
+
+// textSource is the part the CSV and JSON-lines sources share: the
+// schema, the column decoders, the batch builder, dead-letter accounting
+// and the read loop.
+type textSource struct {
+	name   string
+	opts   options
+	schema *arrow.Schema
+	cols   []*column
+	bld    *array.RecordBuilder
+	dead   int64
+	pos    position // after the last row consumed
+	start  position // of the first data row
+	done   bool
+	closed bool
+
+	// step consumes one input row: it appends it to the builders and
+	// returns true, reports a dead letter and returns false, or returns
+	// io.EOF at the end of the input.
+	step func() (bool, error)
+}
+
+func (t *textSource) init(schema *arrow.Schema) error {
+	t.schema = schema
+	t.bld = array.NewRecordBuilder(t.opts.mem, schema)
+	t.cols = make([]*column, schema.NumFields())
+	for i, f := range schema.Fields() {
+		c, err := newColumn(f, t.bld.Field(i))
+		if err != nil {
+			t.bld.Release()
+			return err
+		}
+		t.cols[i] = c
+	}
+	return nil
+}
+
+// appendPending appends the decoded row to the builders.
+func (t *textSource) appendPending() {
+	for _, c := range t.cols {
+		c.append()
+	}
+}
+
+// deadLetter counts a rejected row and hands a copy of it to the handler.
+func (t *textSource) deadLetter(raw []byte, line int64, reason string) {
+	t.dead++
+	if t.opts.deadLetter != nil {
+		t.opts.deadLetter(DeadLetter{Source: t.name, Offset: line, Raw: slices.Clone(raw), Reason: reason})
+	}
+}
+
+// Schema returns the schema of the batches.
+func (t *textSource) Schema() *arrow.Schema { return t.schema }
+
+// DeadLetters returns how many rows were rejected so far.
+func (t *textSource) DeadLetters() int64 { return t.dead }
+
+func (t *textSource) read(ctx context.Context) (rec arrow.RecordBatch, err error) {
+	if t.closed {
+		return nil, ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("source: %s: internal error: %v", t.name, r)
+		}
+	}()
+	n := 0
+	for iter := 0; n < t.opts.batchSize && !t.done; iter++ {
+		if iter&1023 == 1023 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		ok, err := t.step()
+		if err == io.EOF {
+			t.done = true
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil, io.EOF
+	}
+	return t.bld.NewRecordBatch(), nil
+}
+
+// reset discards any partly built batch before a Seek.
+func (t *textSource) reset() {
+	rec := t.bld.NewRecordBatch()
+	rec.Release()
+	t.done = false
+}
+
+func (t *textSource) close() {
+	if !t.closed {
+		t.closed = true
+		t.bld.Release()
+	}
+}
+
+// Position returns the position of the next row Read would return.
+func (t *textSource) Position() ([]byte, error) { return t.pos.encode(), nil }
