@@ -70,8 +70,11 @@ func ParseSQL(query string) (plan *Plan, err error) {
 		}
 		return nil, &SQLError{Msg: err.Error(), Offset: -1}
 	}
+	if len(res.Tokens) == 0 {
+		return nil, &SQLError{Msg: "empty query", Offset: -1}
+	}
 	p := &planner{q: query, res: res, plan: &Plan{SQL: query}, named: map[string]*WindowSpec{}}
-	if len(res.Tokens) > 0 && res.Tokens[0].Type != sqlparser.SELECT {
+	if res.Tokens[0].Type != sqlparser.SELECT {
 		return nil, p.errTok(0, "only SELECT statements are supported")
 	}
 	stmt, err := sqlparser.Parse(res.SQL)

@@ -352,6 +352,7 @@ func TestParseSQLErrors(t *testing.T) {
 		{"SELECT a,\n  b c d\nFROM t", "syntax error", "d", 2, 7},
 		{"SELECT a FROM t WHERE b = 'open", "unterminated string literal", "'open", 1, 27},
 		{"   ", "empty query", "", 0, 0},
+		{"-- only a comment", "empty query", "", 0, 0},
 		{"SELECT sum(x) OVER (PARTITION BY k ORDER BY ts RANGE BETWEEN INTERVAL '999999999999' DAY PRECEDING AND CURRENT ROW) FROM t", "interval too large", "'999999999999'", 1, 71},
 		{"SELECT sum(x) OVER (w2 ORDER BY ts) FROM t" + win, "cannot refine another window", "w2", 1, 21},
 		{"SELECT a FROM t /*! WHERE a > 1 */", "MySQL-specific comments", "/*!", 1, 17},
