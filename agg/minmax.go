@@ -34,15 +34,15 @@ func bindExtremum(d *Def, args []Arg, isMax bool) (Func, error) {
 func newExtremumFunc(name string, col int, dt arrow.DataType, k Kind, isMax bool) Func {
 	switch {
 	case k == KindInt64 && isUnsigned64(dt):
-		return &extremumFunc[uint64]{name: name, col: col, dt: dt, isMax: isMax, ops: uintOps}
+		return &extremumFunc[uint64]{name: name, col: col, cond: -1, dt: dt, isMax: isMax, ops: uintOps}
 	case k == KindInt64:
-		return &extremumFunc[int64]{name: name, col: col, dt: dt, isMax: isMax, ops: intOps}
+		return &extremumFunc[int64]{name: name, col: col, cond: -1, dt: dt, isMax: isMax, ops: intOps}
 	case k == KindFloat64:
-		return &extremumFunc[float64]{name: name, col: col, dt: dt, isMax: isMax, ops: floatOps}
+		return &extremumFunc[float64]{name: name, col: col, cond: -1, dt: dt, isMax: isMax, ops: floatOps}
 	case k == KindString:
-		return &extremumFunc[string]{name: name, col: col, dt: dt, isMax: isMax, ops: stringOps}
+		return &extremumFunc[string]{name: name, col: col, cond: -1, dt: dt, isMax: isMax, ops: stringOps}
 	default:
-		return &extremumFunc[bool]{name: name, col: col, dt: dt, isMax: isMax, ops: boolOps}
+		return &extremumFunc[bool]{name: name, col: col, cond: -1, dt: dt, isMax: isMax, ops: boolOps}
 	}
 }
 
@@ -50,6 +50,7 @@ func newExtremumFunc(name string, col int, dt arrow.DataType, k Kind, isMax bool
 type extremumFunc[T any] struct {
 	name  string
 	col   int
+	cond  int // condition column of min_where/max_where, or -1
 	dt    arrow.DataType
 	isMax bool
 	ops   *valueOps[T]
@@ -64,7 +65,13 @@ func (f *extremumFunc[T]) NewState() State {
 
 // NewWindow returns a monotonic-deque window: O(1) amortised per row.
 func (f *extremumFunc[T]) NewWindow() Window {
-	return &extremumWindow[T]{col: f.col, isMax: f.isMax, ops: f.ops}
+	return f.condWindow(f.cond)
+}
+
+// condWindow returns the deque window over the rows whose column cond is
+// TRUE (all rows when cond < 0).
+func (f *extremumFunc[T]) condWindow(cond int) Window {
+	return &extremumWindow[T]{col: f.col, cond: cond, isMax: f.isMax, ops: f.ops}
 }
 
 // extremumState is the min or max of a set of rows: whether there is a
@@ -147,6 +154,7 @@ func (s *extremumState[T]) UnmarshalBinary(data []byte) error {
 // (ex, hi).
 type extremumWindow[T any] struct {
 	col   int
+	cond  int // condition column, or -1
 	isMax bool
 	ops   *valueOps[T]
 	a, b  monoDeque[T]
@@ -192,9 +200,13 @@ func (w *extremumWindow[T]) slide(d *monoDeque[T], r *Rows, l, h int64) {
 		d.hi = l
 	}
 	c := &r.Cols[w.col]
+	var cond *Column
+	if w.cond >= 0 {
+		cond = &r.Cols[w.cond]
+	}
 	for ; d.hi < h; d.hi++ {
 		i := int(d.hi - r.Base)
-		if c.Null[i] {
+		if c.Null[i] || cond != nil && (cond.Null[i] || !cond.Bool[i]) {
 			continue
 		}
 		v := w.ops.get(c, i)

@@ -1,0 +1,5 @@
+package agg
+
+import "testing"
+
+func TestMLAggregates(t *testing.T) { runCases(t, mlCases()) }
