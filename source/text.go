@@ -137,6 +137,10 @@ func (t *textSource) read(ctx context.Context) (rec arrow.RecordBatch, err error
 	if n == 0 {
 		return nil, io.EOF
 	}
+	if len(t.cols) == 0 {
+		// No columns (objects without keys): only the row count.
+		return array.NewRecordBatch(t.schema, nil, int64(n)), nil
+	}
 	return t.bld.NewRecordBatch(), nil
 }
 

@@ -1,0 +1,55 @@
+package source_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/volga-go/volga/sink"
+	"github.com/volga-go/volga/source"
+)
+
+func Example() {
+	const data = `user,amount,ts
+alice,12.5,2024-01-03T10:00:00Z
+bob,oops,2024-01-03T10:00:01Z
+alice,3,2024-01-03T10:00:02Z
+`
+	src, err := source.NewCSVReader(strings.NewReader(data),
+		source.WithSampleRows(1), // infer from the first row only
+		source.WithDeadLetter(func(d source.DeadLetter) {
+			fmt.Printf("dead letter at line %d: %s\n", d.Offset, d.Reason)
+		}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer src.Close()
+	fmt.Println(src.Schema())
+	for {
+		rec, err := src.Read(context.Background())
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		for _, row := range sink.Rows(rec) {
+			fmt.Println(row...)
+		}
+		rec.Release()
+	}
+	fmt.Println("rejected:", src.DeadLetters())
+	// Output:
+	// schema:
+	//   fields: 3
+	//     - user: type=utf8, nullable
+	//     - amount: type=float64, nullable
+	//     - ts: type=timestamp[ms, tz=UTC], nullable
+	// dead letter at line 3: column "amount": cannot parse "oops" as float64
+	// alice 12.5 2024-01-03 10:00:00 +0000 UTC
+	// alice 3 2024-01-03 10:00:02 +0000 UTC
+	// rejected: 1
+}
