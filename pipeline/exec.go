@@ -575,7 +575,7 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 		}
 		return nil
 	}
-	before := op.Stats()
+	var dropped, applied int64
 	for m := range in {
 		if m.rec != nil {
 			outs, lateRec, err := op.Push(m.rec)
@@ -620,10 +620,10 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 				}
 			}
 		}
-		after := op.Stats()
-		r.stats.late.Add(after.LateDropped - before.LateDropped)
-		r.stats.lateApplied.Add(after.LateApplied - before.LateApplied)
-		before = after
+		d, a := op.Late()
+		r.stats.late.Add(d - dropped)
+		r.stats.lateApplied.Add(a - applied)
+		dropped, applied = d, a
 	}
 	return ctx.Err()
 }

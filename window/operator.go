@@ -90,8 +90,8 @@ type Operator struct {
 	in, out *arrow.Schema
 	keys    *keyIndex
 	states  []*keyState
-	pend    []pendRow
-	held    map[int32]*heldBatch
+	pend    pendChunks
+	held    heldBatches
 	nextID  int32
 	wm      int64
 	stats   Stats
@@ -102,7 +102,6 @@ type Operator struct {
 	lo, hi, ex []int64
 	rel        []pendRow
 	bld        []array.Builder
-	proc       []procRow
 }
 
 type keyState struct {
@@ -117,9 +116,58 @@ type pendRow struct {
 	row     int32
 }
 
-type procRow struct {
-	ts, seq    int64
-	batch, row int32
+// heldBatches maps batch ids (assigned in increasing order) to the input
+// batches whose rows are still pending, in a slice rather than a map: ids
+// below base have all been released.
+type heldBatches struct {
+	base int32
+	live []*heldBatch
+}
+
+func (h *heldBatches) get(id int32) *heldBatch { return h.live[id-h.base] }
+
+func (h *heldBatches) put(id int32, hb *heldBatch) {
+	if len(h.live) == 0 {
+		h.base = id
+	}
+	for int(id-h.base) >= len(h.live) {
+		h.live = append(h.live, nil)
+	}
+	h.live[id-h.base] = hb
+}
+
+func (h *heldBatches) del(id int32) {
+	h.live[id-h.base] = nil
+	n := 0
+	for n < len(h.live) && h.live[n] == nil {
+		n++
+	}
+	if n > 0 {
+		h.live = h.live[n:]
+		h.base += int32(n)
+		if len(h.live) == 0 {
+			h.live = nil
+		}
+	}
+}
+
+// pendChunks holds pending rows in fixed-size chunks, so that buffering
+// millions of rows (a batch run) never copies them to grow a slice.
+type pendChunks struct {
+	chunks [][]pendRow
+	n      int
+}
+
+const pendChunk = 1 << 14
+
+func (pc *pendChunks) add(p pendRow) {
+	k := len(pc.chunks)
+	if k == 0 || len(pc.chunks[k-1]) == pendChunk {
+		pc.chunks = append(pc.chunks, make([]pendRow, 0, pendChunk))
+		k++
+	}
+	pc.chunks[k-1] = append(pc.chunks[k-1], p)
+	pc.n++
 }
 
 type heldBatch struct {
@@ -159,7 +207,7 @@ func New(cfg Config, in *arrow.Schema) (*Operator, error) {
 		mem = memory.DefaultAllocator
 	}
 	o := &Operator{cfg: cfg, mem: mem, in: in, out: arrow.NewSchema(fields, nil), keys: newKeyIndex(cfg.KeyCols),
-		held: map[int32]*heldBatch{}, wm: None, nAggs: n}
+		wm: None, nAggs: n}
 	for _, w := range cfg.Windows {
 		o.maxPrec = max(o.maxPrec, w.Frame.Preceding)
 	}
@@ -173,11 +221,17 @@ func (o *Operator) OutSchema() *arrow.Schema { return o.out }
 // Watermark is the last watermark passed to Advance.
 func (o *Operator) Watermark() int64 { return o.wm }
 
-// Stats returns counters.
+// Late returns the counts of late rows dropped and applied so far; unlike
+// Stats it costs O(1).
+func (o *Operator) Late() (dropped, applied int64) {
+	return o.stats.LateDropped, o.stats.LateApplied
+}
+
+// Stats returns counters; it walks every key to count retained rows.
 func (o *Operator) Stats() Stats {
 	s := o.stats
 	s.Keys = len(o.states)
-	s.Pending = len(o.pend)
+	s.Pending = o.pend.n
 	for _, ks := range o.states {
 		s.Retained += int64(ks.rows.Len())
 	}
@@ -243,7 +297,7 @@ func (o *Operator) Push(rec arrow.RecordBatch) (out []arrow.RecordBatch, late ar
 			}
 			continue
 		}
-		o.pend = append(o.pend, pendRow{ts: ts[i], seq: seq[i], key: ids[i], batch: id, row: int32(i)})
+		o.pend.add(pendRow{ts: ts[i], seq: seq[i], key: ids[i], batch: id, row: int32(i)})
 		hb.left++
 	}
 	if hb.left > 0 || len(applyRows) > 0 {
@@ -259,7 +313,7 @@ func (o *Operator) Push(rec arrow.RecordBatch) (out []arrow.RecordBatch, late ar
 	}
 	if hb.left > 0 {
 		rec.Retain()
-		o.held[id] = hb
+		o.held.put(id, hb)
 	}
 	if len(lateRows) > 0 {
 		o.stats.LateDropped += int64(len(lateRows))
@@ -381,66 +435,95 @@ func (o *Operator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBatch, 
 		return nil, nil
 	}
 	o.wm = wm
-	rel := o.rel[:0]
-	keep := o.pend[:0]
-	for _, p := range o.pend {
-		if p.ts <= wm {
-			rel = append(rel, p)
-		} else {
-			keep = append(keep, p)
-		}
-	}
-	o.pend = keep
-	o.rel = rel
+	rel := o.release(wm)
 	if len(rel) == 0 {
 		return nil, nil
 	}
-	sortByKey(rel, len(o.states))
 	o.ensureBuilders()
-	proc := o.proc[:0]
 	for s := 0; s < len(rel); {
 		e := s + 1
 		for e < len(rel) && rel[e].key == rel[s].key {
 			e++
 		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
+		if s&1023 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 		}
 		o.processKey(rel[s:e])
-		for _, p := range rel[s:e] {
-			proc = append(proc, procRow{ts: p.ts, seq: p.seq, batch: p.batch, row: p.row})
-		}
 		s = e
 	}
-	o.proc = proc
 	res := o.finishBuilders()
 	defer arrowutil.ReleaseAll(res)
-	o.stats.RowsOut += int64(len(proc))
+	o.stats.RowsOut += int64(len(rel))
 	if o.cfg.BatchOrder {
-		return o.emitBatchOrder(proc, res)
+		return o.emitBatchOrder(rel, res)
 	}
-	return o.emitTimeOrder(proc, res)
+	return o.emitTimeOrder(rel, res)
 }
 
-// sortByKey orders released rows by (key, ts, seq), stably: a counting
-// sort on the dense key id when that is cheaper than a comparison sort,
-// then an insertion sort of each key's (usually already ordered) rows.
-func sortByKey(rel []pendRow, nkeys int) {
-	if len(rel) > 64 && nkeys <= 4*len(rel) {
-		cnt := make([]int32, nkeys+1)
-		for _, p := range rel {
-			cnt[p.key+1]++
+// release removes the pending rows with ts <= wm and returns them ordered
+// by (key, ts, seq). Many rows (a batch run) are placed by a counting sort
+// on the dense key id straight out of the pending chunks; a few are sorted
+// by comparison. Each key's rows, in arrival order after that, are then
+// put in event-time order (usually they already are).
+func (o *Operator) release(wm int64) []pendRow {
+	nk := len(o.states)
+	counting := o.pend.n > 64 && nk <= 4*o.pend.n
+	var cnt []int32
+	if counting {
+		cnt = make([]int32, nk+1)
+	}
+	released := 0
+	for _, ch := range o.pend.chunks {
+		for _, p := range ch {
+			if p.ts <= wm {
+				released++
+				if counting {
+					cnt[p.key+1]++
+				}
+			}
 		}
-		for k := 1; k <= nkeys; k++ {
+	}
+	if released == 0 {
+		return nil
+	}
+	rel := o.rel
+	if cap(rel) < released || cap(rel) > 4*released && cap(rel) > 1<<16 {
+		rel = make([]pendRow, released)
+	}
+	rel = rel[:released]
+	o.rel = rel
+	if counting {
+		for k := 1; k <= nk; k++ {
 			cnt[k] += cnt[k-1]
 		}
-		tmp := make([]pendRow, len(rel))
-		for _, p := range rel {
-			tmp[cnt[p.key]] = p
-			cnt[p.key]++
+	}
+	// Scatter released rows, compact kept ones to the front of their chunk
+	// (writes never pass reads, so this is safe in place).
+	j := 0
+	var chunks [][]pendRow
+	for _, ch := range o.pend.chunks {
+		keep := ch[:0]
+		for _, p := range ch {
+			switch {
+			case p.ts > wm:
+				keep = append(keep, p)
+			case counting:
+				rel[cnt[p.key]] = p
+				cnt[p.key]++
+			default:
+				rel[j] = p
+				j++
+			}
 		}
-		copy(rel, tmp)
-	} else {
+		if len(keep) > 0 {
+			chunks = append(chunks, keep)
+		}
+	}
+	o.pend.chunks = chunks
+	o.pend.n -= released
+	if !counting {
 		slices.SortStableFunc(rel, func(a, b pendRow) int { return int(a.key) - int(b.key) })
 	}
 	for s := 0; s < len(rel); {
@@ -448,12 +531,12 @@ func sortByKey(rel []pendRow, nkeys int) {
 		for e < len(rel) && rel[e].key == rel[s].key {
 			e++
 		}
-		seg := rel[s:e]
-		if !slices.IsSortedFunc(seg, cmpTsSeq) {
+		if seg := rel[s:e]; !slices.IsSortedFunc(seg, cmpTsSeq) {
 			slices.SortFunc(seg, cmpTsSeq)
 		}
 		s = e
 	}
+	return rel
 }
 
 func cmpTsSeq(a, b pendRow) int {
@@ -478,10 +561,9 @@ func (o *Operator) processKey(rows []pendRow) {
 	first := r.End()
 	for _, p := range rows {
 		r.Ts = append(r.Ts, p.ts)
-		hb := o.held[p.batch]
-		for j := range r.Cols {
-			r.Cols[j].AppendFrom(&hb.args[j], int(p.row))
-		}
+	}
+	for j := range r.Cols {
+		o.appendArgs(&r.Cols[j], j, rows)
 	}
 	n := len(rows)
 	lo, hi := growI64(o.lo, n), growI64(o.hi, n)
@@ -505,6 +587,32 @@ func (o *Operator) processKey(rows []pendRow) {
 		trim = min(trim, o.keepFrom(r, spec.Frame, first+int64(n-1), lo[n-1], hi[n-1]))
 	}
 	o.trim(r, trim)
+}
+
+// appendArgs appends argument column j of the given pending rows to dst,
+// with one type switch per column rather than per value.
+func (o *Operator) appendArgs(dst *agg.Column, j int, rows []pendRow) {
+	for _, p := range rows {
+		dst.Null = append(dst.Null, o.held.get(p.batch).args[j].Null[p.row])
+	}
+	switch dst.Kind {
+	case agg.KindInt64:
+		for _, p := range rows {
+			dst.I64 = append(dst.I64, o.held.get(p.batch).args[j].I64[p.row])
+		}
+	case agg.KindFloat64:
+		for _, p := range rows {
+			dst.F64 = append(dst.F64, o.held.get(p.batch).args[j].F64[p.row])
+		}
+	case agg.KindString:
+		for _, p := range rows {
+			dst.Str = append(dst.Str, o.held.get(p.batch).args[j].Str[p.row])
+		}
+	case agg.KindBool:
+		for _, p := range rows {
+			dst.Bool = append(dst.Bool, o.held.get(p.batch).args[j].Bool[p.row])
+		}
+	}
 }
 
 // bounds fills lo and hi with the frames of rows first, first+1, ... of r.
@@ -628,10 +736,10 @@ func (o *Operator) withResults(base arrow.RecordBatch, res []arrow.Array) arrow.
 
 // emitBatchOrder emits released rows batch by batch in arrival order. A
 // batch whose rows were all released now is emitted with its own columns.
-func (o *Operator) emitBatchOrder(proc []procRow, res []arrow.Array) ([]arrow.RecordBatch, error) {
+func (o *Operator) emitBatchOrder(proc []pendRow, res []arrow.Array) ([]arrow.RecordBatch, error) {
 	idx := map[int32][]int32{}
 	for k, p := range proc {
-		hb := o.held[p.batch]
+		hb := o.held.get(p.batch)
 		s := idx[p.batch]
 		if s == nil {
 			s = make([]int32, hb.rec.NumRows())
@@ -653,7 +761,7 @@ func (o *Operator) emitBatchOrder(proc []procRow, res []arrow.Array) ([]arrow.Re
 		return nil, err
 	}
 	for _, id := range ids {
-		hb := o.held[id]
+		hb := o.held.get(id)
 		pos := idx[id]
 		var rows, take []int32
 		for i, k := range pos {
@@ -687,7 +795,7 @@ func (o *Operator) emitBatchOrder(proc []procRow, res []arrow.Array) ([]arrow.Re
 
 // emitTimeOrder emits released rows in (event time, arrival) order as one
 // batch.
-func (o *Operator) emitTimeOrder(proc []procRow, res []arrow.Array) ([]arrow.RecordBatch, error) {
+func (o *Operator) emitTimeOrder(proc []pendRow, res []arrow.Array) ([]arrow.RecordBatch, error) {
 	perm := make([]int32, len(proc))
 	for i := range perm {
 		perm[i] = int32(i)
@@ -708,7 +816,7 @@ func (o *Operator) emitTimeOrder(proc []procRow, res []arrow.Array) ([]arrow.Rec
 	for _, p := range proc {
 		if _, ok := off[p.batch]; !ok {
 			off[p.batch] = total
-			rec := o.held[p.batch].rec
+			rec := o.held.get(p.batch).rec
 			recs = append(recs, rec)
 			total += int32(rec.NumRows())
 		}
@@ -749,20 +857,22 @@ func cmpInt(a, b int64) int {
 // consume notes that n rows of batch id were emitted and lets the batch go
 // when none is left.
 func (o *Operator) consume(id int32, n int) {
-	hb := o.held[id]
+	hb := o.held.get(id)
 	hb.left -= n
 	if hb.left <= 0 {
 		hb.rec.Release()
-		delete(o.held, id)
+		o.held.del(id)
 	}
 }
 
 // Close releases held batches.
 func (o *Operator) Close() {
-	for id, hb := range o.held {
-		hb.rec.Release()
-		delete(o.held, id)
+	for _, hb := range o.held.live {
+		if hb != nil {
+			hb.rec.Release()
+		}
 	}
+	o.held = heldBatches{}
 	for _, b := range o.bld {
 		b.Release()
 	}
