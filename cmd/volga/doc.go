@@ -1,0 +1,55 @@
+// Command volga runs Volga feature pipelines from the command line.
+//
+// Usage:
+//
+//	volga <command> [arguments]
+//
+// The commands are:
+//
+//	run      run one SQL pipeline over CSV, JSON-lines or Parquet files
+//	help     show help for volga or for one command
+//	version  print the version of volga and of Go it was built with
+//
+// # volga run
+//
+//	volga run --sql FILE --source NAME=PATH [--source ...] [--mode batch|stream]
+//	          [--max-out-of-order DURATION] [--parallelism N] [--sink PATH]
+//
+// The query in FILE ("-" reads it from standard input) is one SELECT of the
+// Volga SQL dialect over one table; --source binds that table's name to a
+// file, whose format follows its extension (.csv, .jsonl, .ndjson, .json,
+// .parquet) and whose schema is inferred from its first rows. Output goes to
+// the --sink file, CSV or JSON lines after its extension (.csv, .jsonl,
+// .ndjson, .parquet), or as CSV to standard output when --sink is "-" or
+// absent (--format jsonl changes that).
+//
+// For example, the spend of each user over the last hour, for every
+// transaction:
+//
+//	$ cat spend.sql
+//	SELECT user_id, ts, amount, sum(amount) OVER w AS spend_1h
+//	FROM tx
+//	WINDOW w AS (PARTITION BY user_id ORDER BY ts
+//	             RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW)
+//	$ volga run --sql spend.sql --source tx=tx.csv --sink features.csv
+//
+// Records of a CSV or JSON-lines source that cannot be decoded (a wrong
+// number of fields, a value of the wrong type) are skipped: each is reported
+// on standard error as
+//
+//	volga: dead letter: tx.csv:17: wrong number of fields: got 2, want 4
+//
+// and a summary line follows at the end of the run. In stream mode, rows
+// that arrive more than --max-out-of-order behind the newest event time are
+// late: they are not emitted, and a summary line counts them (--late-sink
+// writes them to a file, --allowed-lateness applies them anyway).
+//
+// # Exit status
+//
+// volga exits with 0 on success, 2 when the command line itself is wrong (an
+// unknown command or flag, a missing --sql or --source, a bad duration or
+// mode), 1 when the run fails (a query error, an unbound table, an
+// unreadable file, a failing sink) and 130 when interrupted by SIGINT or
+// SIGTERM. Errors are one line on standard error starting with "volga: ";
+// query errors keep their line and column in the query file.
+package main

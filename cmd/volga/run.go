@@ -1,0 +1,406 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/volga-go/volga"
+	"github.com/volga-go/volga/pipeline"
+	"github.com/volga-go/volga/sink"
+	"github.com/volga-go/volga/source"
+)
+
+const runSynopsis = "run --sql FILE --source NAME=PATH [--source ...] [--mode batch|stream] [--max-out-of-order DURATION] [--parallelism N] [--sink PATH]"
+
+var runCommand = &command{
+	name:    "run",
+	summary: "run one SQL pipeline over CSV, JSON-lines or Parquet files",
+	usage:   runSynopsis,
+	run:     runMain,
+}
+
+// runConfig is the parsed command line of volga run.
+type runConfig struct {
+	sqlFile         string
+	sources         bindings
+	mode            volga.Mode
+	maxOutOfOrder   time.Duration
+	allowedLateness time.Duration
+	parallelism     int
+	sinkPath        string
+	format          string
+	lateSink        string
+	batchSize       int
+}
+
+// binding is one --source NAME=PATH.
+type binding struct{ name, path string }
+
+// bindings collects repeated --source flags.
+type bindings []binding
+
+func (b *bindings) String() string {
+	var parts []string
+	for _, x := range *b {
+		parts = append(parts, x.name+"="+x.path)
+	}
+	return strings.Join(parts, " ")
+}
+
+func (b *bindings) Set(v string) error {
+	name, path, ok := strings.Cut(v, "=")
+	name, path = strings.TrimSpace(name), strings.TrimSpace(path)
+	if !ok || name == "" || path == "" {
+		return errors.New("want NAME=PATH, e.g. tx=transactions.csv")
+	}
+	for _, x := range *b {
+		if strings.EqualFold(x.name, name) {
+			return fmt.Errorf("table %q is bound twice", name)
+		}
+	}
+	*b = append(*b, binding{name: name, path: path})
+	return nil
+}
+
+// modeFlag parses --mode.
+type modeFlag struct{ m *volga.Mode }
+
+func (f modeFlag) String() string {
+	if f.m == nil {
+		return "batch"
+	}
+	return f.m.String()
+}
+
+func (f modeFlag) Set(v string) error {
+	switch strings.ToLower(v) {
+	case "batch":
+		*f.m = volga.Batch
+	case "stream", "streaming":
+		*f.m = volga.Streaming
+	default:
+		return errors.New("want batch or stream")
+	}
+	return nil
+}
+
+// durationFlag parses a non-negative time.Duration ("5s", "1m30s").
+type durationFlag struct{ d *time.Duration }
+
+func (f durationFlag) String() string {
+	if f.d == nil {
+		return "0s"
+	}
+	return f.d.String()
+}
+
+func (f durationFlag) Set(v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("want a duration such as 30s or 5m (%v)", strings.TrimPrefix(err.Error(), "time: "))
+	}
+	if d < 0 {
+		return errors.New("must not be negative")
+	}
+	*f.d = d
+	return nil
+}
+
+func newRunFlags(cfg *runConfig) *flag.FlagSet {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported on one line by the caller
+	fs.StringVar(&cfg.sqlFile, "sql", "", "`FILE` holding the query (- reads standard input)")
+	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to a .csv, .jsonl, .ndjson, .json or .parquet file")
+	fs.Var(modeFlag{&cfg.mode}, "mode", "`batch|stream`: read to the end and keep input order, or emit rows as the watermark passes them (default batch)")
+	fs.Var(durationFlag{&cfg.maxOutOfOrder}, "max-out-of-order", "stream mode: how far behind the newest event time a row may arrive and still be on time (`DURATION`, e.g. 5s)")
+	fs.Var(durationFlag{&cfg.allowedLateness}, "allowed-lateness", "stream mode: apply late rows up to this `DURATION` behind the watermark instead of dropping them")
+	fs.IntVar(&cfg.parallelism, "parallelism", 1, "number of window tasks, rows hash-partitioned by key (`N` >= 1)")
+	fs.IntVar(&cfg.batchSize, "batch-size", source.DefaultBatchSize, "rows per batch read from the source (`N` >= 1); in stream mode the watermark advances between batches")
+	fs.StringVar(&cfg.sinkPath, "sink", "-", "output `PATH`: .csv, .jsonl, .ndjson or .parquet; - is standard output")
+	fs.StringVar(&cfg.format, "format", "", "`csv|jsonl`: the format of standard output (default csv)")
+	fs.StringVar(&cfg.lateSink, "late-sink", "", "stream mode: write late rows that were dropped to `PATH` (.csv, .jsonl, ...)")
+	return fs
+}
+
+func printRunUsage(w io.Writer) {
+	var cfg runConfig
+	fs := newRunFlags(&cfg)
+	fmt.Fprintf(w, "usage: volga %s\n\n", runSynopsis)
+	fmt.Fprint(w, "Runs one SELECT of the Volga SQL dialect over the file bound to its FROM table\nand writes one output row per input row (OVER windows) or per window (GROUP BY).\n\nflags:\n")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fmt.Fprint(w, "\nexample:\n  volga run --sql spend.sql --source tx=tx.csv --mode stream --max-out-of-order 5s --sink features.jsonl\n")
+}
+
+// parseRunArgs parses the flags of volga run. Errors are usage errors.
+func parseRunArgs(args []string) (*runConfig, error) {
+	cfg := &runConfig{}
+	fs := newRunFlags(cfg)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, usagef("run: %v (see 'volga help run')", err)
+	}
+	if fs.NArg() > 0 {
+		return nil, usagef("run: unexpected argument %q; flags come as --name value (see 'volga help run')", fs.Arg(0))
+	}
+	switch {
+	case cfg.sqlFile == "":
+		return nil, usagef("run: missing --sql FILE (see 'volga help run')")
+	case len(cfg.sources) == 0:
+		return nil, usagef("run: missing --source NAME=PATH for the query's table (see 'volga help run')")
+	case cfg.parallelism < 1:
+		return nil, usagef("run: --parallelism must be at least 1, got %d", cfg.parallelism)
+	case cfg.batchSize < 1:
+		return nil, usagef("run: --batch-size must be at least 1, got %d", cfg.batchSize)
+	}
+	if cfg.mode != volga.Streaming {
+		for _, name := range []string{"max-out-of-order", "allowed-lateness", "late-sink"} {
+			if f := fs.Lookup(name); f.Value.String() != f.DefValue {
+				return nil, usagef("run: --%s applies to --mode stream only", name)
+			}
+		}
+	}
+	if cfg.format != "" {
+		if cfg.sinkPath != "-" {
+			return nil, usagef("run: --format applies to standard output only; the extension of --sink %s chooses its format", cfg.sinkPath)
+		}
+		if f := strings.ToLower(cfg.format); f != "csv" && f != "jsonl" {
+			return nil, usagef("run: --format must be csv or jsonl, got %q", cfg.format)
+		}
+	}
+	for _, p := range []string{cfg.sinkPath, cfg.lateSink} {
+		if err := checkSinkPath(p); err != nil {
+			return nil, err
+		}
+	}
+	return cfg, nil
+}
+
+// checkSinkPath rejects an output path whose format cannot be told from
+// its extension before anything runs.
+func checkSinkPath(p string) error {
+	if p == "" || p == "-" {
+		return nil
+	}
+	switch strings.ToLower(filepath.Ext(p)) {
+	case ".csv", ".jsonl", ".ndjson", ".parquet":
+		return nil
+	}
+	return usagef("run: cannot tell the output format of %q from its extension: use .csv, .jsonl, .ndjson or .parquet", p)
+}
+
+func runMain(ctx context.Context, e *env, args []string) int {
+	cfg, err := parseRunArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		printRunUsage(e.stdout)
+		return exitOK
+	}
+	if err != nil {
+		return e.fail(ctx, err)
+	}
+	if err := runPipeline(ctx, e, cfg); err != nil {
+		return e.fail(ctx, err)
+	}
+	return exitOK
+}
+
+// runPipeline compiles the query, binds its table, runs it to the end and
+// reports dead letters and late rows on standard error.
+func runPipeline(ctx context.Context, e *env, cfg *runConfig) (err error) {
+	queryName, query, err := readQuery(cfg.sqlFile, e.stdin)
+	if err != nil {
+		return err
+	}
+	plan, err := pipeline.ParseSQL(query)
+	if err != nil {
+		return queryError(queryName, err)
+	}
+
+	var bound *binding
+	for i := range cfg.sources {
+		b := &cfg.sources[i]
+		if strings.EqualFold(b.name, plan.Table) {
+			bound = b
+		}
+	}
+	if bound == nil {
+		return fmt.Errorf("%s: the query reads table %q, but no --source binds it (bound: %s); add --source %s=PATH",
+			queryName, plan.Table, cfg.sources.String(), plan.Table)
+	}
+	for _, b := range cfg.sources {
+		if b != *bound {
+			return fmt.Errorf("--source %s=%s: the query reads only table %q", b.name, b.path, plan.Table)
+		}
+	}
+
+	// Dead letters arrive from the source's reading goroutine and from the
+	// engine (rows without an event time); stderr is shared, so lock.
+	var mu sync.Mutex
+	var dead int64
+	report := func(d source.DeadLetter) {
+		mu.Lock()
+		defer mu.Unlock()
+		dead++
+		where := d.Source
+		if d.Offset > 0 {
+			where += ":" + strconv.FormatInt(d.Offset, 10)
+		}
+		fmt.Fprintf(e.stderr, "volga: dead letter: %s: %s\n", where, oneLine(d.Reason))
+	}
+
+	src, err := source.Open(bound.path, source.WithDeadLetter(report), source.WithBatchSize(cfg.batchSize))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := src.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+
+	out, late := &deferredSink{}, &deferredSink{}
+	opts := []volga.Option{
+		volga.WithSource(plan.Table, src),
+		volga.WithSink(out),
+		volga.WithMode(cfg.mode),
+		volga.WithParallelism(cfg.parallelism),
+		volga.WithDeadLetters(report),
+	}
+	if cfg.mode == volga.Streaming {
+		opts = append(opts, volga.WithMaxOutOfOrder(cfg.maxOutOfOrder), volga.WithAllowedLateness(cfg.allowedLateness))
+		if cfg.lateSink != "" {
+			opts = append(opts, volga.WithLateSink(late))
+		}
+	}
+	p, err := volga.FromPlan(plan, opts...)
+	if err != nil {
+		return queryError(queryName, err)
+	}
+	// Output files are created only once the query compiled, so that a
+	// mistake in it leaves no empty file behind.
+	if out.Sink, out.flush, err = openSink(cfg.sinkPath, cfg.format, e.stdout, cfg.mode == volga.Streaming); err != nil {
+		return err
+	}
+	if cfg.lateSink != "" {
+		if late.Sink, _, err = openSink(cfg.lateSink, "", e.stdout, false); err != nil {
+			out.Close()
+			return err
+		}
+	}
+
+	runErr := p.Run(ctx)
+	st := p.Stats()
+	if dead > 0 {
+		fmt.Fprintf(e.stderr, "volga: %d dead letter%s skipped; %d rows read\n", dead, plural(dead), st.RowsIn)
+	}
+	if st.LateDropped > 0 {
+		where := "raise --max-out-of-order or set --allowed-lateness to keep them"
+		if cfg.lateSink != "" {
+			where = "written to " + cfg.lateSink
+		}
+		fmt.Fprintf(e.stderr, "volga: %d late row%s not emitted (at or behind the watermark, the newest event time minus %s); %s\n",
+			st.LateDropped, plural(st.LateDropped), cfg.maxOutOfOrder, where)
+	}
+	return runErr
+}
+
+func plural(n int64) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// readQuery reads the query file; "-" is standard input.
+func readQuery(path string, stdin io.Reader) (name, query string, err error) {
+	var b []byte
+	if path == "-" {
+		name = "stdin"
+		b, err = io.ReadAll(stdin)
+	} else {
+		name = path
+		b, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return name, "", fmt.Errorf("reading the query: %w", err)
+	}
+	if strings.TrimSpace(string(b)) == "" {
+		return name, "", fmt.Errorf("%s: the query is empty", name)
+	}
+	return name, string(b), nil
+}
+
+// queryError renders a query error compiler-style, FILE:LINE:COL: message,
+// when it has a position.
+func queryError(file string, err error) error {
+	var se *pipeline.SQLError
+	if !errors.As(err, &se) {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	msg := se.Msg
+	if se.Near != "" {
+		msg += fmt.Sprintf(" (near %q)", se.Near)
+	} else if se.Line > 0 {
+		msg += " (at the end of the query)"
+	}
+	if se.Line > 0 {
+		return fmt.Errorf("%s:%d:%d: %s", file, se.Line, se.Column, msg)
+	}
+	return fmt.Errorf("%s: %s", file, msg)
+}
+
+// openSink opens the output: a file whose extension gives the format, or
+// standard output ("-") as CSV or JSON lines. flushEach asks for output to
+// standard output to be flushed after every batch, so that a stream shows
+// its rows as they are emitted.
+func openSink(path, format string, stdout io.Writer, flushEach bool) (sink.Sink, bool, error) {
+	if path != "-" && path != "" {
+		s, err := sink.Open(path)
+		return s, false, err
+	}
+	if strings.EqualFold(format, "jsonl") {
+		return sink.NewJSONL(stdout), flushEach, nil
+	}
+	return sink.NewCSV(stdout), flushEach, nil
+}
+
+// deferredSink forwards to a sink opened after the pipeline compiled.
+type deferredSink struct {
+	sink.Sink
+	flush bool // flush after every batch
+}
+
+// Write forwards rec, flushing when asked to.
+func (d *deferredSink) Write(ctx context.Context, rec arrow.RecordBatch) error {
+	if d.Sink == nil {
+		return errors.New("volga: output is not open")
+	}
+	if err := d.Sink.Write(ctx, rec); err != nil {
+		return err
+	}
+	if f, ok := d.Sink.(interface{ Flush() error }); ok && d.flush {
+		return f.Flush()
+	}
+	return nil
+}
+
+// Close closes the underlying sink, if it was opened.
+func (d *deferredSink) Close() error {
+	if d.Sink == nil {
+		return nil
+	}
+	return d.Sink.Close()
+}
