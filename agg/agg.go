@@ -89,8 +89,12 @@ type Window interface {
 	// Eval appends to b, for each j, the aggregate over rows [lo[j], hi[j])
 	// of r, leaving out row ex[j] when ex is not nil and
 	// lo[j] <= ex[j] < hi[j]. Row numbers are absolute (see Rows). Within a
-	// call and across calls on one Window, lo and hi never decrease. A
-	// Window must not read rows below its current lower bound after the
-	// call that moved past them: the caller drops them from r.
+	// call and across calls on one Window, lo and hi never decrease.
+	//
+	// The caller drops rows from the front of r as soon as no frame needs
+	// them: rows below a bounded frame's lower bound, and rows an unbounded
+	// frame has absorbed (its lower bound never moves). So a Window reads a
+	// row only in the call in which the row enters the frame, is evicted
+	// from it, or is left out as ex; any value it needs later it copies.
 	Eval(r *Rows, lo, hi, ex []int64, b array.Builder)
 }

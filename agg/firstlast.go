@@ -55,18 +55,51 @@ func (f *edgeFunc) ResultType() arrow.DataType { return f.dt }
 func (f *edgeFunc) Retractable() bool          { return false }
 func (f *edgeFunc) NewState() State            { return f.newState() }
 
-// NewWindow returns a stateless window: the first (last) row of a frame is
-// its lower (upper) bound, or the row next to it when that one is left out,
-// and it is still held in Rows.
-func (f *edgeFunc) NewWindow() Window { return &edgeWindow{col: f.col, last: f.last} }
+// NewWindow returns a window that reads the first (last) row of each frame:
+// its lower (upper) bound, or the row next to it when that one is left out.
+// Rows below an unbounded frame's fixed lower bound are dropped from Rows
+// once absorbed, so the window keeps copies of the few edge values it read
+// last and serves repeated reads of the same row from them.
+func (f *edgeFunc) NewWindow() Window {
+	return &edgeWindow{col: f.col, last: f.last, dt: f.dt}
+}
 
 type edgeWindow struct {
-	col  int
-	last bool
+	col   int
+	last  bool
+	dt    arrow.DataType
+	cache [2]edgeCopy
+	next  int
+}
+
+// edgeCopy is a copy of the value of row abs.
+type edgeCopy struct {
+	abs int64
+	val Column
+}
+
+func (w *edgeWindow) value(r *Rows, a int64) (*Column, int) {
+	for k := range w.cache {
+		if c := &w.cache[k]; c.val.Len() == 1 && c.abs == a {
+			return &c.val, 0
+		}
+	}
+	c := &w.cache[w.next]
+	w.next = (w.next + 1) % len(w.cache)
+	if c.val.Type == nil {
+		col, err := NewColumn(w.dt)
+		if err != nil {
+			return &r.Cols[w.col], int(a - r.Base)
+		}
+		c.val = col
+	}
+	c.val.DropFront(c.val.Len())
+	c.val.AppendFrom(&r.Cols[w.col], int(a-r.Base))
+	c.abs = a
+	return &c.val, 0
 }
 
 func (w *edgeWindow) Eval(r *Rows, lo, hi, ex []int64, b array.Builder) {
-	c := &r.Cols[w.col]
 	for j := range lo {
 		l, h := lo[j], hi[j]
 		if ex != nil && ex[j] >= l && ex[j] < h {
@@ -84,7 +117,8 @@ func (w *edgeWindow) Eval(r *Rows, lo, hi, ex []int64, b array.Builder) {
 		if w.last {
 			a = h - 1
 		}
-		AppendValue(b, c, int(a-r.Base))
+		c, i := w.value(r, a)
+		AppendValue(b, c, i)
 	}
 }
 
