@@ -44,8 +44,19 @@ type Compiled struct {
 // stage is one window operator: the windows sharing a PARTITION BY set.
 type stage struct {
 	keys    []string
-	cfg     window.Config
+	cfg     window.Config       // a sliding-window stage
+	group   *window.GroupConfig // or a tumble/hop stage
 	in, out *arrow.Schema
+	// tsCol and seqCol locate event time and sequence in out.
+	tsCol, seqCol int
+}
+
+// keyCols are the input columns the stage partitions rows by.
+func (s *stage) keyCols() []int {
+	if s.group != nil {
+		return s.group.KeyCols
+	}
+	return s.cfg.KeyCols
 }
 
 // Compile binds p to the schema of its source table. Unknown columns and
@@ -141,10 +152,11 @@ func (b *binder) compute(e *Expr) (int, arrow.DataType, error) {
 
 func (b *binder) bind(timeColumn string) error {
 	p := b.p
+	// Event time: the ORDER BY column shared by every window, or the
+	// tumble/hop time column.
 	if p.Group != nil {
-		return p.ErrorAfter(p.Group.Pos, "tumble", "GROUP BY tumble/hop windows are not supported yet")
+		timeColumn = p.Group.TimeCol
 	}
-	// Event time: the ORDER BY column shared by every window.
 	for _, w := range p.Windows {
 		if timeColumn == "" {
 			timeColumn = w.OrderBy
@@ -183,6 +195,10 @@ func (b *binder) bind(timeColumn string) error {
 		arrow.Field{Name: seqColName, Type: arrow.PrimitiveTypes.Int64})
 	b.byText = map[string]int{}
 	tsIdx, seqIdx := b.src.NumFields(), b.src.NumFields()+1
+
+	if p.Group != nil {
+		return b.bindGroup(tsIdx, seqIdx)
+	}
 
 	// Output items: projections become computed columns (plain columns
 	// are read as they are).
@@ -255,60 +271,13 @@ func (b *binder) bind(timeColumn string) error {
 		b.c.stateless = true
 	}
 
-	// Aggregate arguments become computed columns too; bind the functions.
-	type boundCall struct {
-		f    agg.Func
-		args []int // prep indices of column args
+	// Bind every call: its arguments become computed columns, kept in the
+	// stage's window state at the positions ArgCols gives them.
+	type built struct {
+		cfg   window.Config
+		order []int // item of each result column
 	}
-	bound := map[*AggCall]*boundCall{}
-	for _, st := range specs {
-		for _, calls := range st.calls {
-			for _, cr := range calls {
-				call := cr.call
-				var args []agg.Arg
-				var cols []int
-				if call.Star {
-					args = append(args, agg.Arg{Star: true, Col: -1})
-				}
-				for _, a := range call.Args {
-					if v, ok := constValue(a.AST); ok {
-						args = append(args, agg.Arg{IsConst: true, Const: v, Col: -1, Type: constType(v)})
-						continue
-					}
-					i, t, err := b.compute(a)
-					if err != nil {
-						return err
-					}
-					args = append(args, agg.Arg{Type: t, Col: i})
-					cols = append(cols, i)
-				}
-				name := call.Func
-				if call.Distinct {
-					if name != "count" {
-						return p.ErrorAfter(call.Pos, call.Text, "DISTINCT is only supported in count(DISTINCT x)")
-					}
-					name = "count_distinct"
-				}
-				if _, ok := agg.Lookup(name); !ok {
-					return p.ErrorAfter(call.Pos, call.Func, "unknown aggregate function %q", call.Func)
-				}
-				bound[call] = &boundCall{args: cols}
-				// Bind now to report argument errors; the column positions
-				// are fixed per stage below.
-				f, err := agg.Bind(name, args)
-				if err != nil {
-					return p.ErrorAfter(call.Pos, call.Text, "%v", err)
-				}
-				bound[call].f = f
-				_ = f
-			}
-		}
-	}
-	b.c.prep = arrow.NewSchema(b.fields, nil)
-
-	// Stages: each stage's input is the previous stage's output.
-	in := b.c.prep
-	resultCol := map[int]int{} // item -> column in the final layout
+	var builds []built
 	for _, st := range specs {
 		cfg := window.Config{TsCol: tsIdx, SeqCol: seqIdx}
 		for _, key := range st.keys {
@@ -318,7 +287,7 @@ func (b *binder) bind(timeColumn string) error {
 			}
 			cfg.KeyCols = append(cfg.KeyCols, i)
 		}
-		argPos := map[int]int{} // prep index -> position in ArgCols
+		argPos := map[int]int{}
 		var order []int
 		for wi, w := range st.windows {
 			spec := window.Spec{Frame: window.Frame{
@@ -327,35 +296,9 @@ func (b *binder) bind(timeColumn string) error {
 				ExcludeCurrent: w.Frame.ExcludeCurrent,
 			}}
 			for _, cr := range st.calls[wi] {
-				call := cr.call
-				bc := bound[call]
-				var args []agg.Arg
-				ci := 0
-				if call.Star {
-					args = append(args, agg.Arg{Star: true, Col: -1})
-				}
-				for _, a := range call.Args {
-					if v, ok := constValue(a.AST); ok {
-						args = append(args, agg.Arg{IsConst: true, Const: v, Col: -1, Type: constType(v)})
-						continue
-					}
-					pi := bc.args[ci]
-					ci++
-					pos, ok := argPos[pi]
-					if !ok {
-						pos = len(cfg.ArgCols)
-						argPos[pi] = pos
-						cfg.ArgCols = append(cfg.ArgCols, pi)
-					}
-					args = append(args, agg.Arg{Type: b.fields[pi].Type, Col: pos})
-				}
-				name := call.Func
-				if call.Distinct {
-					name = "count_distinct"
-				}
-				f, err := agg.Bind(name, args)
+				f, err := b.bindCall(cr.call, &cfg.ArgCols, argPos)
 				if err != nil {
-					return p.ErrorAfter(call.Pos, call.Text, "%v", err)
+					return err
 				}
 				spec.Aggs = append(spec.Aggs, f)
 				cfg.ResultNames = append(cfg.ResultNames, fmt.Sprintf("__volga_r%d", cr.item))
@@ -363,16 +306,24 @@ func (b *binder) bind(timeColumn string) error {
 			}
 			cfg.Windows = append(cfg.Windows, spec)
 		}
-		op, err := window.New(cfg, in)
+		builds = append(builds, built{cfg: cfg, order: order})
+	}
+	b.c.prep = arrow.NewSchema(b.fields, nil)
+
+	// Stages: each stage's input is the previous stage's output.
+	in := b.c.prep
+	resultCol := map[int]int{} // item -> column in the final layout
+	for k, bl := range builds {
+		op, err := window.New(bl.cfg, in)
 		if err != nil {
 			return err
 		}
 		out := op.OutSchema()
 		op.Close()
-		for j, item := range order {
+		for j, item := range bl.order {
 			resultCol[item] = in.NumFields() + j
 		}
-		b.c.stages = append(b.c.stages, &stage{keys: st.keys, cfg: cfg, in: in, out: out})
+		b.c.stages = append(b.c.stages, &stage{keys: specs[k].keys, cfg: bl.cfg, in: in, out: out, tsCol: tsIdx, seqCol: seqIdx})
 		in = out
 	}
 
@@ -388,6 +339,123 @@ func (b *binder) bind(timeColumn string) error {
 		b.c.outIdx = append(b.c.outIdx, idx)
 		f := in.Field(idx)
 		outFields = append(outFields, arrow.Field{Name: it.Name, Type: f.Type, Nullable: true})
+	}
+	if err := checkDuplicateNames(p, outFields); err != nil {
+		return err
+	}
+	b.c.Output = arrow.NewSchema(outFields, nil)
+	return nil
+}
+
+// bindCall binds an aggregate call: its column arguments become computed
+// columns of the prep layout, appended to argCols (once each, positions in
+// argPos) so that the function reads them from window state.
+func (b *binder) bindCall(call *AggCall, argCols *[]int, argPos map[int]int) (agg.Func, error) {
+	p := b.p
+	name := call.Func
+	if call.Distinct {
+		if name != "count" {
+			return nil, p.ErrorAfter(call.Pos, call.Text, "DISTINCT is only supported in count(DISTINCT x)")
+		}
+		name = "count_distinct"
+	}
+	if _, ok := agg.Lookup(name); !ok {
+		return nil, p.ErrorAfter(call.Pos, call.Func, "unknown aggregate function %q", call.Func)
+	}
+	var args []agg.Arg
+	if call.Star {
+		args = append(args, agg.Arg{Star: true, Col: -1})
+	}
+	for _, a := range call.Args {
+		if v, ok := constValue(a.AST); ok {
+			args = append(args, agg.Arg{IsConst: true, Const: v, Col: -1, Type: constType(v)})
+			continue
+		}
+		i, t, err := b.compute(a)
+		if err != nil {
+			return nil, err
+		}
+		pos, ok := argPos[i]
+		if !ok {
+			pos = len(*argCols)
+			argPos[i] = pos
+			*argCols = append(*argCols, i)
+		}
+		args = append(args, agg.Arg{Type: t, Col: pos})
+	}
+	f, err := agg.Bind(name, args)
+	if err != nil {
+		return nil, p.ErrorAfter(call.Pos, call.Text, "%v", err)
+	}
+	return f, nil
+}
+
+// bindGroup binds a GROUP BY key, tumble/hop query: output columns are
+// keys, window_start, window_end and aggregates.
+func (b *binder) bindGroup(tsIdx, seqIdx int) error {
+	p, g := b.p, b.p.Group
+	cfg := window.GroupConfig{TsCol: tsIdx, SeqCol: seqIdx, SizeMs: g.SizeMs, SlideMs: g.SlideMs}
+	if g.SlideMs > g.SizeMs {
+		return p.ErrorAfter(g.Pos, "hop", "hop slide (%dms) must not be longer than its size (%dms)", g.SlideMs, g.SizeMs)
+	}
+	cfg.TimeType = arrow.PrimitiveTypes.Int64
+	if tt, ok := b.src.Field(b.c.timeIdx).Type.(*arrow.TimestampType); ok {
+		cfg.TimeType = &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: tt.TimeZone}
+	}
+	keyPos := map[string]int{}
+	for j, key := range g.KeyCols {
+		i, err := b.column(key, -1)
+		if err != nil {
+			return err
+		}
+		cfg.KeyCols = append(cfg.KeyCols, i)
+		keyPos[strings.ToLower(b.src.Field(i).Name)] = j
+	}
+	nk := len(g.KeyCols)
+	argPos := map[int]int{}
+	outIdx := make([]int, len(p.Items))
+	var aggItems []int
+	for k, it := range p.Items {
+		if it.Agg != nil {
+			f, err := b.bindCall(it.Agg, &cfg.ArgCols, argPos)
+			if err != nil {
+				return err
+			}
+			cfg.Aggs = append(cfg.Aggs, f)
+			cfg.ResultNames = append(cfg.ResultNames, fmt.Sprintf("__volga_r%d", k))
+			aggItems = append(aggItems, k)
+			continue
+		}
+		cn, ok := it.Expr.AST.(*sqlparser.ColName)
+		name := ""
+		if ok {
+			name = strings.ToLower(cn.Name.String())
+		}
+		switch j, isKey := keyPos[name]; {
+		case isKey:
+			outIdx[k] = window.GroupSeqCol + 1 + j
+		case name == "window_start":
+			outIdx[k] = window.GroupSeqCol + 1 + nk
+		case name == "window_end":
+			outIdx[k] = window.GroupSeqCol + 2 + nk
+		default:
+			return p.ErrorAfter(it.Expr.Pos, it.Expr.Text, "%s must be a GROUP BY key, window_start, window_end or an aggregate", it.Expr.Text)
+		}
+	}
+	for a, k := range aggItems {
+		outIdx[k] = window.GroupSeqCol + 3 + nk + a
+	}
+	b.c.prep = arrow.NewSchema(b.fields, nil)
+	op, err := window.NewGroup(cfg, b.c.prep)
+	if err != nil {
+		return p.ErrorAfter(g.Pos, "GROUP BY", "%v", err)
+	}
+	out := op.OutSchema()
+	b.c.stages = []*stage{{keys: g.KeyCols, group: &cfg, in: b.c.prep, out: out, tsCol: window.GroupTsCol, seqCol: window.GroupSeqCol}}
+	b.c.outIdx = outIdx
+	var outFields []arrow.Field
+	for k, it := range p.Items {
+		outFields = append(outFields, arrow.Field{Name: it.Name, Type: out.Field(outIdx[k]).Type, Nullable: true})
 	}
 	if err := checkDuplicateNames(p, outFields); err != nil {
 		return err

@@ -480,7 +480,7 @@ func (r *runner) partition(ctx context.Context, rec arrow.RecordBatch, tasks []c
 		return send(ctx, tasks[0], msg{rec: rec, wm: watermark.None})
 	}
 	defer rec.Release()
-	parts, err := r.split(rec, r.c.stages[0].cfg.KeyCols, len(tasks))
+	parts, err := r.split(rec, r.c.stages[0].keyCols(), len(tasks))
 	if err != nil {
 		return err
 	}
@@ -534,13 +534,32 @@ func (r *runner) split(rec arrow.RecordBatch, keyCols []int, n int) ([]arrow.Rec
 	return parts, nil
 }
 
-// task runs one window operator.
-func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in chan msg, next []chan msg, final chan msg, late chan arrow.RecordBatch) error {
+// operator is what a task drives: the sliding-window Operator or the
+// tumble/hop GroupOperator.
+type operator interface {
+	Push(rec arrow.RecordBatch) ([]arrow.RecordBatch, arrow.RecordBatch, error)
+	Advance(ctx context.Context, wm int64) ([]arrow.RecordBatch, error)
+	Late() (dropped, applied int64)
+	Close()
+}
+
+func (r *runner) newOperator(st *stage) (operator, error) {
+	if st.group != nil {
+		cfg := *st.group
+		cfg.AllowedLateness = r.opt.AllowedLateness.Milliseconds()
+		cfg.Mem = r.opt.Mem
+		return window.NewGroup(cfg, st.in)
+	}
 	cfg := st.cfg
 	cfg.AllowedLateness = r.opt.AllowedLateness.Milliseconds()
 	cfg.BatchOrder = r.opt.Mode == Batch
 	cfg.Mem = r.opt.Mem
-	op, err := window.New(cfg, st.in)
+	return window.New(cfg, st.in)
+}
+
+// task runs one window operator.
+func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in chan msg, next []chan msg, final chan msg, late chan arrow.RecordBatch) error {
+	op, err := r.newOperator(st)
 	if err != nil {
 		return err
 	}
@@ -556,7 +575,7 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 				err = send(ctx, next[0], msg{rec: rec, wm: watermark.None, from: id})
 			} else {
 				var parts []arrow.RecordBatch
-				parts, err = r.split(rec, r.c.stages[s+1].cfg.KeyCols, len(next))
+				parts, err = r.split(rec, r.c.stages[s+1].keyCols(), len(next))
 				rec.Release()
 				for i, p := range parts {
 					if p == nil || err != nil {
@@ -639,13 +658,15 @@ func (r *runner) merge(ctx context.Context, in chan msg, late chan arrow.RecordB
 		}
 	}()
 	c := r.c
-	var last *arrow.Schema
-	if len(c.stages) > 0 {
-		last = c.stages[len(c.stages)-1].out
-	} else {
-		last = c.prep
-	}
+	last := c.prep
 	tsCol, seqCol := c.Source.NumFields(), c.Source.NumFields()+1
+	bySeq := r.opt.Mode == Batch
+	if len(c.stages) > 0 {
+		st := c.stages[len(c.stages)-1]
+		last, tsCol, seqCol = st.out, st.tsCol, st.seqCol
+		// Tumble/hop output is ordered by window, not by input row.
+		bySeq = bySeq && st.group == nil
+	}
 	write := func(rec arrow.RecordBatch) error {
 		defer rec.Release()
 		if rec.NumRows() == 0 {
@@ -675,7 +696,7 @@ func (r *runner) merge(ctx context.Context, in chan msg, late chan arrow.RecordB
 		}
 		return nil
 	}
-	m := &merger{n: n, tsCol: tsCol, seqCol: seqCol, batch: r.opt.Mode == Batch, comb: watermark.NewCombiner(n), mem: r.opt.Mem, schema: last}
+	m := &merger{n: n, tsCol: tsCol, seqCol: seqCol, batch: bySeq, comb: watermark.NewCombiner(n), mem: r.opt.Mem, schema: last}
 	defer m.release()
 	lateCh := late
 	for in != nil || lateCh != nil {

@@ -1,0 +1,322 @@
+package window
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/volga-go/volga/agg"
+	"github.com/volga-go/volga/internal/arrowutil"
+)
+
+// GroupConfig describes a tumbling or hopping window operator: GROUP BY
+// key, tumble(ts, size) or hop(ts, slide, size).
+type GroupConfig struct {
+	// TsCol and SeqCol are the event-time (int64 ms) and arrival sequence
+	// columns of the input.
+	TsCol, SeqCol int
+	// KeyCols are the grouping key columns.
+	KeyCols []int
+	// ArgCols are the aggregate argument columns (Rows.Cols positions).
+	ArgCols []int
+	// Aggs are the aggregates of every window.
+	Aggs []agg.Func
+	// ResultNames name the aggregate columns.
+	ResultNames []string
+	// SizeMs is the window length; SlideMs the distance between window
+	// starts (== SizeMs for tumble). Windows are aligned to the Unix epoch.
+	SizeMs, SlideMs int64
+	// TimeType is the type of window_start and window_end: timestamp[ms]
+	// (with the event-time column's zone) or int64 milliseconds.
+	TimeType arrow.DataType
+	// AllowedLateness applies late rows to windows that have not been
+	// emitted yet when they are no more than this far (ms) behind the
+	// watermark.
+	AllowedLateness int64
+	// Mem allocates output arrays; nil means the Go allocator.
+	Mem memory.Allocator
+}
+
+// Group output layout: the first two columns carry the event time and
+// sequence the engine orders output by (the window's last millisecond, and
+// the arrival sequence of its first row), then the key columns,
+// window_start, window_end and the aggregates.
+const (
+	GroupTsCol  = 0
+	GroupSeqCol = 1
+)
+
+// GroupOperator is the tumbling/hopping window operator. It keeps one set
+// of aggregate states per key and window, and emits a window once the
+// watermark shows it complete (watermark >= end-1): one row per key and
+// window that received at least one row. It is not safe for concurrent use.
+type GroupOperator struct {
+	cfg     GroupConfig
+	mem     memory.Allocator
+	in, out *arrow.Schema
+	keys    *keyIndex
+	keyVals []agg.Column // value of each key column, indexed by key id
+	wins    map[groupKey]*groupWin
+	byStart map[int64][]int32
+	starts  startHeap
+	wm      int64
+	stats   Stats
+}
+
+type groupKey struct {
+	key   int32
+	start int64
+}
+
+type groupWin struct {
+	states []agg.State
+	minSeq int64
+}
+
+// NewGroup returns a GroupOperator for input batches of schema in.
+func NewGroup(cfg GroupConfig, in *arrow.Schema) (*GroupOperator, error) {
+	if cfg.SizeMs <= 0 || cfg.SlideMs <= 0 {
+		return nil, errors.New("window: tumble/hop sizes must be positive")
+	}
+	if cfg.SlideMs > cfg.SizeMs {
+		return nil, fmt.Errorf("window: hop slide %dms is longer than its size %dms: rows between windows would be lost", cfg.SlideMs, cfg.SizeMs)
+	}
+	if cfg.TimeType == nil {
+		cfg.TimeType = arrow.PrimitiveTypes.Int64
+	}
+	fields := []arrow.Field{
+		{Name: "__volga_ts", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "__volga_seq", Type: arrow.PrimitiveTypes.Int64},
+	}
+	keyVals := make([]agg.Column, len(cfg.KeyCols))
+	for j, c := range cfg.KeyCols {
+		f := in.Field(c)
+		col, err := agg.NewColumn(f.Type)
+		if err != nil {
+			return nil, fmt.Errorf("window: GROUP BY column %q: %w", f.Name, err)
+		}
+		keyVals[j] = col
+		fields = append(fields, arrow.Field{Name: f.Name, Type: f.Type, Nullable: true})
+	}
+	fields = append(fields,
+		arrow.Field{Name: "window_start", Type: cfg.TimeType},
+		arrow.Field{Name: "window_end", Type: cfg.TimeType})
+	for k, f := range cfg.Aggs {
+		name := fmt.Sprintf("agg%d", k)
+		if k < len(cfg.ResultNames) {
+			name = cfg.ResultNames[k]
+		}
+		fields = append(fields, arrow.Field{Name: name, Type: f.ResultType(), Nullable: true})
+	}
+	mem := cfg.Mem
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	return &GroupOperator{cfg: cfg, mem: mem, in: in, out: arrow.NewSchema(fields, nil),
+		keys: newKeyIndex(cfg.KeyCols), keyVals: keyVals, wins: map[groupKey]*groupWin{},
+		byStart: map[int64][]int32{}, wm: None}, nil
+}
+
+// OutSchema is the schema of emitted batches.
+func (g *GroupOperator) OutSchema() *arrow.Schema { return g.out }
+
+// Late returns the counts of late rows dropped and applied so far.
+func (g *GroupOperator) Late() (dropped, applied int64) {
+	return g.stats.LateDropped, g.stats.LateApplied
+}
+
+// Close releases nothing held across calls; it is here for symmetry with
+// Operator.
+func (g *GroupOperator) Close() {}
+
+// windowsOf calls fn with the start of every window containing ts.
+func (g *GroupOperator) windowsOf(ts int64, fn func(start int64)) {
+	slide, size := g.cfg.SlideMs, g.cfg.SizeMs
+	last := floorDiv(ts, slide) * slide
+	for s := last; s > ts-size; s -= slide {
+		fn(s)
+	}
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// Push adds a batch. Rows at or behind the watermark are late: applied to
+// the windows not yet emitted when within the allowed lateness, else
+// returned in late. Push emits nothing.
+func (g *GroupOperator) Push(rec arrow.RecordBatch) (out []arrow.RecordBatch, late arrow.RecordBatch, err error) {
+	n := int(rec.NumRows())
+	if n == 0 {
+		return nil, nil, nil
+	}
+	g.stats.RowsIn += int64(n)
+	tsArr, ok := rec.Column(g.cfg.TsCol).(*array.Int64)
+	if !ok || tsArr.NullN() > 0 {
+		return nil, nil, errors.New("window: event-time column must be non-NULL int64")
+	}
+	ts := tsArr.Int64Values()
+	seq := rec.Column(g.cfg.SeqCol).(*array.Int64).Int64Values()
+	ids, err := g.keys.intern(rec, func(id int32, row int) {
+		for j, c := range g.cfg.KeyCols {
+			g.keyVals[j].AppendArrow(rec.Column(c), []int32{int32(row)})
+		}
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	rows := agg.Rows{Ts: ts, Cols: make([]agg.Column, len(g.cfg.ArgCols))}
+	for j, c := range g.cfg.ArgCols {
+		col, err := agg.NewColumn(g.in.Field(c).Type)
+		if err != nil {
+			return nil, nil, fmt.Errorf("window: argument column %q: %w", g.in.Field(c).Name, err)
+		}
+		col.AppendArrow(rec.Column(c), nil)
+		rows.Cols[j] = col
+	}
+	var lateRows []int32
+	for i := 0; i < n; i++ {
+		t := ts[i]
+		isLate := t <= g.wm
+		if isLate && (g.cfg.AllowedLateness <= 0 || t <= g.wm-g.cfg.AllowedLateness) {
+			lateRows = append(lateRows, int32(i))
+			continue
+		}
+		applied := false
+		g.windowsOf(t, func(start int64) {
+			if isLate && start+g.cfg.SizeMs-1 <= g.wm {
+				return // that window was emitted already
+			}
+			applied = true
+			k := groupKey{key: ids[i], start: start}
+			w := g.wins[k]
+			if w == nil {
+				w = &groupWin{states: make([]agg.State, len(g.cfg.Aggs)), minSeq: seq[i]}
+				for a, f := range g.cfg.Aggs {
+					w.states[a] = f.NewState()
+				}
+				g.wins[k] = w
+				if len(g.byStart[start]) == 0 {
+					heap.Push(&g.starts, start)
+				}
+				g.byStart[start] = append(g.byStart[start], ids[i])
+			}
+			w.minSeq = min(w.minSeq, seq[i])
+			for _, st := range w.states {
+				st.Add(&rows, int64(i))
+			}
+		})
+		switch {
+		case !isLate:
+		case applied:
+			g.stats.LateApplied++
+		default:
+			lateRows = append(lateRows, int32(i))
+		}
+	}
+	if len(lateRows) > 0 {
+		g.stats.LateDropped += int64(len(lateRows))
+		if late, err = arrowutil.Take(g.mem, rec, lateRows); err != nil {
+			return nil, nil, err
+		}
+	}
+	return nil, late, nil
+}
+
+// Advance moves the watermark to wm and emits every window that is now
+// complete (end-1 <= wm), ordered by window start, then by the arrival of
+// the window's first row.
+func (g *GroupOperator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBatch, error) {
+	if wm <= g.wm {
+		return nil, nil
+	}
+	g.wm = wm
+	type fired struct {
+		start  int64
+		key    int32
+		minSeq int64
+	}
+	var fire []fired
+	for g.starts.Len() > 0 && g.starts.s[0]+g.cfg.SizeMs-1 <= wm {
+		start := heap.Pop(&g.starts).(int64)
+		for _, key := range g.byStart[start] {
+			fire = append(fire, fired{start: start, key: key, minSeq: g.wins[groupKey{key, start}].minSeq})
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	if len(fire) == 0 {
+		return nil, nil
+	}
+	slices.SortFunc(fire, func(a, b fired) int {
+		if a.start != b.start {
+			return cmpInt(a.start, b.start)
+		}
+		return cmpInt(a.minSeq, b.minSeq)
+	})
+	bld := make([]array.Builder, g.out.NumFields())
+	for i, f := range g.out.Fields() {
+		bld[i] = array.NewBuilder(g.mem, f.Type)
+	}
+	defer arrowutil.ReleaseAll(bld)
+	nk := len(g.cfg.KeyCols)
+	for _, f := range fire {
+		k := groupKey{f.key, f.start}
+		w := g.wins[k]
+		end := f.start + g.cfg.SizeMs
+		bld[GroupTsCol].(*array.Int64Builder).Append(end - 1)
+		bld[GroupSeqCol].(*array.Int64Builder).Append(w.minSeq)
+		for j := range nk {
+			agg.AppendValue(bld[2+j], &g.keyVals[j], int(f.key))
+		}
+		appendTime(bld[2+nk], f.start)
+		appendTime(bld[3+nk], end)
+		for a, st := range w.states {
+			st.AppendResult(bld[4+nk+a])
+		}
+		delete(g.wins, k)
+	}
+	for _, f := range fire {
+		delete(g.byStart, f.start)
+	}
+	cols := make([]arrow.Array, len(bld))
+	for i, b := range bld {
+		cols[i] = b.NewArray()
+	}
+	defer arrowutil.ReleaseAll(cols)
+	g.stats.RowsOut += int64(len(fire))
+	return []arrow.RecordBatch{array.NewRecordBatch(g.out, cols, int64(len(fire)))}, nil
+}
+
+func appendTime(b array.Builder, ms int64) {
+	switch b := b.(type) {
+	case *array.TimestampBuilder:
+		b.Append(arrow.Timestamp(ms))
+	case *array.Int64Builder:
+		b.Append(ms)
+	}
+}
+
+// startHeap is a min-heap of window starts.
+type startHeap struct{ s []int64 }
+
+func (h *startHeap) Len() int           { return len(h.s) }
+func (h *startHeap) Less(i, j int) bool { return h.s[i] < h.s[j] }
+func (h *startHeap) Swap(i, j int)      { h.s[i], h.s[j] = h.s[j], h.s[i] }
+func (h *startHeap) Push(x any)         { h.s = append(h.s, x.(int64)) }
+func (h *startHeap) Pop() any {
+	x := h.s[len(h.s)-1]
+	h.s = h.s[:len(h.s)-1]
+	return x
+}
