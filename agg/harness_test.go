@@ -405,6 +405,18 @@ func (c aggCase) tolerance() float64 {
 	return c.tol
 }
 
+// raceEnabled is set by race_test.go under -race, which makes every step
+// much slower.
+var raceEnabled bool
+
+// seeds scales the number of random trials down for -short and -race.
+func seeds(n uint64) uint64 {
+	if testing.Short() || raceEnabled {
+		return max(n/5, 4)
+	}
+	return n
+}
+
 // runCases runs the whole regime on every case.
 func runCases(t *testing.T, cases []aggCase) {
 	for _, c := range cases {
@@ -422,7 +434,7 @@ func runCases(t *testing.T, cases []aggCase) {
 // the oracle.
 func checkWindow(t *testing.T, c aggCase) {
 	f := c.bind(t)
-	for seed := range uint64(40) {
+	for seed := range seeds(40) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		r := randRows(rng, 1+rng.IntN(300))
 		fr := randFrames(rng, r)
@@ -458,7 +470,7 @@ func stateOf(f Func, r *Rows, rows []int64) State {
 // order-insensitive functions, and that Merge leaves its argument alone.
 func checkMerge(t *testing.T, c aggCase) {
 	f := c.bind(t)
-	for seed := range uint64(60) {
+	for seed := range seeds(60) {
 		rng := rand.New(rand.NewPCG(seed, 11))
 		r := randRows(rng, 1+rng.IntN(120))
 		n := int64(r.Len())
@@ -519,7 +531,7 @@ func checkRetract(t *testing.T, c aggCase) {
 		}
 		return
 	}
-	for seed := range uint64(60) {
+	for seed := range seeds(60) {
 		rng := rand.New(rand.NewPCG(seed, 13))
 		r := randRows(rng, 2+rng.IntN(150))
 		n := int64(r.Len())
@@ -564,7 +576,7 @@ func checkRetract(t *testing.T, c aggCase) {
 // padded encodings are rejected.
 func checkEncoding(t *testing.T, c aggCase) {
 	f := c.bind(t)
-	for seed := range uint64(40) {
+	for seed := range seeds(40) {
 		rng := rand.New(rand.NewPCG(seed, 17))
 		r := randRows(rng, 1+rng.IntN(120))
 		n := int64(r.Len())
