@@ -7,38 +7,18 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/volga-go/volga/agg"
 	"github.com/volga-go/volga/internal/sqlwin"
 	"github.com/xwb1989/sqlparser"
 )
 
-// aggregateNames are the aggregate functions of the dialect (SPEC section
-// 4). The planner uses the list only to recognise an aggregate written
-// without OVER (an error outside GROUP BY) and the aggregates of a GROUP BY
-// query; any function followed by OVER is taken as an aggregate and checked
-// by the binder against the agg registry.
-var aggregateNames = func() map[string]bool {
-	m := map[string]bool{}
-	for _, n := range []string{
-		"count", "sum", "avg", "min", "max",
-		"stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop",
-		"first_value", "last_value", "count_distinct",
-		"top", "topn_frequency", "top1_ratio",
-		"ew_avg", "drawdown", "approx_percentile", "approx_count_distinct",
-	} {
-		m[n] = true
-	}
-	for _, base := range []string{"count", "sum", "avg", "min", "max"} {
-		m[base+"_where"] = true
-		m[base+"_cate"] = true
-		m[base+"_cate_where"] = true
-	}
-	return m
-}()
-
 // IsAggregate reports whether name (any case) is an aggregate function of
-// the SQL dialect.
+// the SQL dialect, as registered in package agg. The planner uses it to
+// recognise an aggregate written without OVER (an error outside GROUP BY)
+// and the aggregates of a GROUP BY query.
 func IsAggregate(name string) bool {
-	return aggregateNames[strings.ToLower(name)]
+	_, ok := agg.Lookup(name)
+	return ok
 }
 
 // ParseSQL parses one SELECT of the Volga SQL dialect (SPEC section 2) into

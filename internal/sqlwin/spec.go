@@ -206,7 +206,9 @@ func (p *specParser) frame(spec *Spec) error {
 	case boundCurrent:
 		return p.s.errAt(start.tok, "a frame must start at UNBOUNDED PRECEDING or <n> PRECEDING")
 	case boundPreceding:
-		if start.value <= 0 {
+		// ROWS BETWEEN 0 PRECEDING is the current row alone, as in DuckDB;
+		// a RANGE frame needs a positive interval.
+		if start.value < 0 || start.value == 0 && spec.Kind != Rows {
 			return p.s.errAt(start.tok, "the frame size must be positive")
 		}
 	}
