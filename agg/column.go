@@ -246,6 +246,39 @@ func (c *Column) AppendNull() {
 	}
 }
 
+// Slice returns values [i, j) as a column sharing c's memory, with
+// capacity capped so that appending to it copies rather than overwriting
+// c's later values.
+func (c *Column) Slice(i, j int) Column {
+	out := Column{Type: c.Type, Kind: c.Kind, Null: c.Null[i:j:j]}
+	switch c.Kind {
+	case KindInt64:
+		out.I64 = c.I64[i:j:j]
+	case KindFloat64:
+		out.F64 = c.F64[i:j:j]
+	case KindString:
+		out.Str = c.Str[i:j:j]
+	case KindBool:
+		out.Bool = c.Bool[i:j:j]
+	}
+	return out
+}
+
+// AppendRange appends values [i, j) of o, a column of the same Kind.
+func (c *Column) AppendRange(o *Column, i, j int) {
+	c.Null = append(c.Null, o.Null[i:j]...)
+	switch c.Kind {
+	case KindInt64:
+		c.I64 = append(c.I64, o.I64[i:j]...)
+	case KindFloat64:
+		c.F64 = append(c.F64, o.F64[i:j]...)
+	case KindString:
+		c.Str = append(c.Str, o.Str[i:j]...)
+	case KindBool:
+		c.Bool = append(c.Bool, o.Bool[i:j]...)
+	}
+}
+
 // DropFront removes the first n values, keeping capacity when that is
 // cheap.
 func (c *Column) DropFront(n int) {

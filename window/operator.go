@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 
@@ -102,6 +103,8 @@ type Operator struct {
 	lo, hi, ex []int64
 	rel        []pendRow
 	bld        []array.Builder
+	gts        []int64      // event times of released rows, in rel order
+	gcols      []agg.Column // their argument values
 }
 
 type keyState struct {
@@ -176,8 +179,12 @@ type heldBatch struct {
 	left int          // rows not yet emitted or dropped
 }
 
-// None is the watermark before any has been seen.
-const None int64 = -1 << 63
+// None is the watermark before any has been seen; End is the final
+// watermark of a bounded input (the same values as package watermark's).
+const (
+	None int64 = math.MinInt64
+	End  int64 = math.MaxInt64
+)
 
 // New returns an Operator for input batches of schema in.
 func New(cfg Config, in *arrow.Schema) (*Operator, error) {
@@ -440,6 +447,11 @@ func (o *Operator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBatch, 
 		return nil, nil
 	}
 	o.ensureBuilders()
+	for _, b := range o.bld {
+		b.Reserve(len(rel))
+	}
+	o.gatherArgs(rel)
+	final := wm == End
 	for s := 0; s < len(rel); {
 		e := s + 1
 		for e < len(rel) && rel[e].key == rel[s].key {
@@ -450,8 +462,14 @@ func (o *Operator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBatch, 
 				return nil, err
 			}
 		}
-		o.processKey(rel[s:e])
+		o.processKey(rel, s, e, final)
 		s = e
+	}
+	// Keys may now share the gathered arrays (final release): never reuse
+	// them.
+	o.gts = nil
+	for j := range o.gcols {
+		o.gcols[j] = agg.Column{}
 	}
 	res := o.finishBuilders()
 	defer arrowutil.ReleaseAll(res)
@@ -555,17 +573,27 @@ func cmpTsSeq(a, b pendRow) int {
 
 // processKey appends the released rows of one key (sorted) to its state
 // and evaluates every aggregate for them.
-func (o *Operator) processKey(rows []pendRow) {
-	ks := o.states[rows[0].key]
+//
+// The rows are rel[s:e]; their event times and arguments were gathered
+// into o.gts and o.gcols at the same positions. On the final release (End)
+// a key with no retained rows takes sub-slices of the gathered arrays
+// rather than copies: nothing will be appended to them any more.
+func (o *Operator) processKey(rel []pendRow, s, e int, final bool) {
+	ks := o.states[rel[s].key]
 	r := &ks.rows
 	first := r.End()
-	for _, p := range rows {
-		r.Ts = append(r.Ts, p.ts)
+	if final && r.Len() == 0 {
+		r.Ts = o.gts[s:e:e]
+		for j := range r.Cols {
+			r.Cols[j] = o.gcols[j].Slice(s, e)
+		}
+	} else {
+		r.Ts = append(r.Ts, o.gts[s:e]...)
+		for j := range r.Cols {
+			r.Cols[j].AppendRange(&o.gcols[j], s, e)
+		}
 	}
-	for j := range r.Cols {
-		o.appendArgs(&r.Cols[j], j, rows)
-	}
-	n := len(rows)
+	n := e - s
 	lo, hi := growI64(o.lo, n), growI64(o.hi, n)
 	o.lo, o.hi = lo, hi
 	trim := r.End()
@@ -589,29 +617,48 @@ func (o *Operator) processKey(rows []pendRow) {
 	o.trim(r, trim)
 }
 
-// appendArgs appends argument column j of the given pending rows to dst,
-// with one type switch per column rather than per value.
-func (o *Operator) appendArgs(dst *agg.Column, j int, rows []pendRow) {
-	for _, p := range rows {
-		dst.Null = append(dst.Null, o.held.get(p.batch).args[j].Null[p.row])
+// gatherArgs copies the event time and argument values of the released
+// rows, in their (key, ts, seq) order, into o.gts and o.gcols: one typed
+// pass per column.
+func (o *Operator) gatherArgs(rel []pendRow) {
+	n := len(rel)
+	o.gts = growI64(o.gts, n)
+	for i, p := range rel {
+		o.gts[i] = p.ts
 	}
-	switch dst.Kind {
-	case agg.KindInt64:
-		for _, p := range rows {
-			dst.I64 = append(dst.I64, o.held.get(p.batch).args[j].I64[p.row])
+	if len(o.gcols) != len(o.cfg.ArgCols) {
+		o.gcols = make([]agg.Column, len(o.cfg.ArgCols))
+	}
+	for j, c := range o.cfg.ArgCols {
+		dt := o.in.Field(c).Type
+		col, _ := agg.NewColumn(dt)
+		col.Null = make([]bool, n)
+		for i, p := range rel {
+			col.Null[i] = o.held.get(p.batch).args[j].Null[p.row]
 		}
-	case agg.KindFloat64:
-		for _, p := range rows {
-			dst.F64 = append(dst.F64, o.held.get(p.batch).args[j].F64[p.row])
+		switch col.Kind {
+		case agg.KindInt64:
+			col.I64 = make([]int64, n)
+			for i, p := range rel {
+				col.I64[i] = o.held.get(p.batch).args[j].I64[p.row]
+			}
+		case agg.KindFloat64:
+			col.F64 = make([]float64, n)
+			for i, p := range rel {
+				col.F64[i] = o.held.get(p.batch).args[j].F64[p.row]
+			}
+		case agg.KindString:
+			col.Str = make([]string, n)
+			for i, p := range rel {
+				col.Str[i] = o.held.get(p.batch).args[j].Str[p.row]
+			}
+		case agg.KindBool:
+			col.Bool = make([]bool, n)
+			for i, p := range rel {
+				col.Bool[i] = o.held.get(p.batch).args[j].Bool[p.row]
+			}
 		}
-	case agg.KindString:
-		for _, p := range rows {
-			dst.Str = append(dst.Str, o.held.get(p.batch).args[j].Str[p.row])
-		}
-	case agg.KindBool:
-		for _, p := range rows {
-			dst.Bool = append(dst.Bool, o.held.get(p.batch).args[j].Bool[p.row])
-		}
+		o.gcols[j] = col
 	}
 }
 
