@@ -1,0 +1,319 @@
+// Command bench runs one benchmark workload of BENCHMARKS.md against every
+// engine and prints one line per engine and one per ratio:
+//
+//	go run ./cmd/bench -workload features-4 -events 10000000
+//
+//	workload=features-4 events=10000000 engine=volga-batch seconds=1.21 events_per_s=8264462 peak_rss_mb=410
+//	workload=features-4 events=10000000 engine=duckdb seconds=4.38 events_per_s=2283105 peak_rss_mb=797
+//	workload=features-4 ratio=volga-batch/duckdb time=0.28 rss=0.51
+//
+// The input is generated once (deterministically from -events and -seed)
+// and cached as Parquet in -data-dir. Each engine then runs in a child
+// process of its own (this binary re-executed with the hidden -child flag),
+// so its peak RSS, read from the child's rusage, is its own. The child
+// times only the engine's work and reports the time and a checksum of the
+// output on stdout; the checksums go to stderr, and a disagreement between
+// engines makes the command fail.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/volga-go/volga/bench/internal/gen"
+	"github.com/volga-go/volga/bench/internal/workload"
+)
+
+// config is everything a workload run depends on; the child receives it
+// through the same flags as the parent.
+type config struct {
+	Workload      string
+	Events        int
+	Seed          uint64
+	DataDir       string
+	Engines       string
+	Parallelism   int
+	DuckThreads   int
+	DuckConsume   string
+	MaxOutOfOrder time.Duration
+	BatchRows     int
+	// Input is the prepared input, set by the parent.
+	Input input
+}
+
+// input names the prepared input files of a workload.
+type input struct {
+	// Log is the event log in event-time order (Parquet).
+	Log string
+	// Arrival holds the log's events in shuffled arrival order (Parquet;
+	// stream-4 only).
+	Arrival string
+}
+
+// result is what a child reports to the parent.
+type result struct {
+	Seconds  float64                    `json:"seconds"`
+	Checksum workload.Features4Checksum `json:"checksum"`
+}
+
+// engineFunc runs one engine on the prepared input inside a child process.
+type engineFunc func(ctx context.Context, c config) (result, error)
+
+// workloadDef describes a workload: its engines (the first is the baseline
+// every ratio is taken against) and how to prepare its input.
+type workloadDef struct {
+	// Engines lists the engines run by default, baseline first.
+	Engines []string
+	// Prepare generates or locates the input in the parent process; the
+	// children find it in config.Input.
+	Prepare func(c config) (input, error)
+	// Run holds the engines.
+	Run map[string]engineFunc
+	// Pending, when set, says the workload is not implemented yet and why.
+	Pending string
+}
+
+// workloads is the registry. ml-3, lookup and checkpoint are hooks that
+// the issues adding those features fill in.
+var workloads = map[string]workloadDef{
+	"features-4": {
+		Engines: []string{"duckdb", "volga-batch", "go-loop"},
+		Prepare: prepareFeatures4,
+		Run: map[string]engineFunc{
+			"duckdb":      runDuckDB,
+			"volga-batch": runVolgaBatch,
+			"go-loop":     runGoLoop,
+		},
+	},
+	"stream-4": {
+		Engines: []string{"duckdb", "volga-stream"},
+		Prepare: prepareStream4,
+		Run: map[string]engineFunc{
+			"duckdb":       runDuckDB,
+			"volga-stream": runVolgaStream,
+		},
+	},
+	"ml-3":       {Pending: "needs the ML aggregates (topn_frequency, sum_cate, top1_ratio)"},
+	"lookup":     {Pending: "needs request-time lookups (request package)"},
+	"checkpoint": {Pending: "needs checkpoints (statestore package)"},
+}
+
+func main() {
+	var c config
+	child := flag.String("child", "", "internal: run one engine in this process and report JSON on stdout")
+	flag.StringVar(&c.Workload, "workload", "features-4", "workload to run: features-4, stream-4 (ml-3, lookup, checkpoint to come)")
+	flag.IntVar(&c.Events, "events", 10_000_000, "number of generated events")
+	flag.Uint64Var(&c.Seed, "seed", 1, "generator seed")
+	flag.StringVar(&c.DataDir, "data-dir", defaultDataDir(), "directory caching the generated Parquet files")
+	flag.StringVar(&c.Engines, "engines", "", "comma-separated engines to run (default: all of the workload's)")
+	flag.IntVar(&c.Parallelism, "parallelism", runtime.NumCPU(), "volga window parallelism")
+	flag.IntVar(&c.DuckThreads, "duckdb-threads", 0, "DuckDB threads (0: DuckDB's default, all cores)")
+	flag.StringVar(&c.DuckConsume, "duckdb-consume", "sql", "how DuckDB's output is consumed: sql (checksum computed by DuckDB over every output row) or rows (every row scanned into Go through database/sql)")
+	flag.DurationVar(&c.MaxOutOfOrder, "max-out-of-order", 5*time.Second, "stream-4: arrival shuffle bound and watermark out-of-orderness")
+	flag.IntVar(&c.BatchRows, "batch-rows", 8192, "stream-4: rows per in-memory source batch")
+	flag.StringVar(&c.Input.Log, "input-log", "", "internal: prepared event log")
+	flag.StringVar(&c.Input.Arrival, "input-arrival", "", "internal: prepared arrival-order events")
+	flag.Parse()
+
+	if *child != "" {
+		os.Exit(runChild(*child, c))
+	}
+	if err := runParent(c); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func defaultDataDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "volga-bench")
+	}
+	return filepath.Join(os.TempDir(), "volga-bench")
+}
+
+// runChild runs one engine and prints its result as one JSON line.
+func runChild(engine string, c config) int {
+	w, ok := workloads[c.Workload]
+	if !ok || w.Run[engine] == nil {
+		fmt.Fprintf(os.Stderr, "bench: no engine %q for workload %q\n", engine, c.Workload)
+		return 2
+	}
+	res, err := w.Run[engine](context.Background(), c)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %s: %v\n", engine, err)
+		return 1
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// measured is one engine's outcome as seen by the parent.
+type measured struct {
+	engine string
+	result
+	peakRSSMB float64
+	// cpuSeconds is the child's user+system CPU time, whole process: a
+	// hint for how busy a shared machine was (seconds far above
+	// cpuSeconds/cores means the engine waited for a CPU).
+	cpuSeconds float64
+}
+
+func runParent(c config) error {
+	w, ok := workloads[c.Workload]
+	if !ok {
+		return fmt.Errorf("unknown workload %q", c.Workload)
+	}
+	if w.Pending != "" {
+		return fmt.Errorf("workload %s is not implemented yet: %s", c.Workload, w.Pending)
+	}
+	engines := w.Engines
+	if c.Engines != "" {
+		engines = strings.Split(c.Engines, ",")
+		for _, e := range engines {
+			if w.Run[e] == nil {
+				return fmt.Errorf("workload %s has no engine %q (have %v)", c.Workload, e, w.Engines)
+			}
+		}
+	}
+	in, err := w.Prepare(c)
+	if err != nil {
+		return err
+	}
+	c.Input = in
+
+	var done []measured
+	for _, e := range engines {
+		m, err := runEngine(e, c)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("workload=%s events=%d engine=%s seconds=%.2f events_per_s=%.0f peak_rss_mb=%.0f\n",
+			c.Workload, c.Events, e, m.Seconds, float64(c.Events)/m.Seconds, m.peakRSSMB)
+		fmt.Fprintf(os.Stderr, "# workload=%s engine=%s process_cpu_s=%.2f checksum %s\n", c.Workload, e, m.cpuSeconds, m.Checksum)
+		done = append(done, m)
+	}
+	printRatios(c.Workload, w.Engines[0], done)
+
+	for _, m := range done[1:] {
+		if !m.Checksum.Agrees(done[0].Checksum) {
+			return fmt.Errorf("checksum of %s differs from %s:\n  %s\n  %s",
+				m.engine, done[0].engine, m.Checksum, done[0].Checksum)
+		}
+	}
+	if len(done) > 1 {
+		fmt.Fprintf(os.Stderr, "# checksums of %d engines agree\n", len(done))
+	}
+	return nil
+}
+
+// printRatios prints every engine's time and RSS relative to the baseline,
+// and volga-batch relative to the go-loop floor when both ran.
+func printRatios(wl, baseline string, done []measured) {
+	find := func(name string) *measured {
+		for i := range done {
+			if done[i].engine == name {
+				return &done[i]
+			}
+		}
+		return nil
+	}
+	ratio := func(a, b *measured) {
+		fmt.Printf("workload=%s ratio=%s/%s time=%.2f rss=%.2f\n",
+			wl, a.engine, b.engine, a.Seconds/b.Seconds, a.peakRSSMB/b.peakRSSMB)
+	}
+	if base := find(baseline); base != nil {
+		for i := range done {
+			if done[i].engine != baseline {
+				ratio(&done[i], base)
+			}
+		}
+	}
+	if v, g := find("volga-batch"), find("go-loop"); v != nil && g != nil {
+		ratio(v, g)
+	}
+}
+
+// runEngine re-executes this binary to run engine in a child process and
+// returns its report with its peak RSS.
+func runEngine(engine string, c config) (measured, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return measured{}, err
+	}
+	args := []string{
+		"-child=" + engine,
+		"-workload=" + c.Workload,
+		fmt.Sprintf("-events=%d", c.Events),
+		fmt.Sprintf("-seed=%d", c.Seed),
+		"-input-log=" + c.Input.Log,
+		"-input-arrival=" + c.Input.Arrival,
+		fmt.Sprintf("-parallelism=%d", c.Parallelism),
+		fmt.Sprintf("-duckdb-threads=%d", c.DuckThreads),
+		"-duckdb-consume=" + c.DuckConsume,
+		"-max-out-of-order=" + c.MaxOutOfOrder.String(),
+		fmt.Sprintf("-batch-rows=%d", c.BatchRows),
+	}
+	cmd := exec.Command(self, args...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return measured{}, fmt.Errorf("engine %s: %w", engine, err)
+	}
+	var res result
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		return measured{}, fmt.Errorf("engine %s: bad report %q: %w", engine, out.String(), err)
+	}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return measured{}, fmt.Errorf("engine %s: no rusage on this platform", engine)
+	}
+	// Linux reports ru_maxrss in KiB.
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return measured{engine: engine, result: res, peakRSSMB: float64(ru.Maxrss) / 1024, cpuSeconds: cpu.Seconds()}, nil
+}
+
+// prepareFeatures4 generates (or finds in the cache) the features-4 event
+// log and returns its path.
+func prepareFeatures4(c config) (input, error) {
+	start := time.Now()
+	path, created, err := gen.EnsureParquet(c.DataDir, gen.NewFeatures4(c.Events, c.Seed))
+	if err != nil {
+		return input{}, err
+	}
+	if created {
+		fmt.Fprintf(os.Stderr, "# generated %s in %.1fs\n", path, time.Since(start).Seconds())
+	}
+	return input{Log: path}, nil
+}
+
+// prepareStream4 prepares the features-4 log (DuckDB's batch input) and
+// its copy in shuffled arrival order (volga-stream's input).
+func prepareStream4(c config) (input, error) {
+	in, err := prepareFeatures4(c)
+	if err != nil {
+		return input{}, err
+	}
+	start := time.Now()
+	arrival, created, err := gen.EnsureArrivalParquet(c.DataDir, gen.NewFeatures4(c.Events, c.Seed), c.MaxOutOfOrder)
+	if err != nil {
+		return input{}, err
+	}
+	if created {
+		fmt.Fprintf(os.Stderr, "# generated %s in %.1fs\n", arrival, time.Since(start).Seconds())
+	}
+	in.Arrival = arrival
+	return in, nil
+}

@@ -1,0 +1,112 @@
+// Package volgarun is the one place where the benchmarks and the oracle
+// tests call the engine's public API, so that a change of that API is a
+// change here only.
+package volgarun
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/volga-go/volga"
+	"github.com/volga-go/volga/sink"
+	"github.com/volga-go/volga/source"
+
+	"github.com/volga-go/volga/bench/internal/rows"
+)
+
+// Options selects how a query runs.
+type Options struct {
+	// Streaming runs in volga.Streaming mode with watermarks; otherwise
+	// volga.Batch.
+	Streaming bool
+	// MaxOutOfOrder is the bounded out-of-orderness of the watermark
+	// (streaming only).
+	MaxOutOfOrder time.Duration
+	// Parallelism is the number of window tasks; 0 keeps the engine's
+	// default.
+	Parallelism int
+}
+
+// Run compiles query with src bound to table and runs it, handing every
+// output batch to fn (which must Retain a batch it keeps).
+func Run(ctx context.Context, query, table string, src source.Source, o Options, fn func(context.Context, arrow.RecordBatch) error) error {
+	p, err := compile(query, table, src, o, fn)
+	if err != nil {
+		return err
+	}
+	return p.Run(ctx)
+}
+
+func compile(query, table string, src source.Source, o Options, fn func(context.Context, arrow.RecordBatch) error) (*volga.Pipeline, error) {
+	mode := volga.Batch
+	if o.Streaming {
+		mode = volga.Streaming
+	}
+	opts := []volga.Option{
+		volga.WithSource(table, src),
+		volga.WithSink(sink.NewCallback(fn)),
+		volga.WithMode(mode),
+	}
+	if o.Streaming {
+		opts = append(opts, volga.WithMaxOutOfOrder(o.MaxOutOfOrder))
+	}
+	if o.Parallelism > 0 {
+		opts = append(opts, volga.WithParallelism(o.Parallelism))
+	}
+	return volga.SQL(query, opts...)
+}
+
+// Collect runs query like Run and returns its whole output as rows, in
+// the order the engine emitted them.
+func Collect(ctx context.Context, query, table string, src source.Source, o Options) (rows.Table, error) {
+	var out rows.Table
+	p, err := compile(query, table, src, o, func(_ context.Context, rec arrow.RecordBatch) error {
+		out.Rows = append(out.Rows, rows.FromRecords(rec.Schema(), []arrow.RecordBatch{rec}).Rows...)
+		return nil
+	})
+	if err != nil {
+		return out, err
+	}
+	for _, f := range p.Schema().Fields() {
+		out.Names = append(out.Names, f.Name)
+	}
+	return out, p.Run(ctx)
+}
+
+// Memory returns an in-memory source over recs.
+func Memory(schema *arrow.Schema, recs []arrow.RecordBatch) source.Source {
+	return source.NewMemory(schema, recs...)
+}
+
+// Parquet returns a source reading the Parquet files at paths.
+func Parquet(paths ...string) (source.Source, error) {
+	p, err := source.NewParquet(paths...)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// ReadAll reads src to its end (io.EOF) and returns its rows, closing it.
+func ReadAll(ctx context.Context, src source.Source) (rows.Table, error) {
+	defer src.Close()
+	out := rows.Table{}
+	for _, f := range src.Schema().Fields() {
+		out.Names = append(out.Names, f.Name)
+	}
+	for {
+		rec, err := src.Read(ctx)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out.Rows = append(out.Rows, rows.FromRecords(rec.Schema(), []arrow.RecordBatch{rec}).Rows...)
+		rec.Release()
+	}
+}
