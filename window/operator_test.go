@@ -226,7 +226,7 @@ func operatorMatchesReference(t *testing.T, seed uint64, keys []string, bound in
 	{
 		{
 			rng := testutil.Rand(seed)
-			events := testutil.Events(rng, testutil.DefaultEvents(300))
+			events := testutil.Events(rng, testutil.DefaultEvents(testutil.Scale(300)))
 			tab := arrival(rng, events, keys, bound) // row i arrives i-th, seq i
 			want := make([][][]any, len(testutil.Frames))
 			for f, fr := range testutil.Frames {
@@ -351,7 +351,7 @@ func TestOperatorLateRows(t *testing.T) {
 	frames := boundedFrames()
 	for _, seed := range testutil.Seeds(4) {
 		rng := testutil.Rand(seed)
-		tab := lateArrival(rng, testutil.Events(rng, testutil.DefaultEvents(400)), bound)
+		tab := lateArrival(rng, testutil.Events(rng, testutil.DefaultEvents(testutil.Scale(400))), bound)
 		h := newHarness(t, seed, keys, frames, testutil.StandardAggs, 0, false)
 		var emitted, late [][]any
 		var wantLate, accepted []int
@@ -417,7 +417,7 @@ func TestOperatorAllowedLateness(t *testing.T) {
 	frames := boundedFrames()
 	for _, seed := range testutil.Seeds(4) {
 		rng := testutil.Rand(seed)
-		tab := lateArrival(rng, testutil.Events(rng, testutil.DefaultEvents(300)), bound)
+		tab := lateArrival(rng, testutil.Events(rng, testutil.DefaultEvents(testutil.Scale(300))), bound)
 		h := newHarness(t, seed, keys, frames, testutil.StandardAggs, lateness, false)
 		var accepted []int
 		var gotRows [][]any
@@ -525,8 +525,8 @@ func TestOperatorRetainedRowsBounded(t *testing.T) {
 		return peak
 	}
 	for _, f := range []testutil.Frame{{Preceding: 2000}, {Preceding: 5000, EndPreceding: 1000, ExcludeCurrent: true}, {Rows: true, Preceding: 3}} {
-		small, large := maxRetained(100, f), maxRetained(1000, f)
-		t.Logf("%s: peak retained %d rows at 100 events per key, %d at 1000", f, small, large)
+		small, large := maxRetained(testutil.Scale(100), f), maxRetained(10*testutil.Scale(100), f)
+		t.Logf("%s: peak retained %d rows at n events per key, %d at 10n", f, small, large)
 		if large > 2*small+20 {
 			t.Errorf("%s: retained rows grew from %d to %d when events per key grew tenfold", f, small, large)
 		}

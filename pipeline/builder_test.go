@@ -1,0 +1,89 @@
+package pipeline_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/volga-go/volga"
+	"github.com/volga-go/volga/internal/testutil"
+	"github.com/volga-go/volga/pipeline"
+	"github.com/volga-go/volga/sink"
+)
+
+// TestBuilderMatchesSQL: a pipeline written with the Go builder and the
+// same pipeline in SQL produce the same schema and the same rows.
+func TestBuilderMatchesSQL(t *testing.T) {
+	query := `SELECT id, user_id, price * 2 AS p2,
+  sum(amount) OVER w AS spend,
+  count(*) OVER w AS n,
+  count(DISTINCT category) OVER w AS cats,
+  avg(price) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 3 PRECEDING AND CURRENT ROW) AS avg4,
+  max(price) OVER (PARTITION BY merchant ORDER BY ts RANGE BETWEEN INTERVAL '5' SECOND PRECEDING AND INTERVAL '1' SECOND PRECEDING) AS mx,
+  count(*) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW EXCLUDE CURRENT ROW) AS before
+FROM events
+WHERE amount IS NULL OR amount > 0
+WINDOW w AS (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '2' SECOND PRECEDING AND CURRENT ROW EXCLUDE CURRENT ROW)`
+	w := pipeline.Over("user_id").Range(2 * time.Second).ExcludeCurrent()
+	b := pipeline.From("events").EventTime("ts").
+		Where("amount IS NULL OR amount > 0").
+		Select("id", "user_id").
+		SelectAs("p2", "price * 2").
+		Agg("spend", pipeline.Sum("amount"), w).
+		Agg("n", pipeline.CountAll(), w).
+		Agg("cats", pipeline.CountDistinct("category"), w).
+		Agg("avg4", pipeline.Avg("price"), pipeline.Over("user_id").Rows(3)).
+		Agg("mx", pipeline.Max("price"), pipeline.Over("merchant").RangeBetween(5*time.Second, time.Second)).
+		Agg("before", pipeline.CountAll(), pipeline.Over("user_id").Unbounded().ExcludeCurrent())
+
+	for _, seed := range testutil.Seeds(2) {
+		tab := testutil.Events(testutil.Rand(seed), testutil.DefaultEvents(300))
+		fromSQL, ps := run(t, seed, query, tab)
+
+		src := testutil.NewSource(tab.Schema, tab.Batches(testutil.Rand(seed), 40)...)
+		out := sink.NewCollector()
+		pb, err := volga.Build(b, volga.WithSource("events", src), volga.WithSink(out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pb.Run(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		fromGo := out.Rows()
+		out.Release()
+		src.Close()
+
+		if !pb.Schema().Equal(ps.Schema()) {
+			t.Fatalf("builder schema %s\nSQL schema %s", pb.Schema(), ps.Schema())
+		}
+		if len(fromSQL) == 0 {
+			t.Fatal("no output")
+		}
+		cols := make([]string, pb.Schema().NumFields())
+		for i, f := range pb.Schema().Fields() {
+			cols[i] = f.Name
+		}
+		if d := testutil.Diff(cols, fromGo, fromSQL, testutil.Label(tab, nil, "id")); d != "" || !slices.EqualFunc(fromGo, fromSQL, slices.Equal) {
+			t.Fatalf("seed %d: builder output differs from SQL output:\n%s", seed, d)
+		}
+	}
+}
+
+func TestBuilderErrors(t *testing.T) {
+	for name, b := range map[string]*pipeline.Builder{
+		"no window":       pipeline.From("events").EventTime("ts").Agg("s", pipeline.Sum("amount"), nil),
+		"bad range":       pipeline.From("events").EventTime("ts").Agg("s", pipeline.Sum("amount"), pipeline.Over("user_id").RangeBetween(time.Second, 2*time.Second)),
+		"bad expression":  pipeline.From("events").EventTime("ts").Select("amount +"),
+		"selects nothing": pipeline.From("events").EventTime("ts"),
+		"no event time":   pipeline.From("events").Agg("s", pipeline.Sum("amount"), pipeline.Over("user_id")),
+	} {
+		if _, err := b.Plan(); err == nil {
+			t.Errorf("%s: Plan returned no error", name)
+		}
+	}
+	src := testutil.NewSource(testutil.EventSchema)
+	b := pipeline.From("events").EventTime("ts").Agg("s", pipeline.Sum("amount_usd"), pipeline.Over("user_id"))
+	if _, err := volga.Build(b, volga.WithSource("events", src)); err == nil {
+		t.Error("Build accepted an unknown column")
+	}
+}

@@ -1,0 +1,193 @@
+package volga_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/volga-go/volga"
+	"github.com/volga-go/volga/internal/testutil"
+	"github.com/volga-go/volga/pipeline"
+	"github.com/volga-go/volga/sink"
+	"github.com/volga-go/volga/source"
+)
+
+const query1s = `SELECT id, count(*) OVER w AS n, sum(amount) OVER w AS s
+FROM events
+WINDOW w AS (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '1' SECOND PRECEDING AND CURRENT ROW)`
+
+var win1s = testutil.Window{Keys: []string{"user_id"}, Time: "ts", Frame: testutil.Frame{Preceding: 1000}}
+
+// collect runs query over the rows of tab (one batch per row, so the
+// streaming watermark advances row by row) and returns the output rows.
+func collect(t *testing.T, query string, tab *testutil.Table, opts ...volga.Option) ([][]any, *volga.Pipeline) {
+	t.Helper()
+	src := testutil.NewSource(tab.Schema, tab.Batches(testutil.Rand(1), 1)...)
+	defer src.Close()
+	out := sink.NewCollector()
+	defer out.Release()
+	p, err := volga.SQL(query, append([]volga.Option{volga.WithSource("events", src), volga.WithSink(out)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return out.Rows(), p
+}
+
+// want is the reference output of query1s over tab.
+func want1s(tab *testutil.Table) [][]any {
+	vals := testutil.Compute(tab, win1s, []testutil.Agg{{Func: "count"}, {Func: "sum", Arg: "amount"}})
+	out := make([][]any, len(tab.Rows))
+	for i, r := range tab.Rows {
+		out[i] = append([]any{r[0]}, vals[i]...)
+	}
+	return out
+}
+
+func TestDeadLettersForNullEventTime(t *testing.T) {
+	tab := testutil.Events(testutil.Rand(3), testutil.DefaultEvents(200))
+	var nullRows []int
+	for i := 0; i < len(tab.Rows); i += 17 {
+		tab.Rows[i] = slices.Clone(tab.Rows[i])
+		tab.Rows[i][tab.Col("ts")] = nil
+		nullRows = append(nullRows, i)
+	}
+	var letters []source.DeadLetter
+	got, p := collect(t, query1s, tab, volga.WithDeadLetters(func(d source.DeadLetter) { letters = append(letters, d) }))
+	valid, _ := tab.Filter(func(r []any) bool { return r[tab.Col("ts")] != nil })
+	if d := testutil.Diff([]string{"id", "n", "s"}, got, want1s(valid), testutil.Label(valid, nil, "id", "user_id", "ts")); d != "" {
+		t.Fatalf("rows with an event time:\n%s", d)
+	}
+	if st := p.Stats(); st.DeadLetters != int64(len(nullRows)) || st.RowsIn != int64(len(tab.Rows)) || st.RowsOut != int64(len(valid.Rows)) {
+		t.Errorf("stats %+v, want %d dead letters", st, len(nullRows))
+	}
+	if len(letters) != len(nullRows) {
+		t.Fatalf("%d dead letters handed over, want %d", len(letters), len(nullRows))
+	}
+	for k, d := range letters {
+		id := tab.Rows[nullRows[k]][0].(int64)
+		if d.Reason == "" || !strings.HasPrefix(string(d.Raw), strconv.FormatInt(id, 10)+",") {
+			t.Errorf("dead letter %d = %+v, want row id %d with a reason", k, d, id)
+		}
+	}
+}
+
+func TestLateRowsGoToLateSink(t *testing.T) {
+	const bound = 1000
+	events := testutil.Events(testutil.Rand(5), testutil.DefaultEvents(300))
+	// Hold some rows back by 15 rows, far more than the bound.
+	order := testutil.Shuffle(testutil.Rand(5), events, "ts", nil, 0)
+	for p := 10; p+16 < len(order); p += 23 {
+		row := order[p]
+		order = slices.Insert(slices.Delete(order, p, p+1), p+15, row)
+	}
+	tab := events.Subset(order)
+	// Late: event time at or behind newest-so-far - bound, as the source
+	// watermark sees it before the row arrives.
+	var late, onTime []int
+	maxTs := int64(-1 << 63)
+	for i, r := range tab.Rows {
+		ts := r[tab.Col("ts")].(int64)
+		if maxTs != -1<<63 && ts <= maxTs-bound {
+			late = append(late, i)
+		} else {
+			onTime = append(onTime, i)
+		}
+		maxTs = max(maxTs, ts)
+	}
+	if len(late) == 0 {
+		t.Fatal("no late rows in the test data")
+	}
+	lateSink := sink.NewCollector()
+	defer lateSink.Release()
+	got, p := collect(t, query1s, tab, volga.WithMode(volga.Streaming), volga.WithMaxOutOfOrder(bound*time.Millisecond),
+		volga.WithLateSink(lateSink), volga.WithParallelism(2))
+	accepted := tab.Subset(onTime)
+	slices.SortFunc(got, func(a, b []any) int { return int(a[0].(int64) - b[0].(int64)) })
+	want := want1s(accepted)
+	slices.SortFunc(want, func(a, b []any) int { return int(a[0].(int64) - b[0].(int64)) })
+	if d := testutil.Diff([]string{"id", "n", "s"}, got, want, func(i int) string { return "" }); d != "" {
+		t.Fatalf("on-time rows:\n%s", d)
+	}
+	if st := p.Stats(); st.LateDropped != int64(len(late)) {
+		t.Errorf("Stats().LateDropped = %d, want %d", st.LateDropped, len(late))
+	}
+	if !lateSink.Closed() {
+		t.Error("the late sink was not closed")
+	}
+	var lateIDs, wantIDs []int64
+	for _, rec := range lateSink.Records() {
+		if !rec.Schema().Equal(testutil.EventSchema) {
+			t.Fatalf("late rows have schema %s, want the source's %s", rec.Schema(), testutil.EventSchema)
+		}
+	}
+	for _, r := range lateSink.Rows() {
+		lateIDs = append(lateIDs, r[0].(int64))
+	}
+	for _, i := range late {
+		wantIDs = append(wantIDs, tab.Rows[i][0].(int64))
+	}
+	slices.Sort(lateIDs)
+	slices.Sort(wantIDs)
+	if !slices.Equal(lateIDs, wantIDs) {
+		t.Errorf("late sink got ids %v, want %v", lateIDs, wantIDs)
+	}
+}
+
+func TestSQLErrors(t *testing.T) {
+	src := testutil.NewSource(testutil.EventSchema)
+	for _, tc := range []struct {
+		name, query, near string
+		line, col         int
+	}{
+		{"unknown column", "SELECT id,\n  sum(amout) OVER w AS s\nFROM events\nWINDOW w AS (PARTITION BY user_id ORDER BY ts RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)", "amout", 2, 7},
+		{"unknown function", "SELECT id,\n  summ(amount) OVER w AS s\nFROM events\nWINDOW w AS (PARTITION BY user_id ORDER BY ts RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)", "summ", 2, 3},
+		{"unknown window", "SELECT id, sum(amount) OVER w2 AS s\nFROM events\nWINDOW w AS (PARTITION BY user_id ORDER BY ts RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)", "w2", 1, 29},
+		{"unknown key column", "SELECT id, count(*) OVER (PARTITION BY usr ORDER BY ts RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS n FROM events", "usr", 1, 40},
+		{"FOLLOWING", "SELECT id, count(*) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS n FROM events", "FOLLOWING", 1, 0},
+		{"JOIN", "SELECT id FROM events JOIN other ON events.id = other.id", "JOIN", 1, 0},
+		{"HAVING", "SELECT id FROM events HAVING id > 1", "HAVING", 1, 0},
+		{"syntax", "SELECT id,, FROM events", "", 1, 0},
+	} {
+		_, err := volga.SQL(tc.query, volga.WithSource("events", src))
+		var se *pipeline.SQLError
+		if !errors.As(err, &se) {
+			t.Errorf("%s: got %v (%T), want a *pipeline.SQLError", tc.name, err, err)
+			continue
+		}
+		if se.Line < 1 || se.Column < 1 {
+			t.Errorf("%s: %v: no position", tc.name, se)
+		}
+		if tc.near != "" && !strings.EqualFold(se.Near, tc.near) {
+			t.Errorf("%s: %v: near %q, want %q", tc.name, se, se.Near, tc.near)
+		}
+		if tc.col > 0 && (se.Line != tc.line || se.Column != tc.col) {
+			t.Errorf("%s: %v: at %d:%d, want %d:%d", tc.name, se, se.Line, se.Column, tc.line, tc.col)
+		}
+	}
+}
+
+func TestRunsOnce(t *testing.T) {
+	tab := testutil.Events(testutil.Rand(1), testutil.DefaultEvents(5))
+	src := testutil.NewSource(tab.Schema, tab.Batches(testutil.Rand(1), 5)...)
+	defer src.Close()
+	p, err := volga.SQL(query1s, volga.WithSource("events", src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Run(context.Background()); err == nil {
+		t.Fatal("a second Run succeeded")
+	}
+	if _, err := volga.SQL(query1s, volga.WithSource("other", src)); err == nil {
+		t.Fatal("a query over an unbound table compiled")
+	}
+}
