@@ -58,8 +58,10 @@ func (f *edgeFunc) NewState() State            { return f.newState() }
 // NewWindow returns a window that reads the first (last) row of each frame:
 // its lower (upper) bound, or the row next to it when that one is left out.
 // Rows below an unbounded frame's fixed lower bound are dropped from Rows
-// once absorbed, so the window keeps copies of the few edge values it read
-// last and serves repeated reads of the same row from them.
+// once absorbed, so the window copies the values it may need again while
+// the rows are entering the frame (and so are still held): first_value
+// needs rows lo and lo+1, last_value rows hi-1 and hi-2. Two slots,
+// chosen by the row number's parity, hold exactly those.
 func (f *edgeFunc) NewWindow() Window {
 	return &edgeWindow{col: f.col, last: f.last, dt: f.dt}
 }
@@ -68,40 +70,54 @@ type edgeWindow struct {
 	col   int
 	last  bool
 	dt    arrow.DataType
-	cache [2]edgeCopy
-	next  int
+	hi    int64 // rows below hi have entered the frame
+	slots [2]edgeCopy
 }
 
-// edgeCopy is a copy of the value of row abs.
+// edgeCopy is a copy of the value of row abs (valid when val has one value).
 type edgeCopy struct {
 	abs int64
 	val Column
 }
 
-func (w *edgeWindow) value(r *Rows, a int64) (*Column, int) {
-	for k := range w.cache {
-		if c := &w.cache[k]; c.val.Len() == 1 && c.abs == a {
-			return &c.val, 0
-		}
+// keep copies the value of row a of r into its slot.
+func (w *edgeWindow) keep(r *Rows, a int64) {
+	c := &w.slots[a&1]
+	if c.val.Len() == 1 && c.abs == a {
+		return
 	}
-	c := &w.cache[w.next]
-	w.next = (w.next + 1) % len(w.cache)
 	if c.val.Type == nil {
-		col, err := NewColumn(w.dt)
-		if err != nil {
-			return &r.Cols[w.col], int(a - r.Base)
-		}
-		c.val = col
+		c.val, _ = NewColumn(w.dt)
 	}
 	c.val.DropFront(c.val.Len())
 	c.val.AppendFrom(&r.Cols[w.col], int(a-r.Base))
 	c.abs = a
-	return &c.val, 0
+}
+
+// value returns the column and position holding row a's value.
+func (w *edgeWindow) value(r *Rows, a int64) (*Column, int) {
+	if c := &w.slots[a&1]; c.val.Len() == 1 && c.abs == a {
+		return &c.val, 0
+	}
+	w.keep(r, a)
+	return &w.slots[a&1].val, 0
 }
 
 func (w *edgeWindow) Eval(r *Rows, lo, hi, ex []int64, b array.Builder) {
 	for j := range lo {
 		l, h := lo[j], hi[j]
+		if h > w.hi {
+			// Rows [w.hi, h) enter the frame now: copy the ones this
+			// window may read again once they are no longer held.
+			from, to := max(w.hi, l), min(h, l+2)
+			if w.last {
+				from, to = max(w.hi, h-2, l), h
+			}
+			for a := from; a < to; a++ {
+				w.keep(r, a)
+			}
+			w.hi = h
+		}
 		if ex != nil && ex[j] >= l && ex[j] < h {
 			if ex[j] == l {
 				l++
