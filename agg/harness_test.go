@@ -151,7 +151,12 @@ func dropBelow(r *Rows, a int64) {
 }
 
 // frames is a sequence of frames [lo, hi) minus ex.
-type frames struct{ lo, hi, ex []int64 }
+type frames struct {
+	lo, hi, ex []int64
+	// unbounded: the lower bound never moves, and the caller drops the
+	// rows the frame has absorbed (below hi, but not the next ex).
+	unbounded bool
+}
 
 // randFrames makes a sequence of frames like the window operator's: one
 // per row, lo and hi non-decreasing, peers beyond the current row, frames
@@ -202,6 +207,9 @@ func randFrames(rng *rand.Rand, r *Rows) frames {
 	if exMode == 0 {
 		f.ex = nil
 	}
+	// Mixed EXCLUDE patterns make two-queue windows rebuild from rows the
+	// unbounded policy would have dropped; the operator never mixes.
+	f.unbounded = mode == 2 && exMode != 2
 	return f
 }
 
@@ -233,7 +241,14 @@ func evalWindow(f Func, r *Rows, fr frames, rng *rand.Rand) arrow.Array {
 			ex = fr.ex[start:end]
 		}
 		w.Eval(wr, fr.lo[start:end], fr.hi[start:end], ex, b)
-		dropBelow(wr, fr.lo[end-1])
+		drop := fr.lo[end-1]
+		if fr.unbounded {
+			drop = fr.hi[end-1]
+			if fr.ex != nil && end < n && fr.ex[end] >= 0 {
+				drop = min(drop, fr.ex[end])
+			}
+		}
+		dropBelow(wr, drop)
 		start = end
 	}
 	return b.NewArray()

@@ -158,6 +158,11 @@ type extremumWindow[T any] struct {
 	isMax bool
 	ops   *valueOps[T]
 	a, b  monoDeque[T]
+	// Copies of the left-out row and of the rows b read, for a to take
+	// later without reading rows the caller may have dropped.
+	cstart int64
+	cvals  []T
+	cskip  []bool // NULL, or condition not TRUE
 }
 
 func (w *extremumWindow[T]) Eval(r *Rows, lo, hi, ex []int64, b array.Builder) {
@@ -166,14 +171,17 @@ func (w *extremumWindow[T]) Eval(r *Rows, lo, hi, ex []int64, b array.Builder) {
 		var v T
 		var ok bool
 		if ex != nil && ex[j] >= l && ex[j] < h {
-			w.slide(&w.a, r, l, ex[j])
-			w.slide(&w.b, r, ex[j]+1, h)
+			w.slide(&w.a, r, l, ex[j], false)
+			w.trim(w.a.hi)
+			w.row(r, ex[j], true) // copy the left-out row for a
+			w.slide(&w.b, r, ex[j]+1, h, true)
 			v, ok = w.a.front()
 			if v2, ok2 := w.b.front(); ok2 && (!ok || w.better(v2, v)) {
 				v, ok = v2, true
 			}
 		} else {
-			w.slide(&w.a, r, l, h)
+			w.slide(&w.a, r, l, h, false)
+			w.trim(w.a.hi)
 			v, ok = w.a.front()
 		}
 		if ok {
@@ -191,25 +199,58 @@ func (w *extremumWindow[T]) better(a, b T) bool {
 	return w.ops.less(a, b)
 }
 
-// slide moves deque d to cover the non-NULL rows of [l, h).
-func (w *extremumWindow[T]) slide(d *monoDeque[T], r *Rows, l, h int64) {
+// row returns the value of row a and whether it counts, from the copies
+// when they hold it; with record, a row read from r is copied.
+func (w *extremumWindow[T]) row(r *Rows, a int64, record bool) (T, bool) {
+	end := w.cstart + int64(len(w.cvals))
+	if a >= w.cstart && a < end {
+		return w.cvals[a-w.cstart], !w.cskip[a-w.cstart]
+	}
+	i := int(a - r.Base)
+	c := &r.Cols[w.col]
+	skip := c.Null[i] || w.cond >= 0 && !rowTrue(&r.Cols[w.cond], i)
+	var v T
+	if !skip {
+		v = w.ops.get(c, i)
+	}
+	if record {
+		if a != end {
+			w.trim(end)
+			w.cstart = a
+		}
+		w.cvals = append(w.cvals, v)
+		w.cskip = append(w.cskip, skip)
+	}
+	return v, !skip
+}
+
+// trim forgets the copies of rows below a.
+func (w *extremumWindow[T]) trim(a int64) {
+	n := int(min(max(a-w.cstart, 0), int64(len(w.cvals))))
+	if n == 0 {
+		return
+	}
+	k := copy(w.cvals, w.cvals[n:])
+	clear(w.cvals[k:])
+	w.cvals = w.cvals[:k]
+	copy(w.cskip, w.cskip[n:])
+	w.cskip = w.cskip[:k]
+	w.cstart += int64(n)
+}
+
+// slide moves deque d to cover the counted rows of [l, h).
+func (w *extremumWindow[T]) slide(d *monoDeque[T], r *Rows, l, h int64, record bool) {
 	if l >= d.hi || h < d.hi {
 		// Disjoint from the old range, or shrinking at the top (which
 		// only an irregular EXCLUDE pattern produces): rebuild.
 		d.clear()
 		d.hi = l
 	}
-	c := &r.Cols[w.col]
-	var cond *Column
-	if w.cond >= 0 {
-		cond = &r.Cols[w.cond]
-	}
 	for ; d.hi < h; d.hi++ {
-		i := int(d.hi - r.Base)
-		if c.Null[i] || cond != nil && (cond.Null[i] || !cond.Bool[i]) {
+		v, ok := w.row(r, d.hi, record)
+		if !ok {
 			continue
 		}
-		v := w.ops.get(c, i)
 		// Keep only values strictly better than v: an older value that is
 		// not better leaves the frame first and can never be the answer.
 		for n := len(d.vals); n > d.head && !w.better(d.vals[n-1], v); n-- {

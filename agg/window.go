@@ -53,26 +53,33 @@ func (w *retractWindow) Eval(r *Rows, lo, hi, ex []int64, b array.Builder) {
 // and merged O(1) times amortised. EXCLUDE CURRENT ROW is served by two
 // such queues, one before and one after the left-out row.
 func NewStackWindow(newState func() State) Window {
-	return &stackWindow{newState: newState, scratch: newState(), a: newStackQueue(newState), b: newStackQueue(newState)}
+	return &stackWindow{newState: newState, scratch: newState(), a: newStackQueue(newState), b: newStackQueue(newState), cache: &rowCache{newState: newState}}
 }
 
 type stackWindow struct {
 	newState func() State
 	scratch  State
 	a, b     *stackQueue // a: [lo, ex) or [lo, hi); b: (ex, hi)
+	// cache holds single-row states of the left-out row and of the rows
+	// b read, which a absorbs later: by then the caller may have dropped
+	// those rows (unbounded frames drop rows once absorbed).
+	cache *rowCache
 }
 
 func (w *stackWindow) Eval(r *Rows, lo, hi, ex []int64, bld array.Builder) {
 	for j := range lo {
 		l, h := lo[j], hi[j]
 		if ex != nil && ex[j] >= l && ex[j] < h {
-			w.a.slide(r, l, ex[j])
-			w.b.slide(r, ex[j]+1, h)
+			w.a.slide(r, l, ex[j], w.cache, false)
+			w.cache.trim(w.a.hi)
+			w.cache.put(r, ex[j])
+			w.b.slide(r, ex[j]+1, h, w.cache, true)
 			w.scratch.Reset()
 			w.a.mergeInto(w.scratch)
 			w.b.mergeInto(w.scratch)
 		} else {
-			w.a.slide(r, l, h)
+			w.a.slide(r, l, h, w.cache, false)
+			w.cache.trim(w.a.hi)
 			w.scratch.Reset()
 			w.a.mergeInto(w.scratch)
 		}
@@ -107,7 +114,9 @@ func (q *stackQueue) get() State {
 	return q.newState()
 }
 
-func (q *stackQueue) slide(r *Rows, l, h int64) {
+// slide moves the queue to rows [l, h). Rows the cache holds are merged
+// from it instead of being read; with record, rows read are cached.
+func (q *stackQueue) slide(r *Rows, l, h int64, cache *rowCache, record bool) {
 	if l >= q.hi || h < q.hi {
 		// Disjoint from the queued rows, or shrinking at the top (an
 		// EXCLUDE frame after a full one ending further up): rebuild.
@@ -115,7 +124,14 @@ func (q *stackQueue) slide(r *Rows, l, h int64) {
 		q.lo, q.hi = l, l
 	}
 	for ; q.hi < h; q.hi++ {
-		q.back.Add(r, q.hi)
+		if s := cache.get(q.hi); s != nil {
+			q.back.Merge(s)
+		} else {
+			q.back.Add(r, q.hi)
+			if record {
+				cache.put(r, q.hi)
+			}
+		}
 		q.backRows = append(q.backRows, q.hi)
 	}
 	for q.lo < l {
@@ -163,4 +179,56 @@ func (q *stackQueue) clear() {
 	q.frontRow = q.frontRow[:0]
 	q.backRows = q.backRows[:0]
 	q.back.Reset()
+}
+
+// rowCache holds single-row states for a contiguous run of rows
+// [start, start+len(states)).
+type rowCache struct {
+	newState func() State
+	start    int64
+	states   []State
+	free     []State
+}
+
+func (c *rowCache) get(a int64) State {
+	if a >= c.start && a < c.start+int64(len(c.states)) {
+		return c.states[a-c.start]
+	}
+	return nil
+}
+
+// put caches row a, which is read now; a row that does not extend the
+// run starts a new one.
+func (c *rowCache) put(r *Rows, a int64) {
+	end := c.start + int64(len(c.states))
+	if a >= c.start && a < end {
+		return
+	}
+	if a != end {
+		c.trim(end)
+		c.start = a
+	}
+	var s State
+	if n := len(c.free); n > 0 {
+		s = c.free[n-1]
+		c.free = c.free[:n-1]
+		s.Reset()
+	} else {
+		s = c.newState()
+	}
+	s.Add(r, a)
+	c.states = append(c.states, s)
+}
+
+// trim forgets the rows below a.
+func (c *rowCache) trim(a int64) {
+	n := min(max(a-c.start, 0), int64(len(c.states)))
+	if n == 0 {
+		return
+	}
+	c.free = append(c.free, c.states[:n]...)
+	k := copy(c.states, c.states[n:])
+	clear(c.states[k:])
+	c.states = c.states[:k]
+	c.start += n
 }
