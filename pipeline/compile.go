@@ -49,6 +49,8 @@ type stage struct {
 	in, out *arrow.Schema
 	// tsCol and seqCol locate event time and sequence in out.
 	tsCol, seqCol int
+	// items are the output items of the stage's result columns, in order.
+	items []int
 }
 
 // keyCols are the input columns the stage partitions rows by.
@@ -323,7 +325,7 @@ func (b *binder) bind(timeColumn string) error {
 		for j, item := range bl.order {
 			resultCol[item] = in.NumFields() + j
 		}
-		b.c.stages = append(b.c.stages, &stage{keys: specs[k].keys, cfg: bl.cfg, in: in, out: out, tsCol: tsIdx, seqCol: seqIdx})
+		b.c.stages = append(b.c.stages, &stage{keys: specs[k].keys, cfg: bl.cfg, in: in, out: out, tsCol: tsIdx, seqCol: seqIdx, items: bl.order})
 		in = out
 	}
 

@@ -73,6 +73,9 @@ type RunOptions struct {
 	Logger *slog.Logger
 	// Stats, when set, is updated while the pipeline runs.
 	Stats *Stats
+	// Live, when set, serves lookups against the pipeline's state while
+	// it runs and after it has finished (request mode).
+	Live *Live
 }
 
 // Stats counts rows through a running pipeline. Fields are updated
@@ -159,6 +162,9 @@ func (r *runner) run(ctx context.Context) error {
 		n = 1
 	}
 	r.seed = maphash.MakeSeed()
+	if r.opt.Live != nil {
+		r.opt.Live.start(r.c, r.seed, n)
+	}
 	depth := r.opt.ChannelDepth
 	mk := func() []chan msg {
 		chs := make([]chan msg, n)
@@ -564,6 +570,9 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 		return err
 	}
 	defer op.Close()
+	if wop, ok := op.(*window.Operator); ok && r.opt.Live != nil {
+		r.opt.Live.register(s, id, wop)
+	}
 	comb := watermark.NewCombiner(senders)
 	cur := watermark.None
 	forward := func(recs []arrow.RecordBatch) error {

@@ -110,17 +110,6 @@ func run(t *testing.T, seed uint64, query string, tab *testutil.Table, opts ...v
 	return out.Rows(), p
 }
 
-// reorder puts output rows (id first) in the row order of tab.
-func reorder(rows [][]any, tab *testutil.Table) [][]any {
-	pos := map[any]int{}
-	for i, r := range tab.Rows {
-		pos[r[tab.Col("id")]] = i
-	}
-	out := slices.Clone(rows)
-	slices.SortFunc(out, func(a, b []any) int { return pos[a[0]] - pos[b[0]] })
-	return out
-}
-
 func byID(rows [][]any) [][]any {
 	out := slices.Clone(rows)
 	slices.SortFunc(out, func(a, b []any) int { return int(a[0].(int64) - b[0].(int64)) })
@@ -146,12 +135,6 @@ func TestParallelismAndModesAgree(t *testing.T) {
 		var batch1, stream1 [][]any
 		for _, par := range []int{1, 2, 4} {
 			got, p := run(t, seed, query, tab, volga.WithParallelism(par))
-			if par > 1 {
-				// Batch output of two key sets with parallelism > 1 is
-				// not in input order: TestBugBatchOrderTwoKeySetsParallel.
-				// Compare the values row by row here.
-				got = reorder(got, tab)
-			}
 			if d := testutil.Diff(columns(items), got, want, label); d != "" {
 				t.Fatalf("seed %d, batch, parallelism %d vs reference:\n%s", seed, par, d)
 			}
@@ -396,15 +379,13 @@ func TestSlowSinkBackpressure(t *testing.T) {
 	}
 }
 
-// TestBugBatchOrderTwoKeySetsParallel reproduces an engine bug: in batch
-// mode a query with two PARTITION BY sets (two window stages) run with
-// parallelism > 1 emits its rows out of input order (the values are
-// right). The second stage's tasks receive the first stage's output from
-// several tasks interleaved, emit it in their own arrival order, and the
-// merger's k-way merge by sequence assumes each task's output is sorted.
-// SPEC section 6 and WithParallelism: batch output is in input order and
-// identical for every parallelism.
-func TestBugBatchOrderTwoKeySetsParallel(t *testing.T) {
+// TestBatchOrderTwoKeySetsParallel is a regression test: in batch mode a
+// query with two PARTITION BY sets (two window stages) run with
+// parallelism > 1 emitted its rows out of input order, because a
+// second-stage task receives the first stage's output from several tasks
+// interleaved. SPEC section 6 and WithParallelism: batch output is in
+// input order and identical for every parallelism.
+func TestBatchOrderTwoKeySetsParallel(t *testing.T) {
 	query := `SELECT id,
   count(*) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS n_user,
   count(*) OVER (PARTITION BY merchant ORDER BY ts RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS n_merchant

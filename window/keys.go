@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -17,9 +18,12 @@ type keyIndex struct {
 	ints  map[int64]int32
 	strs  map[string]int32
 	nullK int32 // id of the NULL key on the fast paths, -1 when unseen
-	n     int32
-	buf   []byte
-	ids   []int32
+	// fastInt and fastStr record which fast path the single key column
+	// took (its Arrow type decides), so lookups use the same map.
+	fastInt, fastStr bool
+	n                int32
+	buf              []byte
+	ids              []int32
 }
 
 func newKeyIndex(cols []int) *keyIndex {
@@ -37,6 +41,7 @@ func (k *keyIndex) intern(rec arrow.RecordBatch, fresh func(id int32, row int)) 
 	if len(k.cols) == 1 {
 		switch a := rec.Column(k.cols[0]).(type) {
 		case *array.Int64:
+			k.fastInt = true
 			v := a.Int64Values()
 			for i := range ids {
 				if a.IsNull(i) {
@@ -54,6 +59,7 @@ func (k *keyIndex) intern(rec arrow.RecordBatch, fresh func(id int32, row int)) 
 			}
 			return ids, nil
 		case *array.String:
+			k.fastStr = true
 			for i := range ids {
 				if a.IsNull(i) {
 					ids[i] = k.null(fresh, i)
@@ -176,4 +182,148 @@ func AppendKey(b []byte, a arrow.Array, i int) []byte {
 		return append(append(b, 9), a.ValueStr(i)...)
 	}
 	return out
+}
+
+// EncodeKeyValues encodes a key given as Go values, one per key column of
+// the given types, exactly as AppendKey encodes the same values read from
+// Arrow arrays; nil is NULL. Integers may be given as any Go integer type,
+// floats as float32/float64, timestamps as time.Time or as an integer in
+// the column's unit, strings as string.
+func EncodeKeyValues(b []byte, types []arrow.DataType, vals []any) ([]byte, error) {
+	if len(types) != len(vals) {
+		return nil, fmt.Errorf("window: key has %d values, want %d", len(vals), len(types))
+	}
+	for j, dt := range types {
+		v := vals[j]
+		if v == nil {
+			b = append(b, 0)
+			continue
+		}
+		switch dt.ID() {
+		case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64:
+			n, ok := toInt64(v)
+			if !ok {
+				return nil, fmt.Errorf("window: key value %v (%T) is not an integer", v, v)
+			}
+			b = binary.AppendVarint(append(b, 1), n)
+		case arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
+			n, ok := toInt64(v)
+			if !ok || n < 0 {
+				return nil, fmt.Errorf("window: key value %v (%T) is not an unsigned integer", v, v)
+			}
+			b = binary.AppendUvarint(append(b, 2), uint64(n))
+		case arrow.TIMESTAMP:
+			unit := dt.(*arrow.TimestampType).Unit
+			var n int64
+			if tm, ok := v.(time.Time); ok {
+				n = unitsOf(tm, unit)
+			} else if x, ok := toInt64(v); ok {
+				n = x
+			} else {
+				return nil, fmt.Errorf("window: key value %v (%T) is not a time", v, v)
+			}
+			b = binary.AppendVarint(append(b, 3), n)
+		case arrow.BOOL:
+			x, ok := v.(bool)
+			if !ok {
+				return nil, fmt.Errorf("window: key value %v (%T) is not a boolean", v, v)
+			}
+			if x {
+				b = append(b, 4, 1)
+			} else {
+				b = append(b, 4, 0)
+			}
+		case arrow.FLOAT32, arrow.FLOAT64:
+			var f float64
+			switch x := v.(type) {
+			case float64:
+				f = x
+			case float32:
+				f = float64(x)
+			default:
+				n, ok := toInt64(v)
+				if !ok {
+					return nil, fmt.Errorf("window: key value %v (%T) is not a number", v, v)
+				}
+				f = float64(n)
+			}
+			b = binary.BigEndian.AppendUint64(append(b, 5), canonFloat(f))
+		case arrow.STRING, arrow.LARGE_STRING:
+			s, ok := v.(string)
+			if !ok {
+				return nil, fmt.Errorf("window: key value %v (%T) is not a string", v, v)
+			}
+			b = append(binary.AppendUvarint(append(b, 6), uint64(len(s))), s...)
+		default:
+			return nil, fmt.Errorf("window: PARTITION BY column of type %s is not supported", dt)
+		}
+	}
+	return b, nil
+}
+
+func toInt64(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int:
+		return int64(x), true
+	case int8:
+		return int64(x), true
+	case int16:
+		return int64(x), true
+	case int32:
+		return int64(x), true
+	case int64:
+		return x, true
+	case uint:
+		return int64(x), true
+	case uint8:
+		return int64(x), true
+	case uint16:
+		return int64(x), true
+	case uint32:
+		return int64(x), true
+	case uint64:
+		return int64(x), true
+	case float64:
+		if x == float64(int64(x)) {
+			return int64(x), true
+		}
+	}
+	return 0, false
+}
+
+func unitsOf(t time.Time, u arrow.TimeUnit) int64 {
+	switch u {
+	case arrow.Second:
+		return t.Unix()
+	case arrow.Millisecond:
+		return t.UnixMilli()
+	case arrow.Microsecond:
+		return t.UnixMicro()
+	}
+	return t.UnixNano()
+}
+
+// find returns the id of an encoded key (as EncodeKeyValues makes it).
+func (k *keyIndex) find(enc []byte) (int32, bool) {
+	if len(enc) == 1 && enc[0] == 0 && len(k.cols) == 1 && (k.fastInt || k.fastStr) {
+		return k.nullK, k.nullK >= 0
+	}
+	if len(k.cols) == 1 && len(enc) > 0 && enc[0] == 1 && k.fastInt {
+		v, n := binary.Varint(enc[1:])
+		if n <= 0 {
+			return 0, false
+		}
+		id, ok := k.ints[v]
+		return id, ok
+	}
+	if len(k.cols) == 1 && len(enc) > 0 && enc[0] == 6 && k.fastStr {
+		_, n := binary.Uvarint(enc[1:])
+		if n <= 0 {
+			return 0, false
+		}
+		id, ok := k.strs[string(enc[1+n:])]
+		return id, ok
+	}
+	id, ok := k.strs[string(enc)]
+	return id, ok
 }

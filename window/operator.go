@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -86,6 +87,9 @@ type Stats struct {
 // aggregate over its frame. One Operator serves one PARTITION BY key set;
 // it is not safe for concurrent use.
 type Operator struct {
+	// mu guards state against Lookup from other goroutines: Push and
+	// Advance hold it exclusively, Lookup shared.
+	mu      sync.RWMutex
 	cfg     Config
 	mem     memory.Allocator
 	in, out *arrow.Schema
@@ -110,6 +114,9 @@ type Operator struct {
 type keyState struct {
 	rows agg.Rows
 	wins [][]agg.Window // [window][aggregate]
+	// dropped is the event time of the newest row dropped from rows
+	// (None when none was): lookups whose frames reach it are refused.
+	dropped int64
 }
 
 type pendRow struct {
@@ -226,16 +233,24 @@ func New(cfg Config, in *arrow.Schema) (*Operator, error) {
 func (o *Operator) OutSchema() *arrow.Schema { return o.out }
 
 // Watermark is the last watermark passed to Advance.
-func (o *Operator) Watermark() int64 { return o.wm }
+func (o *Operator) Watermark() int64 {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	return o.wm
+}
 
 // Late returns the counts of late rows dropped and applied so far; unlike
 // Stats it costs O(1).
 func (o *Operator) Late() (dropped, applied int64) {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
 	return o.stats.LateDropped, o.stats.LateApplied
 }
 
 // Stats returns counters; it walks every key to count retained rows.
 func (o *Operator) Stats() Stats {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
 	s := o.stats
 	s.Keys = len(o.states)
 	s.Pending = o.pend.n
@@ -246,7 +261,7 @@ func (o *Operator) Stats() Stats {
 }
 
 func (o *Operator) newKeyState() *keyState {
-	ks := &keyState{wins: make([][]agg.Window, len(o.cfg.Windows))}
+	ks := &keyState{wins: make([][]agg.Window, len(o.cfg.Windows)), dropped: None}
 	ks.rows.Cols = make([]agg.Column, len(o.cfg.ArgCols))
 	for j, c := range o.cfg.ArgCols {
 		col, err := agg.NewColumn(o.in.Field(c).Type)
@@ -273,6 +288,8 @@ func (o *Operator) resetWindows(ks *keyState) {
 // (returned in out), the others are returned in late (nil when none) and
 // leave state unchanged. The caller releases every returned batch.
 func (o *Operator) Push(rec arrow.RecordBatch) (out []arrow.RecordBatch, late arrow.RecordBatch, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	n := int(rec.NumRows())
 	if n == 0 {
 		return nil, nil, nil
@@ -438,6 +455,8 @@ func frameAt(r *agg.Rows, f Frame, abs int64) (lo, hi int64) {
 // Advance moves the watermark to wm and emits every pending row with event
 // time <= wm, each with its aggregates. The caller releases the batches.
 func (o *Operator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBatch, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	if wm <= o.wm {
 		return nil, nil
 	}
@@ -475,9 +494,12 @@ func (o *Operator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBatch, 
 	defer arrowutil.ReleaseAll(res)
 	o.stats.RowsOut += int64(len(rel))
 	if o.cfg.BatchOrder {
-		return o.emitBatchOrder(rel, res)
+		if o.batchesInSeqOrder(rel) {
+			return o.emitBatchOrder(rel, res)
+		}
+		return o.emitSorted(rel, res, true)
 	}
-	return o.emitTimeOrder(rel, res)
+	return o.emitSorted(rel, res, false)
 }
 
 // release removes the pending rows with ts <= wm and returns them ordered
@@ -614,7 +636,7 @@ func (o *Operator) processKey(rel []pendRow, s, e int, final bool) {
 		k += len(spec.Aggs)
 		trim = min(trim, o.keepFrom(r, spec.Frame, first+int64(n-1), lo[n-1], hi[n-1]))
 	}
-	o.trim(r, trim)
+	o.trim(ks, trim)
 }
 
 // gatherArgs copies the event time and argument values of the released
@@ -724,13 +746,18 @@ func (o *Operator) keepFrom(r *agg.Rows, f Frame, last, lo, hi int64) int64 {
 	return keep
 }
 
-// trim drops rows below absolute row a.
-func (o *Operator) trim(r *agg.Rows, a int64) {
+// trim drops the key's rows below absolute row a.
+func (o *Operator) trim(ks *keyState, a int64) {
+	r := &ks.rows
 	n := int(a - r.Base)
 	if n <= 0 {
 		return
 	}
 	n = min(n, r.Len())
+	if n == 0 {
+		return
+	}
+	ks.dropped = max(ks.dropped, r.Ts[n-1])
 	r.Ts = dropFront(r.Ts, n)
 	for j := range r.Cols {
 		r.Cols[j].DropFront(n)
@@ -840,21 +867,57 @@ func (o *Operator) emitBatchOrder(proc []pendRow, res []arrow.Array) ([]arrow.Re
 	return out, nil
 }
 
-// emitTimeOrder emits released rows in (event time, arrival) order as one
-// batch.
-func (o *Operator) emitTimeOrder(proc []pendRow, res []arrow.Array) ([]arrow.RecordBatch, error) {
+// batchesInSeqOrder reports whether emitting the released rows batch by
+// batch, in batch arrival order and row order, puts them in sequence
+// order. It does when the input comes from one upstream task; a task of a
+// second stage receives the batches of several upstream tasks
+// interleaved.
+func (o *Operator) batchesInSeqOrder(rel []pendRow) bool {
+	type span struct{ lo, hi int64 }
+	spans := map[int32]span{}
+	for _, p := range rel {
+		sp, ok := spans[p.batch]
+		if !ok {
+			sp = span{p.seq, p.seq}
+		}
+		sp.lo, sp.hi = min(sp.lo, p.seq), max(sp.hi, p.seq)
+		spans[p.batch] = sp
+	}
+	ids := make([]int32, 0, len(spans))
+	for id := range spans {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for k := 1; k < len(ids); k++ {
+		if spans[ids[k]].lo <= spans[ids[k-1]].hi {
+			return false
+		}
+	}
+	// Rows within a batch must be in sequence order too.
+	for _, id := range ids {
+		seq := o.held.get(id).rec.Column(o.cfg.SeqCol).(*array.Int64).Int64Values()
+		for i := 1; i < len(seq); i++ {
+			if seq[i] <= seq[i-1] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// emitSorted emits released rows as one batch, in sequence order (bySeq)
+// or in (event time, sequence) order.
+func (o *Operator) emitSorted(proc []pendRow, res []arrow.Array, bySeq bool) ([]arrow.RecordBatch, error) {
 	perm := make([]int32, len(proc))
 	for i := range perm {
 		perm[i] = int32(i)
 	}
 	slices.SortFunc(perm, func(a, b int32) int {
 		x, y := proc[a], proc[b]
-		switch {
-		case x.ts != y.ts:
+		if x.ts != y.ts && !bySeq {
 			return cmpInt(x.ts, y.ts)
-		default:
-			return cmpInt(x.seq, y.seq)
 		}
+		return cmpInt(x.seq, y.seq)
 	})
 	// Concatenate the batches involved, then take the rows in order.
 	off := map[int32]int32{}
@@ -912,8 +975,11 @@ func (o *Operator) consume(id int32, n int) {
 	}
 }
 
-// Close releases held batches.
+// Close releases the batches the operator holds. Its window state stays,
+// so Lookup keeps working.
 func (o *Operator) Close() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	for _, hb := range o.held.live {
 		if hb != nil {
 			hb.rec.Release()

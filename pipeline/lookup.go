@@ -1,0 +1,357 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/volga-go/volga/agg"
+	"github.com/volga-go/volga/internal/arrowutil"
+	"github.com/volga-go/volga/sink"
+	"github.com/volga-go/volga/window"
+)
+
+// ErrNotRunning is returned by Live.Lookup before the pipeline has
+// started.
+var ErrNotRunning = errors.New("volga: lookup before the pipeline started")
+
+// ErrNoLookup is returned by Live.Lookup for a pipeline without sliding
+// windows (a stateless or tumble/hop query).
+var ErrNoLookup = errors.New("volga: this pipeline has no sliding-window features to look up")
+
+// Live is the queryable state of a running or finished pipeline: request
+// mode. Pass it in RunOptions.Live; Lookup is then safe to call from any
+// goroutine, during the run and after it.
+type Live struct {
+	mu   sync.RWMutex
+	c    *Compiled
+	seed maphash.Seed
+	ops  [][]*window.Operator // [stage][task]
+}
+
+// LookupResult holds the features of one key at one time.
+type LookupResult struct {
+	// Names are the feature names (the aggregate items of the query, in
+	// SELECT order) and Values their values: int64, float64, string, bool,
+	// time.Time, nil for NULL, []any for lists, map[string]any for maps
+	// and structs.
+	Names  []string
+	Values []any
+	// Watermark is the event time (ms) up to which the state is complete;
+	// rows newer than it may not be counted yet.
+	Watermark int64
+}
+
+// Feature returns the value of the named feature and whether it exists.
+func (r LookupResult) Feature(name string) (any, bool) {
+	for i, n := range r.Names {
+		if strings.EqualFold(n, name) {
+			return r.Values[i], true
+		}
+	}
+	return nil, false
+}
+
+func (l *Live) start(c *Compiled, seed maphash.Seed, n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.c, l.seed = c, seed
+	l.ops = make([][]*window.Operator, len(c.stages))
+	for s := range l.ops {
+		l.ops[s] = make([]*window.Operator, n)
+	}
+}
+
+func (l *Live) register(stage, task int, op *window.Operator) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ops[stage][task] = op
+}
+
+// KeyColumns returns the key columns a lookup must give: the union of the
+// PARTITION BY columns of the query's windows.
+func (l *Live) KeyColumns() []string {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.c == nil {
+		return nil
+	}
+	return l.c.LookupKeys()
+}
+
+// LookupKeys returns the key columns of a lookup (see Live.KeyColumns).
+func (c *Compiled) LookupKeys() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, st := range c.stages {
+		for _, k := range st.keys {
+			if !seen[strings.ToLower(k)] {
+				seen[strings.ToLower(k)] = true
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// Lookup returns every windowed feature of the query for key as of time
+// at: for each window, the aggregate over the key's rows in the frame a
+// row at (key, at) would have, without that row (SPEC section 6). key
+// maps every key column (see KeyColumns) to its value. row, when not nil,
+// is a candidate row (source column -> value) counted in its own frame as
+// if it had been ingested, without being stored. A key with no rows gets
+// the empty-frame values.
+func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row map[string]any) (LookupResult, error) {
+	if err := ctx.Err(); err != nil {
+		return LookupResult{}, err
+	}
+	l.mu.RLock()
+	c, ops := l.c, l.ops
+	l.mu.RUnlock()
+	if c == nil {
+		return LookupResult{}, ErrNotRunning
+	}
+	if len(c.stages) == 0 || c.stages[0].group != nil {
+		return LookupResult{}, ErrNoLookup
+	}
+	var cand arrow.RecordBatch
+	if row != nil {
+		var err error
+		if cand, err = c.candidate(row); err != nil {
+			return LookupResult{}, err
+		}
+		defer cand.Release()
+	}
+	t := at.UnixMilli()
+	res := LookupResult{Watermark: window.End}
+	values := map[int]any{} // item -> value
+	var buf []byte
+	for s, st := range c.stages {
+		types := make([]arrow.DataType, len(st.cfg.KeyCols))
+		vals := make([]any, len(st.cfg.KeyCols))
+		for j, col := range st.cfg.KeyCols {
+			f := c.prep.Field(col)
+			types[j] = f.Type
+			v, ok := lookupValue(key, f.Name)
+			if !ok {
+				return LookupResult{}, fmt.Errorf("volga: lookup key has no value for column %q (key columns: %s)", f.Name, strings.Join(c.LookupKeys(), ", "))
+			}
+			vals[j] = v
+		}
+		var err error
+		if buf, err = window.EncodeKeyValues(buf[:0], types, vals); err != nil {
+			return LookupResult{}, fmt.Errorf("volga: lookup key: %w", err)
+		}
+		task := 0
+		if n := len(ops[s]); n > 1 {
+			task = int(routeHash(l.seed, types, buf) % uint64(n))
+		}
+		op := ops[s][task]
+		if op == nil {
+			return LookupResult{}, ErrNotRunning
+		}
+		var candRows *agg.Rows
+		if cand != nil {
+			candRows = &agg.Rows{Ts: []int64{t}, Cols: op.ArgColumns()}
+			for j, pc := range st.cfg.ArgCols {
+				candRows.Cols[j].AppendArrow(cand.Column(pc), nil)
+			}
+		}
+		rts := op.ResultTypes()
+		bld := make([]array.Builder, len(rts))
+		for i, rt := range rts {
+			bld[i] = array.NewBuilder(memory.DefaultAllocator, rt)
+		}
+		wm, err := op.Lookup(buf, t, candRows, bld)
+		if err != nil {
+			arrowutil.ReleaseAll(bld)
+			return LookupResult{}, fmt.Errorf("volga: lookup: %w", err)
+		}
+		res.Watermark = min(res.Watermark, wm)
+		for i, b := range bld {
+			arr := b.NewArray()
+			values[st.items[i]] = goValue(arr, 0)
+			arr.Release()
+			b.Release()
+		}
+	}
+	for k, it := range c.Plan.Items {
+		if it.Agg != nil {
+			res.Names = append(res.Names, it.Name)
+			res.Values = append(res.Values, values[k])
+		}
+	}
+	return res, nil
+}
+
+// lookupValue finds a key value by column name, case-insensitively.
+func lookupValue(key map[string]any, name string) (any, bool) {
+	if v, ok := key[name]; ok {
+		return v, true
+	}
+	for k, v := range key {
+		if strings.EqualFold(k, name) {
+			return v, true
+		}
+	}
+	return nil, false
+}
+
+// routeHash is keyHasher.hash for a key encoded by EncodeKeyValues.
+func routeHash(seed maphash.Seed, types []arrow.DataType, enc []byte) uint64 {
+	if len(types) == 1 && types[0].ID() == arrow.INT64 {
+		if len(enc) == 1 && enc[0] == 0 {
+			return 0
+		}
+		v, _ := binary.Varint(enc[1:])
+		return mix64(uint64(v))
+	}
+	return maphash.Bytes(seed, enc)
+}
+
+// candidate turns a candidate row into a one-row batch of the prep layout
+// (source columns, event time, sequence, computed columns).
+func (c *Compiled) candidate(row map[string]any) (arrow.RecordBatch, error) {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, c.Source)
+	defer b.Release()
+	for i, f := range c.Source.Fields() {
+		v, _ := lookupValue(row, f.Name)
+		if err := appendGo(b.Field(i), v); err != nil {
+			return nil, fmt.Errorf("volga: candidate row column %q: %w", f.Name, err)
+		}
+	}
+	src := b.NewRecordBatch()
+	defer src.Release()
+	cols := append([]arrow.Array{}, src.Columns()...)
+	zero := array.NewInt64Builder(memory.DefaultAllocator)
+	zero.Append(0)
+	z := zero.NewArray()
+	zero.Release()
+	defer z.Release()
+	cols = append(cols, z, z)
+	var owned []arrow.Array
+	defer func() { arrowutil.ReleaseAll(owned) }()
+	for _, ev := range c.evals {
+		a, err := ev.Eval(src)
+		if err != nil {
+			return nil, fmt.Errorf("volga: candidate row: %w", err)
+		}
+		owned = append(owned, a)
+		cols = append(cols, a)
+	}
+	return array.NewRecordBatch(c.prep, cols, 1), nil
+}
+
+// goValue is the Go value of arr[i] (see sink.Value).
+func goValue(arr arrow.Array, i int) any { return sink.Value(arr, i) }
+
+// appendGo appends a Go value (as decoded from JSON or given by a caller)
+// to a builder of a source column's type. nil appends NULL.
+func appendGo(b array.Builder, v any) error {
+	if v == nil {
+		b.AppendNull()
+		return nil
+	}
+	if n, ok := v.(json.Number); ok {
+		if i, err := n.Int64(); err == nil {
+			v = i
+		} else if f, err := n.Float64(); err == nil {
+			v = f
+		}
+	}
+	bad := func() error { return fmt.Errorf("value %v (%T) does not fit type %s", v, v, b.Type()) }
+	switch b := b.(type) {
+	case *array.Int64Builder:
+		n, ok := asInt(v)
+		if !ok {
+			return bad()
+		}
+		b.Append(n)
+	case *array.Int32Builder:
+		n, ok := asInt(v)
+		if !ok || int64(int32(n)) != n {
+			return bad()
+		}
+		b.Append(int32(n))
+	case *array.Float64Builder:
+		switch x := v.(type) {
+		case float64:
+			b.Append(x)
+		case float32:
+			b.Append(float64(x))
+		default:
+			n, ok := asInt(v)
+			if !ok {
+				return bad()
+			}
+			b.Append(float64(n))
+		}
+	case *array.StringBuilder:
+		s, ok := v.(string)
+		if !ok {
+			return bad()
+		}
+		b.Append(s)
+	case *array.BooleanBuilder:
+		x, ok := v.(bool)
+		if !ok {
+			return bad()
+		}
+		b.Append(x)
+	case *array.TimestampBuilder:
+		unit := b.Type().(*arrow.TimestampType).Unit
+		var tm time.Time
+		switch x := v.(type) {
+		case time.Time:
+			tm = x
+		case string:
+			var err error
+			if tm, err = time.Parse(time.RFC3339Nano, x); err != nil {
+				return fmt.Errorf("timestamp %q is not RFC 3339", x)
+			}
+		default:
+			n, ok := asInt(v)
+			if !ok {
+				return bad()
+			}
+			b.Append(arrow.Timestamp(n))
+			return nil
+		}
+		ts, err := arrow.TimestampFromTime(tm, unit)
+		if err != nil {
+			return err
+		}
+		b.Append(ts)
+	default:
+		return fmt.Errorf("candidate values of type %s are not supported", b.Type())
+	}
+	return nil
+}
+
+func asInt(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int:
+		return int64(x), true
+	case int32:
+		return int64(x), true
+	case int64:
+		return x, true
+	case uint32:
+		return int64(x), true
+	case float64:
+		if x == float64(int64(x)) {
+			return int64(x), true
+		}
+	}
+	return 0, false
+}

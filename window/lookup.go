@@ -1,0 +1,129 @@
+package window
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/volga-go/volga/agg"
+)
+
+// ErrTooOld is returned by Lookup when the frame at the requested time
+// reaches rows the operator no longer holds: it keeps rows back to the
+// longest frame before the newest released row (plus the allowed
+// lateness and the lookup retention), not the whole history.
+var ErrTooOld = errors.New("window: lookup time is older than the state kept for this key")
+
+// ErrUnboundedLookup is returned by Lookup for a query with an UNBOUNDED
+// PRECEDING frame: the operator does not keep every row of such frames.
+var ErrUnboundedLookup = errors.New("window: lookups over UNBOUNDED PRECEDING frames are not supported")
+
+// KeyTypes are the Arrow types of the key columns, in order.
+func (o *Operator) KeyTypes() []arrow.DataType {
+	out := make([]arrow.DataType, len(o.cfg.KeyCols))
+	for j, c := range o.cfg.KeyCols {
+		out[j] = o.in.Field(c).Type
+	}
+	return out
+}
+
+// Lookup computes every aggregate for one key as of time t (ms): over the
+// key's rows released so far (event time <= the watermark), in the frame a
+// row at t would have, without that row (SPEC section 6). The key is
+// encoded with EncodeKeyValues. cand, when not nil, is one row of argument
+// values (position 0 of cand, laid out like the operator's argument
+// columns) counted in its own frame as if inserted, except under EXCLUDE
+// CURRENT ROW; it is not stored. One value per aggregate is appended to
+// bld, in result-column order. A key with no rows gets the empty-frame
+// values. Lookup is safe for concurrent use with Push and Advance.
+func (o *Operator) Lookup(key []byte, t int64, cand *agg.Rows, bld []array.Builder) (watermark int64, err error) {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	if len(bld) != o.nAggs {
+		return o.wm, fmt.Errorf("window: Lookup needs %d builders, got %d", o.nAggs, len(bld))
+	}
+	var ks *keyState
+	if id, ok := o.keys.find(key); ok {
+		ks = o.states[id]
+	}
+	k := 0
+	for _, spec := range o.cfg.Windows {
+		f := spec.Frame
+		if f.Unbounded {
+			return o.wm, ErrUnboundedLookup
+		}
+		var lo, hi int64
+		if ks != nil {
+			r := &ks.rows
+			hiEnd := t - f.EndPreceding
+			if f.Rows {
+				hiEnd = t
+			}
+			h := sort.Search(r.Len(), func(i int) bool { return r.Ts[i] > hiEnd })
+			var l int
+			switch {
+			case f.Rows:
+				// The row at t would come after every row with ts <= t;
+				// its n preceding rows end there (a candidate is the
+				// current row, on top of them).
+				l = h - int(f.Preceding)
+				if l < 0 {
+					if ks.dropped != None {
+						return o.wm, ErrTooOld
+					}
+					l = 0
+				}
+			default:
+				start := t - f.Preceding
+				if ks.dropped != None && ks.dropped >= start {
+					return o.wm, ErrTooOld
+				}
+				l = sort.Search(r.Len(), func(i int) bool { return r.Ts[i] >= start })
+			}
+			lo, hi = r.Base+int64(l), r.Base+int64(max(h, l))
+		}
+		useCand := cand != nil && !f.ExcludeCurrent && (f.Rows || f.EndPreceding == 0)
+		for _, fn := range spec.Aggs {
+			st := fn.NewState()
+			if ks != nil {
+				for a := lo; a < hi; a++ {
+					st.Add(&ks.rows, a)
+				}
+			}
+			if useCand {
+				st.Add(cand, 0)
+			}
+			st.AppendResult(bld[k])
+			k++
+		}
+	}
+	return o.wm, nil
+}
+
+// ResultTypes are the types of the aggregates, in result-column order.
+func (o *Operator) ResultTypes() []arrow.DataType {
+	var out []arrow.DataType
+	for _, spec := range o.cfg.Windows {
+		for _, f := range spec.Aggs {
+			out = append(out, f.ResultType())
+		}
+	}
+	return out
+}
+
+// ArgColumns returns empty columns laid out like the operator's argument
+// columns, for building a Lookup candidate.
+func (o *Operator) ArgColumns() []agg.Column {
+	cols := make([]agg.Column, len(o.cfg.ArgCols))
+	for j, c := range o.cfg.ArgCols {
+		col, err := agg.NewColumn(o.in.Field(c).Type)
+		if err != nil {
+			col = agg.Column{Type: o.in.Field(c).Type, Kind: agg.KindString}
+		}
+		cols[j] = col
+	}
+	return cols
+}
