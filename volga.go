@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -118,6 +119,8 @@ type Pipeline struct {
 	src      source.Source
 	cfg      config
 	stats    pipeline.Stats
+	live     pipeline.Live
+	mu       sync.Mutex
 	ran      bool
 }
 
@@ -177,14 +180,43 @@ func (p *Pipeline) Schema() *arrow.Schema { return p.compiled.Output }
 // Run executes the pipeline until its source ends (or ctx is cancelled)
 // and closes the sink. A Pipeline runs once.
 func (p *Pipeline) Run(ctx context.Context) error {
+	p.mu.Lock()
 	if p.ran {
+		p.mu.Unlock()
 		return errors.New("volga: a pipeline runs once; compile it again to rerun")
 	}
 	p.ran = true
+	p.mu.Unlock()
 	opts := p.cfg.run
 	opts.Stats = &p.stats
+	opts.Live = &p.live
 	return p.compiled.Run(ctx, p.src, p.cfg.sink, opts)
 }
+
+// LookupResult holds the features of one key at one time; see Lookup.
+type LookupResult = pipeline.LookupResult
+
+// Lookup returns every windowed feature of the query for a key as of time
+// at (request mode), from the state of the running pipeline, or of a
+// finished one: for each window, the aggregate over the rows of the key in
+// the frame a row at (key, at) would have, without that row. key maps each
+// PARTITION BY column (KeyColumns) to a value. row, when not nil, is a
+// candidate row (source column -> value) counted in its own frame as if it
+// had arrived, without being stored, as when scoring a transaction that is
+// happening now.
+//
+// The result counts the rows released by the watermark it reports; rows
+// still waiting for the watermark are not in it yet. Lookups are safe to
+// call from many goroutines while the pipeline runs. Lookups need bounded
+// frames (no UNBOUNDED PRECEDING), and times no older than the newest
+// event of the key minus the longest window.
+func (p *Pipeline) Lookup(ctx context.Context, key map[string]any, at time.Time, row map[string]any) (LookupResult, error) {
+	return p.live.Lookup(ctx, key, at, row)
+}
+
+// KeyColumns are the columns a Lookup key must give: the union of the
+// query's PARTITION BY columns.
+func (p *Pipeline) KeyColumns() []string { return p.compiled.LookupKeys() }
 
 // Stats returns the row counters of the run so far.
 func (p *Pipeline) Stats() pipeline.StatsSnapshot { return p.stats.Snapshot() }

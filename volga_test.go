@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -189,5 +190,79 @@ func TestRunsOnce(t *testing.T) {
 	}
 	if _, err := volga.SQL(query1s, volga.WithSource("other", src)); err == nil {
 		t.Fatal("a query over an unbound table compiled")
+	}
+}
+
+// TestLookupWhileRunning: lookups from several goroutines while a
+// streaming pipeline ingests see a count that never decreases for a
+// growing unbounded-in-time key, and after the run they equal the batch
+// features of the key's last event.
+func TestLookupWhileRunning(t *testing.T) {
+	schema := testutil.EventSchema
+	const n = 4000
+	rows := make([][]any, n)
+	for i := range rows {
+		rows[i] = []any{int64(i), int64(1 + i%2), "m", int64(1000 * i), int64(i % 7), float64(i), "c"}
+	}
+	tab := &testutil.Table{Schema: schema, Rows: rows}
+	p, err := volga.SQL(`SELECT id, count(*) OVER w AS n, sum(amount) OVER w AS s FROM events
+		WINDOW w AS (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW)`,
+		volga.WithSource("events", testutil.NewSource(schema, tab.Batches(testutil.Rand(3), 50)...)),
+		volga.WithMode(volga.Streaming), volga.WithParallelism(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Run(context.Background()) }()
+	var wg sync.WaitGroup
+	for g := 0; g < 3; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var prev int64 = -1
+			for i := 0; i < 200; i++ {
+				res, err := p.Lookup(context.Background(), map[string]any{"user_id": int64(1)}, time.UnixMilli(1000*n), nil)
+				if errors.Is(err, pipeline.ErrNotRunning) {
+					continue
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				v, _ := res.Feature("n")
+				if c := v.(int64); c < prev {
+					t.Errorf("count went back from %d to %d", prev, c)
+					return
+				} else {
+					prev = c
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// After the run: the last hour before t=n s holds events of user 1 at
+	// even seconds in [n-3600, n-1].
+	res, err := p.Lookup(context.Background(), map[string]any{"user_id": 1}, time.UnixMilli(1000*(n-1)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantN, wantS int64
+	for i := 0; i < n; i++ {
+		if 1+i%2 == 1 && 1000*i >= 1000*(n-1)-3600_000 {
+			wantN++
+			wantS += int64(i % 7)
+		}
+	}
+	if nv, _ := res.Feature("n"); nv != wantN {
+		t.Errorf("n = %v, want %d", nv, wantN)
+	}
+	if sv, _ := res.Feature("s"); sv != wantS {
+		t.Errorf("s = %v, want %d", sv, wantS)
+	}
+	if got := p.KeyColumns(); len(got) != 1 || got[0] != "user_id" {
+		t.Errorf("KeyColumns = %v", got)
 	}
 }

@@ -156,7 +156,9 @@ func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row
 		if n := len(ops[s]); n > 1 {
 			task = int(routeHash(l.seed, types, buf) % uint64(n))
 		}
+		l.mu.RLock()
 		op := ops[s][task]
+		l.mu.RUnlock()
 		if op == nil {
 			return LookupResult{}, ErrNotRunning
 		}
