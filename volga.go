@@ -57,6 +57,7 @@ type config struct {
 	sources   map[string]source.Source
 	sink      sink.Sink
 	eventTime string
+	strict    bool
 	run       pipeline.RunOptions
 }
 
@@ -112,6 +113,38 @@ func WithChannelDepth(n int) Option { return func(c *config) { c.run.ChannelDept
 
 // WithAllocator sets the Arrow memory allocator (default: Go's heap).
 func WithAllocator(m memory.Allocator) Option { return func(c *config) { c.run.Mem = m } }
+
+// WithStrict makes Backfill use only events strictly before each spine
+// row's time (ts < t), so that nothing at the spine row's own time leaks
+// into its features.
+func WithStrict(strict bool) Option { return func(c *config) { c.strict = strict } }
+
+// Backfill computes point-in-time training data: for each row of spine,
+// the query's windowed features as of that row's time, exactly what Lookup
+// would have returned online had every event with ts <= t been ingested
+// (ts < t with WithStrict). The spine has the query's PARTITION BY columns
+// and its ORDER BY time column, under the same names and types as the
+// events, plus any other columns (labels, ids), which are passed through.
+// The output, written to out (which Backfill closes), has the spine's
+// columns in spine order, then one column per windowed aggregate of the
+// query in SELECT order, one row per spine row, in spine order. Bind the
+// events to the query's table with WithSource. It is one sort-merge pass
+// over events and spine, not one lookup per spine row.
+func Backfill(ctx context.Context, query string, spine source.Source, out sink.Sink, opts ...Option) error {
+	plan, err := pipeline.ParseSQL(query)
+	if err != nil {
+		return err
+	}
+	cfg := config{sources: map[string]source.Source{}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	events, ok := cfg.sources[strings.ToLower(plan.Table)]
+	if !ok {
+		return plan.ErrorAt(plan.Table, "no source bound to table %q; use volga.WithSource", plan.Table)
+	}
+	return pipeline.Backfill(ctx, plan, events, spine, out, cfg.eventTime, cfg.strict, cfg.run)
+}
 
 // Pipeline is a compiled pipeline bound to its source and sink.
 type Pipeline struct {

@@ -39,6 +39,7 @@ type Compiled struct {
 	stages    []*stage
 	outIdx    []int // columns of the last stage's output, one per item
 	stateless bool
+	probeIdx  int // > 0 in a backfill: output only the rows flagged there
 }
 
 // stage is one window operator: the windows sharing a PARTITION BY set.

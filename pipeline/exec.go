@@ -353,6 +353,10 @@ func (r *runner) prepare(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 		}
 		keep := selected(mask.(*array.Boolean))
 		mask.Release()
+		if c.probeIdx > 0 {
+			// WHERE filters events; backfill probes (spine rows) all stay.
+			keep = withProbes(keep, rec.Column(c.probeIdx).(*array.Boolean))
+		}
 		if len(keep) < int(rec.NumRows()) {
 			r.stats.filtered.Add(rec.NumRows() - int64(len(keep)))
 			if rec, err = arrowutil.Take(r.opt.Mem, rec, keep); err != nil {
@@ -417,6 +421,21 @@ func (r *runner) prepare(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 		cols = append(cols, a)
 	}
 	return array.NewRecordBatch(c.prep, cols, int64(n)), nil
+}
+
+// withProbes adds the rows flagged in probe to the sorted row list keep.
+func withProbes(keep []int32, probe *array.Boolean) []int32 {
+	out := make([]int32, 0, probe.Len())
+	k := 0
+	for i := 0; i < probe.Len(); i++ {
+		for k < len(keep) && keep[k] < int32(i) {
+			k++
+		}
+		if probe.Value(i) || k < len(keep) && keep[k] == int32(i) {
+			out = append(out, int32(i))
+		}
+	}
+	return out
 }
 
 func selected(mask *array.Boolean) []int32 {
@@ -538,6 +557,10 @@ func (r *runner) split(rec arrow.RecordBatch, keyCols []int, n int) ([]arrow.Rec
 		parts[p] = t
 	}
 	return parts, nil
+}
+
+func takeRows(mem memory.Allocator, rec arrow.RecordBatch, idx []int32) (arrow.RecordBatch, error) {
+	return arrowutil.Take(mem, rec, idx)
 }
 
 // operator is what a task drives: the sliding-window Operator or the
@@ -678,6 +701,14 @@ func (r *runner) merge(ctx context.Context, in chan msg, late chan arrow.RecordB
 	}
 	write := func(rec arrow.RecordBatch) error {
 		defer rec.Release()
+		if c.probeIdx > 0 {
+			kept, err := probeRows(r.opt.Mem, rec, c.probeIdx)
+			if err != nil {
+				return err
+			}
+			defer kept.Release()
+			rec = kept
+		}
 		if rec.NumRows() == 0 {
 			return nil
 		}

@@ -63,6 +63,13 @@ type Config struct {
 	// BatchOrder emits rows in arrival order (batch mode) rather than in
 	// (event time, arrival) order.
 	BatchOrder bool
+	// ProbeCol, when > 0, is a boolean input column marking probe rows:
+	// rows that are not stored and get the features a row at their key
+	// and time would have, without that row (point-in-time backfill).
+	// Probes see the events at their own time, or with StrictProbes only
+	// the events before it.
+	ProbeCol     int
+	StrictProbes bool
 	// Mem allocates output arrays; nil means the Go allocator.
 	Mem memory.Allocator
 }
@@ -102,6 +109,8 @@ type Operator struct {
 	stats   Stats
 	nAggs   int
 	maxPrec int64
+	// probeRank is the rank of probe rows (see pendRow).
+	probeRank int8
 
 	// scratch reused across calls
 	lo, hi, ex []int64
@@ -124,6 +133,10 @@ type pendRow struct {
 	key     int32
 	batch   int32
 	row     int32
+	// rank orders rows of equal event time before their sequence: probe
+	// rows get 1 (after the events at their time) or, with StrictProbes,
+	// -1 (before them); events 0.
+	rank int8
 }
 
 // heldBatches maps batch ids (assigned in increasing order) to the input
@@ -225,6 +238,13 @@ func New(cfg Config, in *arrow.Schema) (*Operator, error) {
 	for _, w := range cfg.Windows {
 		o.maxPrec = max(o.maxPrec, w.Frame.Preceding)
 	}
+	o.probeRank = 1
+	if cfg.StrictProbes {
+		o.probeRank = -1
+	}
+	if cfg.ProbeCol > 0 && (cfg.ProbeCol >= in.NumFields() || in.Field(cfg.ProbeCol).Type.ID() != arrow.BOOL) {
+		return nil, errors.New("window: probe column must be boolean")
+	}
 	return o, nil
 }
 
@@ -301,6 +321,10 @@ func (o *Operator) Push(rec arrow.RecordBatch) (out []arrow.RecordBatch, late ar
 	}
 	ts := tsArr.Int64Values()
 	seq := rec.Column(o.cfg.SeqCol).(*array.Int64).Int64Values()
+	var probe *array.Boolean
+	if o.cfg.ProbeCol > 0 {
+		probe = rec.Column(o.cfg.ProbeCol).(*array.Boolean)
+	}
 	ids, err := o.keys.intern(rec, func(id int32, _ int) {
 		o.states = append(o.states, nil)
 		o.states[id] = o.newKeyState()
@@ -321,7 +345,11 @@ func (o *Operator) Push(rec arrow.RecordBatch) (out []arrow.RecordBatch, late ar
 			}
 			continue
 		}
-		o.pend.add(pendRow{ts: ts[i], seq: seq[i], key: ids[i], batch: id, row: int32(i)})
+		p := pendRow{ts: ts[i], seq: seq[i], key: ids[i], batch: id, row: int32(i)}
+		if probe != nil && probe.Value(i) {
+			p.rank = o.probeRank
+		}
+		o.pend.add(p)
 		hb.left++
 	}
 	if hb.left > 0 || len(applyRows) > 0 {
@@ -481,7 +509,11 @@ func (o *Operator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBatch, 
 				return nil, err
 			}
 		}
-		o.processKey(rel, s, e, final)
+		if o.cfg.ProbeCol > 0 {
+			o.processKeyProbes(rel, s, e)
+		} else {
+			o.processKey(rel, s, e, final)
+		}
 		s = e
 	}
 	// Keys may now share the gathered arrays (final release): never reuse
@@ -585,6 +617,8 @@ func cmpTsSeq(a, b pendRow) int {
 		return -1
 	case a.ts > b.ts:
 		return 1
+	case a.rank != b.rank:
+		return int(a.rank) - int(b.rank)
 	case a.seq < b.seq:
 		return -1
 	case a.seq > b.seq:
@@ -635,6 +669,92 @@ func (o *Operator) processKey(rel []pendRow, s, e int, final bool) {
 		}
 		k += len(spec.Aggs)
 		trim = min(trim, o.keepFrom(r, spec.Frame, first+int64(n-1), lo[n-1], hi[n-1]))
+	}
+	o.trim(ks, trim)
+}
+
+// processKeyProbes is processKey for input that mixes events and probe
+// rows (rel[s:e], sorted by time, rank, sequence): events are stored and
+// get their frames by position; probes are not stored and get the frame a
+// row at their time would have without itself: the events at or before
+// their time (strictly before with StrictProbes, which sorts them ahead of
+// the events at their time), by the same two pointers, so frames stay
+// monotone for the windows.
+func (o *Operator) processKeyProbes(rel []pendRow, s, e int) {
+	ks := o.states[rel[s].key]
+	r := &ks.rows
+	first := r.End()
+	for i := s; i < e; i++ {
+		if rel[i].rank == 0 {
+			r.Ts = append(r.Ts, o.gts[i])
+			for j := range r.Cols {
+				r.Cols[j].AppendRange(&o.gcols[j], i, i+1)
+			}
+		}
+	}
+	n := e - s
+	lo, hi := growI64(o.lo, n), growI64(o.hi, n)
+	o.lo, o.hi = lo, hi
+	ex := growI64(o.ex, n)
+	o.ex = ex
+	trim := r.End()
+	k := 0
+	for w, spec := range o.cfg.Windows {
+		f := spec.Frame
+		// Events' positions, in order.
+		pos := first
+		var l, h int // pointers: first row with ts >= t-Preceding, first with ts > t-EndPreceding
+		if r.Len() > 0 {
+			t0 := rel[s].ts
+			l = sort.Search(r.Len(), func(i int) bool { return r.Ts[i] >= t0-f.Preceding })
+			h = sort.Search(r.Len(), func(i int) bool { return r.Ts[i] > t0-f.EndPreceding })
+		}
+		for j := 0; j < n; j++ {
+			p := rel[s+j]
+			t := p.ts
+			for l < r.Len() && r.Ts[l] < t-f.Preceding {
+				l++
+			}
+			for h < r.Len() && r.Ts[h] <= t-f.EndPreceding {
+				h++
+			}
+			ex[j] = -1
+			hh := h
+			if p.rank < 0 && f.EndPreceding == 0 {
+				// Strict probe: only events before t.
+				hh = sort.Search(r.Len(), func(i int) bool { return r.Ts[i] >= t })
+			}
+			switch {
+			case f.Rows && p.rank == 0:
+				lo[j], hi[j] = max(pos-f.Preceding, 0), pos+1
+			case f.Rows:
+				// A probe sorts after the events at or before its time
+				// (strict: before its time): its n preceding rows end at
+				// the next event's position.
+				lo[j], hi[j] = max(pos-f.Preceding, 0), pos
+			default:
+				lo[j] = r.Base + int64(l)
+				if f.Unbounded {
+					lo[j] = 0
+				}
+				hi[j] = max(r.Base+int64(hh), lo[j])
+			}
+			if p.rank == 0 {
+				if f.ExcludeCurrent {
+					ex[j] = pos
+				}
+				pos++
+			}
+		}
+		var exw []int64
+		if f.ExcludeCurrent {
+			exw = ex
+		}
+		for a, win := range ks.wins[w] {
+			win.Eval(r, lo, hi, exw, o.bld[k+a])
+		}
+		k += len(spec.Aggs)
+		trim = min(trim, o.keepFrom(r, f, max(pos-1, r.Base), lo[n-1], hi[n-1]))
 	}
 	o.trim(ks, trim)
 }

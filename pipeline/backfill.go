@@ -1,0 +1,205 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/volga-go/volga/sink"
+	"github.com/volga-go/volga/source"
+)
+
+const probeColName = "__volga_probe"
+
+// Backfill computes point-in-time training data (SPEC section 6): for each
+// row of spine, the plan's windowed features as of that row's time,
+// exactly what a lookup at (key, time) would have returned online had
+// every event with ts <= time been ingested; with strict, only events with
+// ts < time. The spine has the plan's PARTITION BY columns and its ORDER BY
+// time column under the same names and types as the events, plus any
+// other columns (labels), which are passed through. The output has the
+// spine's columns in spine order, then one column per windowed aggregate
+// in SELECT order, one row per spine row, in spine order.
+//
+// It is one sort-merge pass: events and spine rows go through the window
+// operators together, the spine rows as probes that are never stored.
+func Backfill(ctx context.Context, plan *Plan, events, spine source.Source, out sink.Sink, timeColumn string, strict bool, opt RunOptions) (err error) {
+	closeOut := true
+	defer func() {
+		if closeOut {
+			if cerr := out.Close(); err == nil && cerr != nil {
+				err = cerr
+			}
+		}
+	}()
+	if plan.Group != nil {
+		return errors.New("volga: backfill needs sliding windows (OVER), not GROUP BY tumble/hop")
+	}
+	if len(plan.Windows) == 0 {
+		return errors.New("volga: backfill needs a query with windowed aggregates")
+	}
+	es, ss := events.Schema(), spine.Schema()
+	// The union layout: event columns, spine-only columns, the probe flag.
+	fields := append([]arrow.Field{}, es.Fields()...)
+	var spineOnly []arrow.Field
+	for _, f := range ss.Fields() {
+		if strings.HasPrefix(f.Name, "__volga_") {
+			return fmt.Errorf("volga: spine column %q: names starting with __volga_ are reserved", f.Name)
+		}
+		idx := fieldIndexFold(es, f.Name)
+		if idx < 0 {
+			spineOnly = append(spineOnly, arrow.Field{Name: f.Name, Type: f.Type, Nullable: true})
+			continue
+		}
+		if !arrow.TypeEqual(es.Field(idx).Type, f.Type) {
+			return fmt.Errorf("volga: spine column %q has type %s, but the events' column has type %s", f.Name, f.Type, es.Field(idx).Type)
+		}
+	}
+	for i := range fields {
+		fields[i].Nullable = true
+	}
+	fields = append(fields, spineOnly...)
+	probeIdx := len(fields)
+	fields = append(fields, arrow.Field{Name: probeColName, Type: arrow.FixedWidthTypes.Boolean})
+	union := arrow.NewSchema(fields, nil)
+
+	c, err := Compile(plan, union, timeColumn)
+	if err != nil {
+		return err
+	}
+	// The spine must carry every key column and the time column.
+	need := append(c.LookupKeys(), c.TimeColumn)
+	for _, name := range need {
+		if fieldIndexFold(ss, name) < 0 {
+			return fmt.Errorf("volga: the spine has no column %q (it needs the key columns %s and the time column %q)", name, strings.Join(c.LookupKeys(), ", "), c.TimeColumn)
+		}
+	}
+	for _, st := range c.stages {
+		st.cfg.ProbeCol = probeIdx
+		st.cfg.StrictProbes = strict
+	}
+	// Output: the spine's columns, then the features.
+	var outIdx []int
+	var outFields []arrow.Field
+	for _, f := range ss.Fields() {
+		outIdx = append(outIdx, fieldIndexFold(union, f.Name))
+		outFields = append(outFields, arrow.Field{Name: f.Name, Type: f.Type, Nullable: true})
+	}
+	for k, it := range plan.Items {
+		if it.Agg != nil {
+			outIdx = append(outIdx, c.outIdx[k])
+			outFields = append(outFields, arrow.Field{Name: it.Name, Type: c.Output.Field(k).Type, Nullable: true})
+		}
+	}
+	c.outIdx = outIdx
+	c.Output = arrow.NewSchema(outFields, nil)
+	c.probeIdx = probeIdx
+	opt.Mode = Batch
+	mem := opt.Mem
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	src := &unionSource{schema: union, parts: []source.Source{events, spine}, mem: mem}
+	closeOut = false
+	return c.Run(ctx, src, out, opt)
+}
+
+func fieldIndexFold(s *arrow.Schema, name string) int {
+	if idx := s.FieldIndices(name); len(idx) == 1 {
+		return idx[0]
+	}
+	for i, f := range s.Fields() {
+		if strings.EqualFold(f.Name, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// unionSource reads its parts one after the other, laying every batch out
+// in the union schema: columns a part lacks are NULL, and the last column
+// flags the rows of the last part (the spine) as probes.
+type unionSource struct {
+	schema *arrow.Schema
+	parts  []source.Source
+	cur    int
+	mem    memory.Allocator
+}
+
+func (u *unionSource) Schema() *arrow.Schema { return u.schema }
+
+func (u *unionSource) Read(ctx context.Context) (arrow.RecordBatch, error) {
+	for u.cur < len(u.parts) {
+		rec, err := u.parts[u.cur].Read(ctx)
+		if err == io.EOF {
+			u.cur++
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		defer rec.Release()
+		return u.layout(rec, u.cur == len(u.parts)-1)
+	}
+	return nil, io.EOF
+}
+
+func (u *unionSource) layout(rec arrow.RecordBatch, probe bool) (arrow.RecordBatch, error) {
+	n := int(rec.NumRows())
+	cols := make([]arrow.Array, u.schema.NumFields())
+	var owned []arrow.Array
+	defer func() {
+		for _, a := range owned {
+			a.Release()
+		}
+	}()
+	for i, f := range u.schema.Fields()[:u.schema.NumFields()-1] {
+		if j := fieldIndexFold(rec.Schema(), f.Name); j >= 0 {
+			cols[i] = rec.Column(j)
+			continue
+		}
+		a := array.MakeArrayOfNull(u.mem, f.Type, n)
+		owned = append(owned, a)
+		cols[i] = a
+	}
+	b := array.NewBooleanBuilder(u.mem)
+	b.Resize(n)
+	for i := 0; i < n; i++ {
+		b.UnsafeAppend(probe)
+	}
+	pa := b.NewArray()
+	b.Release()
+	owned = append(owned, pa)
+	cols[len(cols)-1] = pa
+	return array.NewRecordBatch(u.schema, cols, int64(n)), nil
+}
+
+func (u *unionSource) Close() error {
+	var errs []error
+	for _, p := range u.parts {
+		errs = append(errs, p.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// probeRows keeps the probe rows of rec (backfill output).
+func probeRows(mem memory.Allocator, rec arrow.RecordBatch, col int) (arrow.RecordBatch, error) {
+	flags := rec.Column(col).(*array.Boolean)
+	keep := make([]int32, 0, flags.Len())
+	for i := 0; i < flags.Len(); i++ {
+		if flags.Value(i) {
+			keep = append(keep, int32(i))
+		}
+	}
+	if len(keep) == flags.Len() {
+		rec.Retain()
+		return rec, nil
+	}
+	return takeRows(mem, rec, keep)
+}
