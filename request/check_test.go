@@ -1,0 +1,96 @@
+package request_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/volga-go/volga/request"
+)
+
+const logText = `{"key":{"user_id":1},"at":"2024-01-03T10:00:00Z","watermark":"+inf","features":{"n":2,"s":3.5,"m":{"a":1},"l":[1,2]}}
+
+[{"key":{"user_id":2},"at":1704276000000,"watermark":null,"features":{"n":0,"s":null,"m":{},"l":[]}}]
+`
+
+func TestReadLog(t *testing.T) {
+	recs, err := request.ReadLog(strings.NewReader(logText))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 {
+		t.Fatalf("%d records", len(recs))
+	}
+	r := recs[0]
+	if r.Key["user_id"] != int64(1) || !r.At.Equal(time.Date(2024, 1, 3, 10, 0, 0, 0, time.UTC)) ||
+		r.Features.Watermark != request.EndWatermark || strings.Join(r.Features.Names, ",") != "n,s,m,l" {
+		t.Errorf("record 0 = %+v", r)
+	}
+	if recs[1].Features.Watermark != request.NoWatermark || !recs[1].At.Equal(r.At) {
+		t.Errorf("record 1 = %+v", recs[1])
+	}
+	for _, bad := range []string{`{"error":"x"}`, `{"at":0,"features":{}}`, `{"key":{},"at":0}`, `{"key":{},"at":"noon","features":{}}`, `{`} {
+		if _, err := request.ReadLog(strings.NewReader("\n" + bad)); err == nil || !strings.Contains(err.Error(), "line 2") {
+			t.Errorf("%s: err = %v, want one naming line 2", bad, err)
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	served, err := request.ReadLog(strings.NewReader(logText))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2024, 1, 3, 10, 0, 0, 0, time.UTC)
+	rec := func(user int64, names []string, vals ...any) request.Record {
+		return request.Record{Key: map[string]any{"USER_ID": user}, At: at, Features: request.Features{Names: names, Values: vals}}
+	}
+	names := []string{"n", "s", "m", "l"}
+	honest := []request.Record{
+		rec(2, names, int64(0), nil, []request.MapEntry{}, []any{}),
+		rec(1, names, int64(2), 3.5+1e-12, []request.MapEntry{{Key: "a", Value: int64(1)}}, []any{int64(1), int64(2)}),
+	}
+	rep := request.Check(served, honest, request.CheckOptions{})
+	if !rep.OK() || rep.Matched != 8 || rep.Lookups != 2 || rep.MaxRelDiff == 0 || rep.MaxRelDiff > 1e-11 {
+		t.Errorf("honest:\n%s%+v", rep, rep)
+	}
+	if !strings.HasPrefix(rep.String(), "consistent: 2 lookups checked; feature values: 8 matched, 0 mismatched, 0 missing, 0 extra") {
+		t.Errorf("summary:\n%s", rep)
+	}
+
+	off := []request.Record{
+		rec(1, []string{"n", "s", "m", "extra"}, int64(3), 3.5, []request.MapEntry{{Key: "a", Value: int64(1)}}, int64(9)),
+		rec(3, []string{"n"}, int64(1)),
+	}
+	rep = request.Check(served, off, request.CheckOptions{MaxExamples: 3})
+	// user 1: n mismatched, s and m match, l missing, extra extra; user 2
+	// missing entirely (4 values); user 3 extra (1 value).
+	if rep.OK() || rep.Matched != 2 || rep.Mismatched != 1 || rep.Missing != 5 || rep.Extra != 2 || len(rep.Examples) != 3 {
+		t.Errorf("off:\n%s%+v", rep, rep)
+	}
+	if want := 1.0 / 3; rep.MaxRelDiff != want || rep.MaxRelDiffAt.Feature != "n" {
+		t.Errorf("max rel diff %v at %+v, want %v at n", rep.MaxRelDiff, rep.MaxRelDiffAt, want)
+	}
+	s := rep.String()
+	for _, want := range []string{"INCONSISTENT", "n: served 2, recomputed 3", "l: served [1,2], not recomputed", "first 3 of 8 differences"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+func ExampleCheck() {
+	served, _ := request.ReadLog(strings.NewReader(
+		`{"key":{"user_id":1},"at":"2024-01-03T10:00:00Z","features":{"spend_1h":12.5,"n_1h":3}}` + "\n"))
+	recomputed := []request.Record{{
+		Key: map[string]any{"user_id": 1}, At: time.Date(2024, 1, 3, 10, 0, 0, 0, time.UTC),
+		Features: request.Features{Names: []string{"spend_1h", "n_1h"}, Values: []any{10.0, int64(3)}},
+	}}
+	fmt.Print(request.Check(served, recomputed, request.CheckOptions{}))
+	// Output:
+	// INCONSISTENT: 1 lookup checked; feature values: 1 matched, 1 mismatched, 0 missing, 0 extra
+	// largest relative difference: 0.2 (spend_1h, key {"user_id":1} at 2024-01-03T10:00:00Z: served 12.5, recomputed 10)
+	// first 1 of 1 differences:
+	//   key {"user_id":1} at 2024-01-03T10:00:00Z, spend_1h: served 12.5, recomputed 10
+}

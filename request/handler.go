@@ -1,0 +1,367 @@
+package request
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Paths served by NewHandler.
+const (
+	FeaturesPath = "/v1/features"
+	HealthPath   = "/healthz"
+)
+
+// DefaultMaxBodyBytes is the default limit on a request body: 1 MiB.
+const DefaultMaxBodyBytes = 1 << 20
+
+// HandlerOption configures NewHandler.
+type HandlerOption func(*handler)
+
+// WithMaxBodyBytes limits the size of a request body; a larger one is
+// refused with 413. n <= 0 restores the default, DefaultMaxBodyBytes.
+func WithMaxBodyBytes(n int64) HandlerOption {
+	return func(h *handler) {
+		if n <= 0 {
+			n = DefaultMaxBodyBytes
+		}
+		h.maxBody = n
+	}
+}
+
+// WithLogger sets where the handler logs internal errors and recovered
+// panics (default: nowhere).
+func WithLogger(l *slog.Logger) HandlerOption { return func(h *handler) { h.log = l } }
+
+// NewHandler returns an HTTP handler serving svc: POST /v1/features for
+// lookups and GET /healthz for liveness; see the package documentation
+// for the JSON formats and status codes. Other paths answer 404. The
+// handler is safe for concurrent use if svc is, and a panic in svc is
+// recovered and answered with 500.
+func NewHandler(svc Service, opts ...HandlerOption) http.Handler {
+	h := &handler{svc: svc, maxBody: DefaultMaxBodyBytes, log: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(h)
+	}
+	return h
+}
+
+type handler struct {
+	svc     Service
+	maxBody int64
+	log     *slog.Logger
+}
+
+// statusError is an error with the HTTP status it is answered with.
+type statusError struct {
+	status int
+	msg    string
+}
+
+func (e *statusError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &statusError{status: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
+}
+
+// ServeHTTP routes a request and recovers from panics.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rw := &trackingWriter{ResponseWriter: w}
+	defer func() {
+		p := recover()
+		if p == nil {
+			return
+		}
+		if p == http.ErrAbortHandler {
+			panic(p)
+		}
+		h.log.Error("request: panic serving a lookup", "path", r.URL.Path, "panic", fmt.Sprint(p))
+		if !rw.wrote {
+			writeError(rw, http.StatusInternalServerError, "internal error")
+		}
+	}()
+	switch r.URL.Path {
+	case FeaturesPath:
+		if r.Method != http.MethodPost {
+			rw.Header().Set("Allow", http.MethodPost)
+			writeError(rw, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s; use POST", r.Method, FeaturesPath))
+			return
+		}
+		h.serveFeatures(rw, r)
+	case HealthPath:
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			rw.Header().Set("Allow", "GET, HEAD")
+			writeError(rw, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s; use GET", r.Method, HealthPath))
+			return
+		}
+		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(rw, "ok\n")
+	default:
+		writeError(rw, http.StatusNotFound, fmt.Sprintf("no such path %s; lookups are POST %s", r.URL.Path, FeaturesPath))
+	}
+}
+
+// lookup is one decoded lookup request.
+type lookup struct {
+	key map[string]any // by the service's column names
+	at  time.Time
+	row map[string]any
+}
+
+// wireRequest is the JSON form of a lookup request.
+type wireRequest struct {
+	Key map[string]any  `json:"key"`
+	At  json.RawMessage `json:"at"`
+	Row map[string]any  `json:"row"`
+}
+
+func (h *handler) serveFeatures(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", mbe.Limit))
+			return
+		}
+		writeError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+		return
+	}
+	body = bytes.TrimSpace(body)
+	keyCols := h.svc.KeyColumns()
+	var reqs []lookup
+	batch := len(body) > 0 && body[0] == '['
+	if batch {
+		var raws []json.RawMessage
+		if err := decodeStrict(body, &raws); err != nil {
+			writeError(w, http.StatusBadRequest, "malformed JSON: "+err.Error())
+			return
+		}
+		for i, raw := range raws {
+			l, err := parseLookup(raw, keyCols)
+			if err != nil {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("request %d: %v", i, err))
+				return
+			}
+			reqs = append(reqs, l)
+		}
+	} else {
+		l, err := parseLookup(body, keyCols)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		reqs = append(reqs, l)
+	}
+
+	var out []byte
+	if batch {
+		out = append(out, '[')
+	}
+	for i, l := range reqs {
+		f, err := h.svc.Lookup(r.Context(), l.key, l.at, l.row)
+		if err != nil {
+			status := statusOf(err)
+			msg := err.Error()
+			if batch {
+				msg = fmt.Sprintf("request %d: %s", i, msg)
+			}
+			if status == http.StatusInternalServerError {
+				h.log.Error("request: lookup failed", "error", err)
+			}
+			writeError(w, status, msg)
+			return
+		}
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = appendResult(out, keyCols, l.key, l.at, f)
+	}
+	if batch {
+		out = append(out, ']')
+	}
+	out = append(out, '\n')
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(out)
+}
+
+// statusOf maps a Service error to an HTTP status.
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, ErrInvalid):
+		return http.StatusBadRequest
+	case errors.Is(err, ErrUnavailable), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// decodeStrict decodes exactly one JSON value, numbers as json.Number,
+// unknown struct fields refused.
+func decodeStrict(b []byte, v any) error {
+	if len(b) == 0 {
+		return errors.New("empty body; want a JSON object or an array of them")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("unexpected data after the JSON value")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("unexpected data after the JSON value")
+	}
+	return nil
+}
+
+// parseLookup decodes and checks one request object.
+func parseLookup(raw []byte, keyCols []string) (lookup, error) {
+	var wr wireRequest
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] != '{' {
+		return lookup{}, badRequest("want a JSON object such as {\"key\": {...}, \"at\": \"2024-01-03T10:00:00Z\"}")
+	}
+	if err := decodeStrict(raw, &wr); err != nil {
+		return lookup{}, badRequest("malformed JSON: %v", err)
+	}
+	if wr.Key == nil {
+		return lookup{}, badRequest("missing \"key\": want an object with the key columns %s", strings.Join(keyCols, ", "))
+	}
+	key, err := matchKey(wr.Key, keyCols)
+	if err != nil {
+		return lookup{}, err
+	}
+	at, err := parseAt(wr.At)
+	if err != nil {
+		return lookup{}, err
+	}
+	var row map[string]any
+	if wr.Row != nil {
+		row = make(map[string]any, len(wr.Row))
+		for c, v := range wr.Row {
+			s, err := scalar(v)
+			if err != nil {
+				return lookup{}, badRequest("row column %q: %v", c, err)
+			}
+			row[c] = s
+		}
+	}
+	return lookup{key: key, at: at, row: row}, nil
+}
+
+// matchKey maps the request's key to the service's column names (matched
+// case-insensitively), refusing missing and unknown columns.
+func matchKey(given map[string]any, keyCols []string) (map[string]any, error) {
+	key := make(map[string]any, len(keyCols))
+	for name, v := range given {
+		col := ""
+		for _, c := range keyCols {
+			if strings.EqualFold(c, name) {
+				col = c
+				break
+			}
+		}
+		if col == "" {
+			return nil, badRequest("unknown key column %q; the key columns are %s", name, strings.Join(keyCols, ", "))
+		}
+		if _, dup := key[col]; dup {
+			return nil, badRequest("key column %q is given twice", col)
+		}
+		s, err := scalar(v)
+		if err != nil {
+			return nil, badRequest("key column %q: %v", col, err)
+		}
+		key[col] = s
+	}
+	for _, c := range keyCols {
+		if _, ok := key[c]; !ok {
+			return nil, badRequest("missing key column %q; the key columns are %s", c, strings.Join(keyCols, ", "))
+		}
+	}
+	return key, nil
+}
+
+// scalar turns a decoded JSON value into a lookup value: integers become
+// int64, other numbers float64; strings, booleans and null stay.
+func scalar(v any) (any, error) {
+	switch x := v.(type) {
+	case nil, string, bool:
+		return x, nil
+	case json.Number:
+		if n, err := x.Int64(); err == nil {
+			return n, nil
+		}
+		f, err := x.Float64()
+		if err != nil {
+			return nil, fmt.Errorf("number %s is out of range", x)
+		}
+		return f, nil
+	}
+	return nil, fmt.Errorf("value %s is not a number, string, boolean or null", AppendJSON(nil, v))
+}
+
+// parseAt reads "at": an RFC 3339 string or epoch milliseconds.
+func parseAt(raw json.RawMessage) (time.Time, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return time.Time{}, badRequest("missing \"at\": want an RFC 3339 time such as \"2024-01-03T10:00:00Z\" or epoch milliseconds")
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return time.Time{}, badRequest("bad \"at\": %v", err)
+		}
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return time.Time{}, badRequest("bad \"at\" %q: want an RFC 3339 time such as \"2024-01-03T10:00:00Z\"", s)
+		}
+		return t, nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return time.Time{}, badRequest("bad \"at\" %s: want an RFC 3339 string or epoch milliseconds", raw)
+	}
+	ms, err := n.Int64()
+	if err != nil {
+		return time.Time{}, badRequest("bad \"at\" %s: epoch milliseconds must be an integer", raw)
+	}
+	return time.UnixMilli(ms), nil
+}
+
+// writeError answers {"error": msg} with status.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	b := append([]byte(`{"error":`), appendString(nil, msg)...)
+	w.Write(append(b, "}\n"...))
+}
+
+// trackingWriter records whether a response has started, so the panic
+// handler knows whether it can still send a status.
+type trackingWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (t *trackingWriter) WriteHeader(code int) {
+	t.wrote = true
+	t.ResponseWriter.WriteHeader(code)
+}
+
+func (t *trackingWriter) Write(b []byte) (int, error) {
+	t.wrote = true
+	return t.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }

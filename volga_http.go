@@ -1,0 +1,427 @@
+package volga
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/volga-go/volga/pipeline"
+	"github.com/volga-go/volga/request"
+	"github.com/volga-go/volga/sink"
+	"github.com/volga-go/volga/source"
+	"github.com/volga-go/volga/window"
+)
+
+// Service returns p as a request.Service, for request.NewHandler or any
+// other front end. Its Lookup is Pipeline.Lookup, with key and candidate
+// values converted to the types of their source columns first: a
+// timestamp may be a time.Time, an RFC 3339 string or epoch
+// milliseconds, an integral float64 is an integer. A value that does not
+// fit its column, an unknown candidate column or a time older than the
+// state kept is a request.ErrInvalid error; a lookup before the pipeline
+// started is request.ErrUnavailable. Map-valued features are
+// []request.MapEntry.
+func (p *Pipeline) Service() request.Service { return pipelineService{p} }
+
+// Handler serves p's lookups over HTTP: request.NewHandler(p.Service(),
+// opts...). Run the pipeline (or start it) to have something to serve.
+func (p *Pipeline) Handler(opts ...request.HandlerOption) http.Handler {
+	return request.NewHandler(p.Service(), opts...)
+}
+
+// pipelineService adapts a Pipeline to request.Service.
+type pipelineService struct{ p *Pipeline }
+
+func (s pipelineService) KeyColumns() []string { return s.p.KeyColumns() }
+
+func (s pipelineService) Lookup(ctx context.Context, key map[string]any, at time.Time, row map[string]any) (request.Features, error) {
+	schema := s.p.compiled.Source
+	typed := make(map[string]any, len(key))
+	for col, v := range key {
+		f, ok := fieldFold(schema, col)
+		if !ok {
+			// A key column computed by the query: the engine checks it.
+			typed[col] = v
+			continue
+		}
+		tv, err := coerce(v, f.Type)
+		if err != nil {
+			return request.Features{}, request.Invalid(fmt.Errorf("key column %q: %v", col, err))
+		}
+		typed[col] = tv
+	}
+	var cand map[string]any
+	if row != nil {
+		cand = make(map[string]any, len(row))
+		for col, v := range row {
+			f, ok := fieldFold(schema, col)
+			if !ok {
+				return request.Features{}, request.Invalid(fmt.Errorf("candidate row has unknown column %q; the source columns are %s", col, columnNames(schema)))
+			}
+			tv, err := coerce(v, f.Type)
+			if err != nil {
+				return request.Features{}, request.Invalid(fmt.Errorf("candidate row column %q: %v", col, err))
+			}
+			cand[f.Name] = tv
+		}
+	}
+	res, err := s.p.Lookup(ctx, typed, at, cand)
+	switch {
+	case err == nil:
+	case errors.Is(err, pipeline.ErrNotRunning):
+		return request.Features{}, request.Unavailable(err)
+	case errors.Is(err, window.ErrTooOld):
+		return request.Features{}, request.Invalid(err)
+	default:
+		return request.Features{}, err
+	}
+	out := request.Features{Names: res.Names, Values: make([]any, len(res.Values)), Watermark: res.Watermark}
+	for i, v := range res.Values {
+		out.Values[i] = requestValue(v)
+	}
+	return out, nil
+}
+
+// requestValue converts the sink.Value form of a feature to the
+// request.Features form: maps become []request.MapEntry, recursively.
+func requestValue(v any) any {
+	switch x := v.(type) {
+	case []sink.MapEntry:
+		out := make([]request.MapEntry, len(x))
+		for i, e := range x {
+			out[i] = request.MapEntry{Key: requestValue(e.Key), Value: requestValue(e.Value)}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = requestValue(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = requestValue(e)
+		}
+		return out
+	}
+	return v
+}
+
+// fieldFold finds a field by name, case-insensitively.
+func fieldFold(s *arrow.Schema, name string) (arrow.Field, bool) {
+	if idx := s.FieldIndices(name); len(idx) > 0 {
+		return s.Field(idx[0]), true
+	}
+	for _, f := range s.Fields() {
+		if strings.EqualFold(f.Name, name) {
+			return f, true
+		}
+	}
+	return arrow.Field{}, false
+}
+
+func columnNames(s *arrow.Schema) string {
+	names := make([]string, s.NumFields())
+	for i, f := range s.Fields() {
+		names[i] = f.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// coerce converts a lookup value (as decoded from JSON or given by a Go
+// caller) to the Go type Lookup expects for a column of type dt. nil
+// stays nil (NULL).
+func coerce(v any, dt arrow.DataType) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	bad := func(want string) error {
+		return fmt.Errorf("value %v (%T) is not %s, as column type %s needs", v, v, want, dt)
+	}
+	switch dt.ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
+		n, ok := asInt64(v)
+		if !ok {
+			return nil, bad("an integer")
+		}
+		return n, nil
+	case arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64:
+		switch x := v.(type) {
+		case float64:
+			return x, nil
+		case float32:
+			return float64(x), nil
+		}
+		n, ok := asInt64(v)
+		if !ok {
+			return nil, bad("a number")
+		}
+		return float64(n), nil
+	case arrow.STRING, arrow.LARGE_STRING:
+		if _, ok := v.(string); !ok {
+			return nil, bad("a string")
+		}
+		return v, nil
+	case arrow.BOOL:
+		if _, ok := v.(bool); !ok {
+			return nil, bad("a boolean")
+		}
+		return v, nil
+	case arrow.TIMESTAMP:
+		switch x := v.(type) {
+		case time.Time:
+			return x, nil
+		case string:
+			t, err := time.Parse(time.RFC3339Nano, x)
+			if err != nil {
+				return nil, fmt.Errorf("timestamp %q is not RFC 3339", x)
+			}
+			return t, nil
+		}
+		ms, ok := asInt64(v)
+		if !ok {
+			return nil, bad("a time (RFC 3339 or epoch milliseconds)")
+		}
+		return time.UnixMilli(ms), nil
+	}
+	return v, nil
+}
+
+func asInt64(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int:
+		return int64(x), true
+	case int8:
+		return int64(x), true
+	case int16:
+		return int64(x), true
+	case int32:
+		return int64(x), true
+	case int64:
+		return x, true
+	case uint:
+		return int64(x), x <= math.MaxInt64
+	case uint8:
+		return int64(x), true
+	case uint16:
+		return int64(x), true
+	case uint32:
+		return int64(x), true
+	case uint64:
+		return int64(x), x <= math.MaxInt64
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<63 {
+			return int64(x), true
+		}
+	}
+	return 0, false
+}
+
+// Recompute computes offline, with Backfill, the features of every
+// lookup in lookups: a spine with one row per lookup (its key columns and
+// its time, under the query's column names and types) goes through
+// Backfill with opts (which bind the query's table with WithSource, and
+// may set WithStrict). The result has one record per lookup, in order,
+// with the lookup's key and time, the recomputed features and the
+// watermark request.EndWatermark. Compare it with what was served with
+// request.Check:
+//
+//	served, err := request.ReadLog(logFile)
+//	recomputed, err := volga.Recompute(ctx, query, served, volga.WithSource("tx", events))
+//	report := request.Check(served, recomputed, request.CheckOptions{})
+//
+// Lookups that carried a candidate row cannot be recomputed this way:
+// leave them out of the log.
+func Recompute(ctx context.Context, query string, lookups []request.Record, opts ...Option) ([]request.Record, error) {
+	p, err := SQL(query, opts...)
+	if err != nil {
+		return nil, err
+	}
+	c := p.compiled
+	if c.TimeColumn == "" {
+		return nil, errors.New("volga: recompute needs a query with windowed aggregates")
+	}
+	keys := p.KeyColumns()
+	var fields []arrow.Field
+	for _, k := range append(append([]string{}, keys...), c.TimeColumn) {
+		f, ok := fieldFold(c.Source, k)
+		if !ok {
+			return nil, fmt.Errorf("volga: recompute: key column %q is not a source column", k)
+		}
+		fields = append(fields, arrow.Field{Name: f.Name, Type: f.Type, Nullable: true})
+	}
+	schema := arrow.NewSchema(fields, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	for i, l := range lookups {
+		for j, k := range keys {
+			v, ok := valueFold(l.Key, k)
+			if !ok {
+				return nil, fmt.Errorf("volga: recompute: lookup %d has no value for key column %q", i, k)
+			}
+			tv, err := coerce(v, fields[j].Type)
+			if err == nil {
+				err = appendTyped(b.Field(j), tv)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("volga: recompute: lookup %d: key column %q: %v", i, k, err)
+			}
+		}
+		if err := appendTyped(b.Field(len(keys)), l.At); err != nil {
+			return nil, fmt.Errorf("volga: recompute: lookup %d: time: %v", i, err)
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	spine := source.NewMemory(schema, rec)
+	defer spine.Close()
+	out := sink.NewCollector()
+	defer out.Release()
+	if err := Backfill(ctx, query, spine, out, opts...); err != nil {
+		return nil, err
+	}
+	res := make([]request.Record, 0, len(lookups))
+	for _, r := range out.Records() {
+		names := make([]string, 0, int(r.NumCols())-len(fields))
+		for _, f := range r.Schema().Fields()[len(fields):] {
+			names = append(names, f.Name)
+		}
+		for i := 0; i < int(r.NumRows()); i++ {
+			n := len(res)
+			if n >= len(lookups) {
+				return nil, fmt.Errorf("volga: recompute: backfill returned more rows than the %d lookups", len(lookups))
+			}
+			vals := make([]any, len(names))
+			for j := range names {
+				vals[j] = requestValue(sink.Value(r.Column(len(fields)+j), i))
+			}
+			res = append(res, request.Record{Key: lookups[n].Key, At: lookups[n].At,
+				Features: request.Features{Names: names, Values: vals, Watermark: request.EndWatermark}})
+		}
+	}
+	if len(res) != len(lookups) {
+		return nil, fmt.Errorf("volga: recompute: backfill returned %d rows for %d lookups", len(res), len(lookups))
+	}
+	return res, nil
+}
+
+// valueFold finds a map value by key, case-insensitively.
+func valueFold(m map[string]any, name string) (any, bool) {
+	if v, ok := m[name]; ok {
+		return v, true
+	}
+	for k, v := range m {
+		if strings.EqualFold(k, name) {
+			return v, true
+		}
+	}
+	return nil, false
+}
+
+// appendTyped appends a value converted by coerce (or a time) to a
+// builder of a key or time column.
+func appendTyped(b array.Builder, v any) error {
+	if v == nil {
+		b.AppendNull()
+		return nil
+	}
+	bad := fmt.Errorf("value %v (%T) does not fit type %s", v, v, b.Type())
+	n, isInt := asInt64(v)
+	f, isFloat := v.(float64)
+	switch b := b.(type) {
+	case *array.Int64Builder:
+		if t, ok := v.(time.Time); ok { // an epoch-millisecond time column
+			b.Append(t.UnixMilli())
+			return nil
+		}
+		if !isInt {
+			return bad
+		}
+		b.Append(n)
+	case *array.Int32Builder:
+		if !isInt || n != int64(int32(n)) {
+			return bad
+		}
+		b.Append(int32(n))
+	case *array.Int16Builder:
+		if !isInt || n != int64(int16(n)) {
+			return bad
+		}
+		b.Append(int16(n))
+	case *array.Int8Builder:
+		if !isInt || n != int64(int8(n)) {
+			return bad
+		}
+		b.Append(int8(n))
+	case *array.Uint64Builder:
+		if !isInt || n < 0 {
+			return bad
+		}
+		b.Append(uint64(n))
+	case *array.Uint32Builder:
+		if !isInt || n != int64(uint32(n)) {
+			return bad
+		}
+		b.Append(uint32(n))
+	case *array.Uint16Builder:
+		if !isInt || n != int64(uint16(n)) {
+			return bad
+		}
+		b.Append(uint16(n))
+	case *array.Uint8Builder:
+		if !isInt || n != int64(uint8(n)) {
+			return bad
+		}
+		b.Append(uint8(n))
+	case *array.Float64Builder:
+		if !isFloat {
+			return bad
+		}
+		b.Append(f)
+	case *array.Float32Builder:
+		if !isFloat {
+			return bad
+		}
+		b.Append(float32(f))
+	case *array.StringBuilder:
+		s, ok := v.(string)
+		if !ok {
+			return bad
+		}
+		b.Append(s)
+	case *array.LargeStringBuilder:
+		s, ok := v.(string)
+		if !ok {
+			return bad
+		}
+		b.Append(s)
+	case *array.BooleanBuilder:
+		x, ok := v.(bool)
+		if !ok {
+			return bad
+		}
+		b.Append(x)
+	case *array.TimestampBuilder:
+		t, ok := v.(time.Time)
+		if !ok {
+			return bad
+		}
+		ts, err := arrow.TimestampFromTime(t, b.Type().(*arrow.TimestampType).Unit)
+		if err != nil {
+			return err
+		}
+		b.Append(ts)
+	default:
+		return fmt.Errorf("columns of type %s are not supported in a spine", b.Type())
+	}
+	return nil
+}
