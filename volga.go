@@ -114,6 +114,13 @@ func WithChannelDepth(n int) Option { return func(c *config) { c.run.ChannelDept
 // WithAllocator sets the Arrow memory allocator (default: Go's heap).
 func WithAllocator(m memory.Allocator) Option { return func(c *config) { c.run.Mem = m } }
 
+// WithLookupRetention keeps window state so that Lookup can answer for
+// times down to d behind the watermark (default 0: lookups are served from
+// each key's newest event on). Memory grows with d.
+func WithLookupRetention(d time.Duration) Option {
+	return func(c *config) { c.run.LookupRetention = d }
+}
+
 // WithStrict makes Backfill use only events strictly before each spine
 // row's time (ts < t), so that nothing at the spine row's own time leaks
 // into its features.

@@ -76,6 +76,10 @@ type RunOptions struct {
 	// Live, when set, serves lookups against the pipeline's state while
 	// it runs and after it has finished (request mode).
 	Live *Live
+	// LookupRetention keeps window state for lookups at times down to
+	// this far behind the watermark (see Live.Lookup); 0 keeps only what
+	// frames need.
+	LookupRetention time.Duration
 }
 
 // Stats counts rows through a running pipeline. Fields are updated
@@ -581,6 +585,7 @@ func (r *runner) newOperator(st *stage) (operator, error) {
 	}
 	cfg := st.cfg
 	cfg.AllowedLateness = r.opt.AllowedLateness.Milliseconds()
+	cfg.Retention = r.opt.LookupRetention.Milliseconds()
 	cfg.BatchOrder = r.opt.Mode == Batch
 	cfg.Mem = r.opt.Mem
 	return window.New(cfg, st.in)

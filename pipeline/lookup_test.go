@@ -171,3 +171,77 @@ func TestLookupErrors(t *testing.T) {
 		t.Errorf("lookup over an unbounded frame: %v, want ErrUnboundedLookup", err)
 	}
 }
+
+// TestLookupRetention: with a retention, lookups at past times (back to
+// the retention) equal the batch features of events at those times; a
+// time further back than the kept state is refused with ErrTooOld rather
+// than answered wrong.
+func TestLookupRetention(t *testing.T) {
+	rng := testutil.Rand(5)
+	cfg := testutil.DefaultEvents(testutil.Scale(600))
+	cfg.NullKeys = false
+	tab := testutil.Events(rng, cfg)
+	query := `SELECT id, sum(amount) OVER w AS s, count(*) OVER w AS n FROM events
+		WINDOW w AS (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '2' SECOND PRECEDING AND CURRENT ROW)`
+	plan, err := pipeline.ParseSQL(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := pipeline.Compile(plan, tab.Schema, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := tab.Rows[0][tab.Col("ts")].(int64)
+	last := tab.Rows[len(tab.Rows)-1][tab.Col("ts")].(int64)
+	live := &pipeline.Live{}
+	retention := time.Duration(last-first) * time.Millisecond / 2
+	if err := c.Run(context.Background(), testutil.NewSource(tab.Schema, tab.Batches(rng, 50)...), sink.NewCollector(),
+		pipeline.RunOptions{Mode: pipeline.Streaming, MaxOutOfOrder: time.Second, Live: live, LookupRetention: retention}); err != nil {
+		t.Fatal(err)
+	}
+	checked, refused := 0, 0
+	for i := len(tab.Rows) - 1; i >= 0; i -= 7 {
+		r := tab.Rows[i]
+		at := r[tab.Col("ts")].(int64)
+		got, err := live.Lookup(context.Background(), map[string]any{"user_id": r[tab.Col("user_id")]}, time.UnixMilli(at), nil)
+		if errors.Is(err, window.ErrTooOld) {
+			if at >= last-retention.Milliseconds() {
+				t.Fatalf("lookup at %d refused though it is within the retention (newest %d, retention %v)", at, last, retention)
+			}
+			refused++
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		// By definition: the key's events with at-2000 <= ts <= at.
+		var n int64
+		var sum int64
+		seen := false
+		for _, e := range tab.Rows {
+			if e[tab.Col("user_id")] == r[tab.Col("user_id")] {
+				if ts := e[tab.Col("ts")].(int64); ts >= at-2000 && ts <= at {
+					n++
+					if a := e[tab.Col("amount")]; a != nil {
+						sum += a.(int64)
+						seen = true
+					}
+				}
+			}
+		}
+		var wantS any
+		if seen {
+			wantS = sum
+		}
+		if gs, _ := got.Feature("s"); !testutil.Equal(gs, wantS) {
+			t.Fatalf("lookup at %d: s = %v, want %v", at, gs, wantS)
+		}
+		if gn, _ := got.Feature("n"); gn != n {
+			t.Fatalf("lookup at %d: n = %v, want %d", at, gn, n)
+		}
+		checked++
+	}
+	if checked == 0 || refused == 0 {
+		t.Fatalf("checked %d lookups and %d were refused: want both", checked, refused)
+	}
+}

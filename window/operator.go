@@ -63,6 +63,11 @@ type Config struct {
 	// BatchOrder emits rows in arrival order (batch mode) rather than in
 	// (event time, arrival) order.
 	BatchOrder bool
+	// Retention keeps rows for lookups at times down to Retention (ms)
+	// behind the watermark: every row their frames reach stays held.
+	// Without it, lookups are served from the newest released row of a
+	// key on. It does not apply to UNBOUNDED frames.
+	Retention int64
 	// ProbeCol, when > 0, is a boolean input column marking probe rows:
 	// rows that are not stored and get the features a row at their key
 	// and time would have, without that row (point-in-time backfill).
@@ -111,6 +116,8 @@ type Operator struct {
 	maxPrec int64
 	// probeRank is the rank of probe rows (see pendRow).
 	probeRank int8
+	// maxTs is the newest event time released so far.
+	maxTs int64
 
 	// scratch reused across calls
 	lo, hi, ex []int64
@@ -234,7 +241,7 @@ func New(cfg Config, in *arrow.Schema) (*Operator, error) {
 		mem = memory.DefaultAllocator
 	}
 	o := &Operator{cfg: cfg, mem: mem, in: in, out: arrow.NewSchema(fields, nil), keys: newKeyIndex(cfg.KeyCols),
-		wm: None, nAggs: n}
+		wm: None, nAggs: n, maxTs: None}
 	for _, w := range cfg.Windows {
 		o.maxPrec = max(o.maxPrec, w.Frame.Preceding)
 	}
@@ -492,6 +499,9 @@ func (o *Operator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBatch, 
 	rel := o.release(wm)
 	if len(rel) == 0 {
 		return nil, nil
+	}
+	for _, p := range rel {
+		o.maxTs = max(o.maxTs, p.ts)
 	}
 	o.ensureBuilders()
 	for _, b := range o.bld {
@@ -852,8 +862,16 @@ func (o *Operator) keepFrom(r *agg.Rows, f Frame, last, lo, hi int64) int64 {
 	if f.Unbounded {
 		keep = min(last, hi)
 	}
-	if L := o.cfg.AllowedLateness; L > 0 {
-		edge := o.wm - L // late rows have ts > edge
+	// Late rows (ts > wm - lateness) and lookups at times down to
+	// newest - retention need their whole frames.
+	edge := int64(math.MaxInt64)
+	if L := o.cfg.AllowedLateness; L > 0 && o.wm != End {
+		edge = o.wm - L
+	}
+	if R := o.cfg.Retention; R > 0 {
+		edge = min(edge, o.maxTs-R)
+	}
+	if edge != math.MaxInt64 {
 		p := sort.Search(r.Len(), func(k int) bool { return r.Ts[k] > edge })
 		var need int64
 		if f.Rows {
