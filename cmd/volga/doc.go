@@ -7,6 +7,9 @@
 // The commands are:
 //
 //	run      run one SQL pipeline over CSV, JSON-lines or Parquet files
+//	serve    ingest a file with one SQL pipeline and serve point-in-time lookups over HTTP
+//	backfill compute point-in-time training data: the features of each spine row as of its time
+//	check    check logged lookups against features recomputed offline
 //	help     show help for volga or for one command
 //	version  print the version of volga and of Go it was built with
 //
@@ -43,6 +46,34 @@
 // that arrive more than --max-out-of-order behind the newest event time are
 // late: they are not emitted, and a summary line counts them (--late-sink
 // writes them to a file, --allowed-lateness applies them anyway).
+//
+// # volga serve
+//
+//	volga serve --sql FILE --source NAME=PATH --listen ADDR [--mode batch|stream]
+//	            [--max-out-of-order DURATION] [--parallelism N] [--max-body BYTES]
+//
+// Ingests the bound file to its end, logs "volga: ingested N rows, serving
+// on ADDR" on standard error, then serves POST /v1/features and GET
+// /healthz (package request documents the JSON). SIGINT or SIGTERM shuts
+// the server down gracefully, letting requests in flight finish, with exit
+// status 0.
+//
+// # volga backfill
+//
+//	volga backfill --sql FILE --source NAME=PATH --spine PATH [--sink PATH] [--strict]
+//
+// For each row of the spine file (the query's key columns and time column,
+// plus labels), the features as of that row's time: one output row per
+// spine row, in spine order, the spine's columns first. --strict counts
+// only events strictly before the row's time.
+//
+// # volga check
+//
+//	volga check --sql FILE --source NAME=PATH --log PATH [--tolerance X]
+//
+// Recomputes logged lookups (responses of volga serve, one per line) with
+// a backfill and prints how many feature values match; exit status 1 when
+// any differs.
 //
 // # Exit status
 //

@@ -61,7 +61,7 @@ type command struct {
 // commands lists the subcommands in the order help shows them. (A function,
 // not a variable, because help refers to the list.)
 func commands() []*command {
-	return []*command{runCommand, helpCommand, versionCommand}
+	return []*command{runCommand, serveCommand, backfillCommand, checkCommand, helpCommand, versionCommand}
 }
 
 func lookup(name string) *command {
@@ -132,9 +132,16 @@ func runHelp(_ context.Context, e *env, args []string) int {
 			e.errorf("help: unknown command %q; commands: %s", args[0], commandNames())
 			return exitUsage
 		}
-		if c == runCommand {
+		switch c {
+		case runCommand:
 			printRunUsage(e.stdout)
-		} else {
+		case serveCommand:
+			printServeUsage(e.stdout)
+		case backfillCommand:
+			printBackfillUsage(e.stdout)
+		case checkCommand:
+			printCheckUsage(e.stdout)
+		default:
 			fmt.Fprintf(e.stdout, "usage: volga %s\n\n%s.\n", c.usage, upperFirst(c.summary))
 		}
 		return exitOK

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"strings"
+
+	"github.com/volga-go/volga"
+	"github.com/volga-go/volga/source"
+)
+
+const backfillSynopsis = "backfill --sql FILE --source NAME=PATH --spine PATH [--sink PATH] [--strict] [--parallelism N]"
+
+var backfillCommand = &command{
+	name:    "backfill",
+	summary: "compute point-in-time training data: the features of each spine row as of its time",
+	usage:   backfillSynopsis,
+	run:     backfillMain,
+}
+
+type backfillConfig struct {
+	sqlFile     string
+	sources     bindings
+	spine       string
+	sinkPath    string
+	format      string
+	strict      bool
+	parallelism int
+}
+
+func newBackfillFlags(cfg *backfillConfig) *flag.FlagSet {
+	fs := flag.NewFlagSet("backfill", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&cfg.sqlFile, "sql", "", "`FILE` holding the query (- reads standard input)")
+	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to the events: a .csv, .jsonl, .ndjson, .json or .parquet file")
+	fs.StringVar(&cfg.spine, "spine", "", "`PATH` of the spine: the key columns and the time column of the query, plus labels passed through")
+	fs.StringVar(&cfg.sinkPath, "sink", "-", "output `PATH`: .csv, .jsonl, .ndjson or .parquet; - is standard output")
+	fs.StringVar(&cfg.format, "format", "", "`csv|jsonl`: the format of standard output (default csv)")
+	fs.BoolVar(&cfg.strict, "strict", false, "count only events strictly before each spine row's time (ts < t), not those at it")
+	fs.IntVar(&cfg.parallelism, "parallelism", 1, "number of window tasks, rows hash-partitioned by key (`N` >= 1)")
+	return fs
+}
+
+func printBackfillUsage(w io.Writer) {
+	var cfg backfillConfig
+	printCommandUsage(w, backfillSynopsis,
+		"For every row of the spine, computes the query's windowed features as of that\nrow's time over the events: what a lookup at (key, time) would have returned\nonline had every event with ts <= time been ingested (--strict: ts < time).\nThe output has the spine's columns, then one column per feature, one row per\nspine row in spine order.",
+		newBackfillFlags(&cfg), "volga backfill --sql spend.sql --source tx=tx.csv --spine labels.csv --sink train.parquet")
+}
+
+func parseBackfillArgs(args []string) (*backfillConfig, error) {
+	cfg := &backfillConfig{}
+	fs := newBackfillFlags(cfg)
+	if err := parseFlags("backfill", fs, args); err != nil {
+		return nil, err
+	}
+	if err := required("backfill", "--sql FILE", cfg.sqlFile, "--source NAME=PATH for the query's table", cfg.sources.String(), "--spine PATH", cfg.spine); err != nil {
+		return nil, err
+	}
+	if cfg.parallelism < 1 {
+		return nil, usagef("backfill: --parallelism must be at least 1, got %d", cfg.parallelism)
+	}
+	if cfg.format != "" {
+		if cfg.sinkPath != "-" {
+			return nil, usagef("backfill: --format applies to standard output only; the extension of --sink %s chooses its format", cfg.sinkPath)
+		}
+		if f := strings.ToLower(cfg.format); f != "csv" && f != "jsonl" {
+			return nil, usagef("backfill: --format must be csv or jsonl, got %q", cfg.format)
+		}
+	}
+	if err := checkSinkPath(cfg.sinkPath); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func backfillMain(ctx context.Context, e *env, args []string) int {
+	cfg, err := parseBackfillArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		printBackfillUsage(e.stdout)
+		return exitOK
+	}
+	if err == nil {
+		err = backfill(ctx, e, cfg)
+	}
+	if err != nil {
+		return e.fail(ctx, err)
+	}
+	return exitOK
+}
+
+func backfill(ctx context.Context, e *env, cfg *backfillConfig) error {
+	q, err := loadQuery("backfill", cfg.sqlFile, cfg.sources, e.stdin)
+	if err != nil {
+		return err
+	}
+	dead := &deadLetters{e: e}
+	defer dead.summary()
+	events, err := source.Open(q.table.path, source.WithDeadLetter(dead.report))
+	if err != nil {
+		return err
+	}
+	defer events.Close()
+	spine, err := source.Open(cfg.spine, source.WithDeadLetter(dead.report))
+	if err != nil {
+		return err
+	}
+	defer spine.Close()
+	if err := q.compileCheck(events); err != nil {
+		return err
+	}
+	out, _, err := openSink(cfg.sinkPath, cfg.format, e.stdout, false)
+	if err != nil {
+		return err
+	}
+	// Backfill closes out.
+	return volga.Backfill(ctx, q.text, spine, out,
+		volga.WithSource(q.plan.Table, events),
+		volga.WithStrict(cfg.strict),
+		volga.WithParallelism(cfg.parallelism),
+		volga.WithDeadLetters(dead.report))
+}

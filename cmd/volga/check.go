@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/volga-go/volga"
+	"github.com/volga-go/volga/request"
+	"github.com/volga-go/volga/source"
+)
+
+const checkSynopsis = "check --sql FILE --source NAME=PATH --log PATH [--tolerance X] [--examples N]"
+
+var checkCommand = &command{
+	name:    "check",
+	summary: "check logged lookups against features recomputed offline (online/offline consistency)",
+	usage:   checkSynopsis,
+	run:     checkMain,
+}
+
+type checkConfig struct {
+	sqlFile   string
+	sources   bindings
+	log       string
+	tolerance float64
+	examples  int
+}
+
+func newCheckFlags(cfg *checkConfig) *flag.FlagSet {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&cfg.sqlFile, "sql", "", "`FILE` holding the query that served the lookups")
+	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to the events the lookups saw")
+	fs.StringVar(&cfg.log, "log", "", "`PATH` of the logged lookups: responses of volga serve, one JSON object per line (- reads standard input)")
+	fs.Float64Var(&cfg.tolerance, "tolerance", 1e-9, "largest relative difference between two numbers that still `X` matches")
+	fs.IntVar(&cfg.examples, "examples", 10, "how many differences to list (`N`)")
+	return fs
+}
+
+func printCheckUsage(w io.Writer) {
+	var cfg checkConfig
+	printCommandUsage(w, checkSynopsis,
+		"Recomputes every logged lookup offline (a backfill over a spine of the logged\nkeys and times) and compares the served feature values with the recomputed\nones. Prints a report; the exit status is 1 when any value differs or is\nmissing on one side.",
+		newCheckFlags(&cfg), "volga check --sql spend.sql --source tx=tx.csv --log lookups.jsonl")
+}
+
+func parseCheckArgs(args []string) (*checkConfig, error) {
+	cfg := &checkConfig{}
+	fs := newCheckFlags(cfg)
+	if err := parseFlags("check", fs, args); err != nil {
+		return nil, err
+	}
+	if err := required("check", "--sql FILE", cfg.sqlFile, "--source NAME=PATH for the query's table", cfg.sources.String(), "--log PATH", cfg.log); err != nil {
+		return nil, err
+	}
+	switch {
+	case cfg.tolerance < 0:
+		return nil, usagef("check: --tolerance must not be negative, got %g", cfg.tolerance)
+	case cfg.examples < 0:
+		return nil, usagef("check: --examples must not be negative, got %d", cfg.examples)
+	case cfg.log == "-" && cfg.sqlFile == "-":
+		return nil, usagef("check: --sql and --log cannot both read standard input")
+	}
+	return cfg, nil
+}
+
+func checkMain(ctx context.Context, e *env, args []string) int {
+	cfg, err := parseCheckArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		printCheckUsage(e.stdout)
+		return exitOK
+	}
+	var rep *request.Report
+	if err == nil {
+		rep, err = check(ctx, e, cfg)
+	}
+	if err != nil {
+		return e.fail(ctx, err)
+	}
+	fmt.Fprint(e.stdout, rep)
+	if !rep.OK() {
+		return exitFailure
+	}
+	return exitOK
+}
+
+func check(ctx context.Context, e *env, cfg *checkConfig) (*request.Report, error) {
+	q, err := loadQuery("check", cfg.sqlFile, cfg.sources, e.stdin)
+	if err != nil {
+		return nil, err
+	}
+	var served []request.Record
+	if cfg.log == "-" {
+		served, err = request.ReadLog(e.stdin)
+	} else {
+		f, ferr := os.Open(cfg.log)
+		if ferr != nil {
+			return nil, ferr
+		}
+		served, err = request.ReadLog(f)
+		f.Close()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.log, err)
+	}
+	dead := &deadLetters{e: e}
+	defer dead.summary()
+	events, err := source.Open(q.table.path, source.WithDeadLetter(dead.report))
+	if err != nil {
+		return nil, err
+	}
+	defer events.Close()
+	if err := q.compileCheck(events); err != nil {
+		return nil, err
+	}
+	recomputed, err := volga.Recompute(ctx, q.text, served, volga.WithSource(q.plan.Table, events), volga.WithDeadLetters(dead.report))
+	if err != nil {
+		return nil, err
+	}
+	tol := cfg.tolerance
+	if tol == 0 {
+		tol = 1e-300 // CheckOptions treats 0 as the default
+	}
+	return request.Check(served, recomputed, request.CheckOptions{RelTolerance: tol, MaxExamples: max(cfg.examples, 1)}), nil
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/volga-go/volga"
+	"github.com/volga-go/volga/request"
+	"github.com/volga-go/volga/source"
+)
+
+const serveSynopsis = "serve --sql FILE --source NAME=PATH --listen ADDR [--mode batch|stream] [--max-out-of-order DURATION] [--parallelism N] [--max-body BYTES]"
+
+var serveCommand = &command{
+	name:    "serve",
+	summary: "ingest a file with one SQL pipeline and serve point-in-time lookups over HTTP",
+	usage:   serveSynopsis,
+	run: func(ctx context.Context, e *env, args []string) int {
+		return serveMain(ctx, e, args, nil)
+	},
+}
+
+// shutdownTimeout bounds how long serve waits for requests in flight
+// after SIGINT or SIGTERM.
+const shutdownTimeout = 10 * time.Second
+
+type serveConfig struct {
+	sqlFile       string
+	sources       bindings
+	listen        string
+	mode          volga.Mode
+	maxOutOfOrder time.Duration
+	parallelism   int
+	maxBody       int64
+}
+
+func newServeFlags(cfg *serveConfig) *flag.FlagSet {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&cfg.sqlFile, "sql", "", "`FILE` holding the query (- reads standard input)")
+	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to a .csv, .jsonl, .ndjson, .json or .parquet file")
+	fs.StringVar(&cfg.listen, "listen", "localhost:8080", "`ADDR`ess to serve HTTP on, host:port (port 0 picks a free one)")
+	fs.Var(modeFlag{&cfg.mode}, "mode", "`batch|stream`: how the file is ingested; batch accepts any order, stream drops rows more than --max-out-of-order late (default batch)")
+	fs.Var(durationFlag{&cfg.maxOutOfOrder}, "max-out-of-order", "stream mode: how far behind the newest event time a row may arrive and still be on time (`DURATION`)")
+	fs.IntVar(&cfg.parallelism, "parallelism", 1, "number of window tasks, rows hash-partitioned by key (`N` >= 1)")
+	fs.Int64Var(&cfg.maxBody, "max-body", request.DefaultMaxBodyBytes, "largest request body accepted, in `BYTES`")
+	return fs
+}
+
+func printServeUsage(w io.Writer) {
+	var cfg serveConfig
+	printCommandUsage(w, serveSynopsis,
+		"Ingests the file bound to the query's table to its end, then serves the query's\nwindowed features as of any time over HTTP: POST /v1/features with\n{\"key\": {...}, \"at\": \"RFC 3339 time\"}, and GET /healthz. SIGINT or SIGTERM\nstops the server gracefully (exit status 0).",
+		newServeFlags(&cfg), "volga serve --sql spend.sql --source tx=tx.csv --listen :8080")
+}
+
+func parseServeArgs(args []string) (*serveConfig, error) {
+	cfg := &serveConfig{}
+	fs := newServeFlags(cfg)
+	if err := parseFlags("serve", fs, args); err != nil {
+		return nil, err
+	}
+	if err := required("serve", "--sql FILE", cfg.sqlFile, "--source NAME=PATH for the query's table", cfg.sources.String(), "--listen ADDR", cfg.listen); err != nil {
+		return nil, err
+	}
+	switch {
+	case cfg.parallelism < 1:
+		return nil, usagef("serve: --parallelism must be at least 1, got %d", cfg.parallelism)
+	case cfg.maxBody < 1:
+		return nil, usagef("serve: --max-body must be at least 1, got %d", cfg.maxBody)
+	case cfg.mode != volga.Streaming && cfg.maxOutOfOrder != 0:
+		return nil, usagef("serve: --max-out-of-order applies to --mode stream only")
+	}
+	return cfg, nil
+}
+
+// serveMain is volga serve. ready, when not nil, is called with the
+// listening address once the input is ingested and the server accepts
+// lookups (tests listen on port 0 and read the port back).
+func serveMain(ctx context.Context, e *env, args []string, ready func(addr string)) int {
+	cfg, err := parseServeArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		printServeUsage(e.stdout)
+		return exitOK
+	}
+	if err == nil {
+		err = serve(ctx, e, cfg, ready)
+	}
+	if err != nil {
+		return e.fail(ctx, err)
+	}
+	return exitOK
+}
+
+func serve(ctx context.Context, e *env, cfg *serveConfig, ready func(string)) error {
+	q, err := loadQuery("serve", cfg.sqlFile, cfg.sources, e.stdin)
+	if err != nil {
+		return err
+	}
+	dead := &deadLetters{e: e}
+	src, err := source.Open(q.table.path, source.WithDeadLetter(dead.report))
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	opts := []volga.Option{
+		volga.WithSource(q.plan.Table, src),
+		volga.WithMode(cfg.mode),
+		volga.WithParallelism(cfg.parallelism),
+		volga.WithDeadLetters(dead.report),
+	}
+	if cfg.mode == volga.Streaming {
+		opts = append(opts, volga.WithMaxOutOfOrder(cfg.maxOutOfOrder))
+	}
+	p, err := volga.FromPlan(q.plan, opts...)
+	if err != nil {
+		return queryError(q.name, err)
+	}
+	// Listen before ingesting, so that a bad or busy address fails fast.
+	ln, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer ln.Close()
+
+	if err := p.Run(ctx); err != nil {
+		return err
+	}
+	dead.summary()
+	st := p.Stats()
+	if st.LateDropped > 0 {
+		fmt.Fprintf(e.stderr, "volga: %d late row%s not ingested (more than --max-out-of-order %s behind the newest event time)\n",
+			st.LateDropped, plural(st.LateDropped), cfg.maxOutOfOrder)
+	}
+	addr := ln.Addr().String()
+	fmt.Fprintf(e.stderr, "volga: ingested %d rows, serving on %s\n", st.RowsIn, addr)
+
+	logger := slog.New(slog.NewTextHandler(e.stderr, nil))
+	srv := &http.Server{
+		Handler:           p.Handler(request.WithMaxBodyBytes(cfg.maxBody), request.WithLogger(logger)),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	if ready != nil {
+		ready(addr)
+	}
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("serve: shutting down: %w", err)
+	}
+	fmt.Fprintln(e.stderr, "volga: server stopped")
+	return nil
+}
