@@ -67,6 +67,24 @@ type GroupOperator struct {
 	starts  startHeap
 	wm      int64
 	stats   Stats
+	// Rows wait for the watermark before they enter window states, so
+	// that every state sees its rows in (event time, arrival) order.
+	pend   []groupPend
+	held   map[int32]*groupHeld
+	nextID int32
+}
+
+type groupPend struct {
+	ts, seq int64
+	key     int32
+	batch   int32
+	row     int32
+}
+
+// groupHeld is the argument columns of an input batch with pending rows.
+type groupHeld struct {
+	rows agg.Rows
+	left int
 }
 
 type groupKey struct {
@@ -120,7 +138,7 @@ func NewGroup(cfg GroupConfig, in *arrow.Schema) (*GroupOperator, error) {
 	}
 	return &GroupOperator{cfg: cfg, mem: mem, in: in, out: arrow.NewSchema(fields, nil),
 		keys: newKeyIndex(cfg.KeyCols), keyVals: keyVals, wins: map[groupKey]*groupWin{},
-		byStart: map[int64][]int32{}, wm: None}, nil
+		byStart: map[int64][]int32{}, wm: None, held: map[int32]*groupHeld{}}, nil
 }
 
 // OutSchema is the schema of emitted batches.
@@ -185,44 +203,26 @@ func (g *GroupOperator) Push(rec arrow.RecordBatch) (out []arrow.RecordBatch, la
 		rows.Cols[j] = col
 	}
 	var lateRows []int32
+	id := g.nextID
+	g.nextID++
+	hb := &groupHeld{rows: rows}
 	for i := 0; i < n; i++ {
 		t := ts[i]
-		isLate := t <= g.wm
-		if isLate && (g.cfg.AllowedLateness <= 0 || t <= g.wm-g.cfg.AllowedLateness) {
+		if t > g.wm {
+			g.pend = append(g.pend, groupPend{ts: t, seq: seq[i], key: ids[i], batch: id, row: int32(i)})
+			hb.left++
+			continue
+		}
+		// Late: applied at once to the windows not yet emitted when
+		// within the allowed lateness.
+		if g.cfg.AllowedLateness <= 0 || t <= g.wm-g.cfg.AllowedLateness || !g.add(&rows, ids[i], t, seq[i], i, true) {
 			lateRows = append(lateRows, int32(i))
 			continue
 		}
-		applied := false
-		g.windowsOf(t, func(start int64) {
-			if isLate && start+g.cfg.SizeMs-1 <= g.wm {
-				return // that window was emitted already
-			}
-			applied = true
-			k := groupKey{key: ids[i], start: start}
-			w := g.wins[k]
-			if w == nil {
-				w = &groupWin{states: make([]agg.State, len(g.cfg.Aggs)), minSeq: seq[i]}
-				for a, f := range g.cfg.Aggs {
-					w.states[a] = f.NewState()
-				}
-				g.wins[k] = w
-				if len(g.byStart[start]) == 0 {
-					heap.Push(&g.starts, start)
-				}
-				g.byStart[start] = append(g.byStart[start], ids[i])
-			}
-			w.minSeq = min(w.minSeq, seq[i])
-			for _, st := range w.states {
-				st.Add(&rows, int64(i))
-			}
-		})
-		switch {
-		case !isLate:
-		case applied:
-			g.stats.LateApplied++
-		default:
-			lateRows = append(lateRows, int32(i))
-		}
+		g.stats.LateApplied++
+	}
+	if hb.left > 0 {
+		g.held[id] = hb
 	}
 	if len(lateRows) > 0 {
 		g.stats.LateDropped += int64(len(lateRows))
@@ -233,14 +233,69 @@ func (g *GroupOperator) Push(rec arrow.RecordBatch) (out []arrow.RecordBatch, la
 	return nil, late, nil
 }
 
-// Advance moves the watermark to wm and emits every window that is now
-// complete (end-1 <= wm), ordered by window start, then by the arrival of
-// the window's first row.
+// add puts row i of rows (key id, time t, sequence seq) into every window
+// containing t (late: only those not emitted yet). It reports whether the
+// row went into any window.
+func (g *GroupOperator) add(rows *agg.Rows, id int32, t, seq int64, i int, late bool) bool {
+	applied := false
+	g.windowsOf(t, func(start int64) {
+		if late && start+g.cfg.SizeMs-1 <= g.wm {
+			return // that window was emitted already
+		}
+		applied = true
+		k := groupKey{key: id, start: start}
+		w := g.wins[k]
+		if w == nil {
+			w = &groupWin{states: make([]agg.State, len(g.cfg.Aggs)), minSeq: seq}
+			for a, f := range g.cfg.Aggs {
+				w.states[a] = f.NewState()
+			}
+			g.wins[k] = w
+			if len(g.byStart[start]) == 0 {
+				heap.Push(&g.starts, start)
+			}
+			g.byStart[start] = append(g.byStart[start], id)
+		}
+		w.minSeq = min(w.minSeq, seq)
+		for _, st := range w.states {
+			st.Add(rows, int64(i))
+		}
+	})
+	return applied
+}
+
+// Advance moves the watermark to wm: rows with event time <= wm enter
+// their windows in (event time, arrival) order, then every window now
+// complete (end-1 <= wm) is emitted, ordered by window start, then by the
+// arrival of the window's first row.
 func (g *GroupOperator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBatch, error) {
 	if wm <= g.wm {
 		return nil, nil
 	}
 	g.wm = wm
+	var rel []groupPend
+	keep := g.pend[:0]
+	for _, p := range g.pend {
+		if p.ts <= wm {
+			rel = append(rel, p)
+		} else {
+			keep = append(keep, p)
+		}
+	}
+	g.pend = keep
+	slices.SortFunc(rel, func(a, b groupPend) int {
+		if a.ts != b.ts {
+			return cmpInt(a.ts, b.ts)
+		}
+		return cmpInt(a.seq, b.seq)
+	})
+	for _, p := range rel {
+		hb := g.held[p.batch]
+		g.add(&hb.rows, p.key, p.ts, p.seq, int(p.row), false)
+		if hb.left--; hb.left == 0 {
+			delete(g.held, p.batch)
+		}
+	}
 	type fired struct {
 		start  int64
 		key    int32
