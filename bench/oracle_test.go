@@ -140,7 +140,12 @@ func (f *oracleFixture) run(t *testing.T, q oracleQuery) {
 func TestOracle(t *testing.T) {
 	f := newOracleFixture(t, *oracleSeed, oracleDataOptions{rows: *oracleRows, sorted: true})
 	for _, q := range oracleQueries() {
-		t.Run(q.name, func(t *testing.T) { f.run(t, q) })
+		t.Run(q.name, func(t *testing.T) {
+			// Queries share the read-only data and the DuckDB handle; running
+			// them in parallel overlaps the engine's pipeline hand-offs.
+			t.Parallel()
+			f.run(t, q)
+		})
 	}
 }
 

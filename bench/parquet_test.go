@@ -51,5 +51,5 @@ func TestDuckDBWrittenParquet(t *testing.T) {
 	if err != nil {
 		t.Fatalf("volga batch over %s: %v", path, err)
 	}
-	f.check(t, q, "volga batch over DuckDB-written Parquet vs DuckDB", f.duckdb(t, q), res)
+	f.checkBatch(t, q, "volga batch over DuckDB-written Parquet vs DuckDB", f.duckdb(t, q), res)
 }
