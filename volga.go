@@ -254,6 +254,10 @@ func (p *Pipeline) Lookup(ctx context.Context, key map[string]any, at time.Time,
 	return p.live.Lookup(ctx, key, at, row)
 }
 
+// CanLookup reports why the pipeline cannot serve lookups (no sliding
+// windows, or an UNBOUNDED PRECEDING frame); nil when it can.
+func (p *Pipeline) CanLookup() error { return p.compiled.CanLookup() }
+
 // KeyColumns are the columns a Lookup key must give: the union of the
 // query's PARTITION BY columns.
 func (p *Pipeline) KeyColumns() []string { return p.compiled.LookupKeys() }

@@ -89,6 +89,23 @@ func (l *Live) KeyColumns() []string {
 	return l.c.LookupKeys()
 }
 
+// CanLookup reports why the pipeline cannot serve lookups: ErrNoLookup
+// without sliding windows, window.ErrUnboundedLookup with an UNBOUNDED
+// PRECEDING frame; nil when it can.
+func (c *Compiled) CanLookup() error {
+	if len(c.stages) == 0 || c.stages[0].group != nil {
+		return ErrNoLookup
+	}
+	for _, st := range c.stages {
+		for _, w := range st.cfg.Windows {
+			if w.Frame.Unbounded {
+				return window.ErrUnboundedLookup
+			}
+		}
+	}
+	return nil
+}
+
 // LookupKeys returns the key columns of a lookup (see Live.KeyColumns).
 func (c *Compiled) LookupKeys() []string {
 	var out []string

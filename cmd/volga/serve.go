@@ -16,7 +16,7 @@ import (
 	"github.com/volga-go/volga/source"
 )
 
-const serveSynopsis = "serve --sql FILE --source NAME=PATH --listen ADDR [--mode batch|stream] [--max-out-of-order DURATION] [--parallelism N] [--max-body BYTES]"
+const serveSynopsis = "serve --sql FILE --source NAME=PATH --listen ADDR [--mode batch|stream] [--max-out-of-order DURATION] [--parallelism N] [--lookup-retention DURATION] [--max-body BYTES]"
 
 var serveCommand = &command{
 	name:    "serve",
@@ -39,6 +39,7 @@ type serveConfig struct {
 	maxOutOfOrder time.Duration
 	parallelism   int
 	maxBody       int64
+	retention     time.Duration
 }
 
 func newServeFlags(cfg *serveConfig) *flag.FlagSet {
@@ -51,6 +52,7 @@ func newServeFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.Var(durationFlag{&cfg.maxOutOfOrder}, "max-out-of-order", "stream mode: how far behind the newest event time a row may arrive and still be on time (`DURATION`)")
 	fs.IntVar(&cfg.parallelism, "parallelism", 1, "number of window tasks, rows hash-partitioned by key (`N` >= 1)")
 	fs.Int64Var(&cfg.maxBody, "max-body", request.DefaultMaxBodyBytes, "largest request body accepted, in `BYTES`")
+	fs.Var(durationFlag{&cfg.retention}, "lookup-retention", "answer lookups at times down to `DURATION` before the newest event (default: each key's newest event on); memory grows with it")
 	return fs
 }
 
@@ -115,6 +117,7 @@ func serve(ctx context.Context, e *env, cfg *serveConfig, ready func(string)) er
 		volga.WithMode(cfg.mode),
 		volga.WithParallelism(cfg.parallelism),
 		volga.WithDeadLetters(dead.report),
+		volga.WithLookupRetention(cfg.retention),
 	}
 	if cfg.mode == volga.Streaming {
 		opts = append(opts, volga.WithMaxOutOfOrder(cfg.maxOutOfOrder))
@@ -122,6 +125,9 @@ func serve(ctx context.Context, e *env, cfg *serveConfig, ready func(string)) er
 	p, err := volga.FromPlan(q.plan, opts...)
 	if err != nil {
 		return queryError(q.name, err)
+	}
+	if err := p.CanLookup(); err != nil {
+		return fmt.Errorf("%s: %w", q.name, err)
 	}
 	// Listen before ingesting, so that a bad or busy address fails fast.
 	ln, err := net.Listen("tcp", cfg.listen)
