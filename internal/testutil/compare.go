@@ -2,7 +2,9 @@ package testutil
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,10 +23,40 @@ const (
 
 // Equal reports whether got equals want: floats within RelTol relative
 // (AbsTol absolute), NaN equal to NaN, integers of any width by value,
-// times by instant, everything else by ==.
+// times by instant, lists ([]any), maps ([]sink.MapEntry) and structs
+// (map[string]any) element by element, everything else by ==. A want of
+// type Exact must be matched bit for bit, one of type Within within its
+// bound.
 func Equal(got, want any) bool {
 	if got == nil || want == nil {
 		return got == nil && want == nil
+	}
+	switch w := want.(type) {
+	case Exact:
+		g, ok := got.(float64)
+		return ok && (g == w.V || math.IsNaN(g) && math.IsNaN(w.V))
+	case Within:
+		g, ok := got.(float64)
+		return ok && math.Abs(g-w.V) <= w.Tol
+	case []any:
+		g, ok := got.([]any)
+		return ok && slices.EqualFunc(g, w, Equal)
+	case []sink.MapEntry:
+		g, ok := got.([]sink.MapEntry)
+		return ok && slices.EqualFunc(g, w, func(a, b sink.MapEntry) bool {
+			return Equal(a.Key, b.Key) && Equal(a.Value, b.Value)
+		})
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok || len(g) != len(w) {
+			return false
+		}
+		for k, wv := range w {
+			if gv, ok := g[k]; !ok || !Equal(gv, wv) {
+				return false
+			}
+		}
+		return true
 	}
 	if g, ok := got.(float64); ok {
 		w, ok := want.(float64)
@@ -95,8 +127,13 @@ func show1(v any) string {
 	if v == nil {
 		return "NULL"
 	}
-	if s, ok := v.(string); ok {
-		return fmt.Sprintf("%q", s)
+	switch v := v.(type) {
+	case string:
+		return fmt.Sprintf("%q", v)
+	case Exact, Within:
+		return fmt.Sprint(v)
+	case []any, []sink.MapEntry, map[string]any:
+		return render(v)
 	}
 	return fmt.Sprintf("%v (%T)", v, v)
 }
@@ -124,4 +161,35 @@ func Label(t *Table, index []int, cols ...string) func(int) string {
 		}
 		return strings.Join(parts, " ")
 	}
+}
+
+// render shows a list, map or struct value compactly: [a b], {k:v ...},
+// NULL for nil, strings quoted.
+func render(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "NULL"
+	case string:
+		return fmt.Sprintf("%q", v)
+	case []any:
+		parts := make([]string, len(v))
+		for i, e := range v {
+			parts[i] = render(e)
+		}
+		return "[" + strings.Join(parts, " ") + "]"
+	case []sink.MapEntry:
+		parts := make([]string, len(v))
+		for i, e := range v {
+			parts[i] = render(e.Key) + ":" + render(e.Value)
+		}
+		return "{" + strings.Join(parts, " ") + "}"
+	case map[string]any:
+		keys := slices.Sorted(maps.Keys(v))
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = k + ":" + render(v[k])
+		}
+		return "(" + strings.Join(parts, " ") + ")"
+	}
+	return fmt.Sprint(v)
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -64,44 +65,81 @@ var Frames = []Frame{
 	{Rows: true, Preceding: 2, ExcludeCurrent: true},
 }
 
-// Agg is an aggregate call: a function of SPEC section 4's standard table
-// over a column (Arg "" is the * of count(*)).
+// Agg is an aggregate call: a function of SPEC section 4 over a column
+// (Arg "" is the * of count(*) and count_where(*, c)), with the extra
+// arguments of the ML-oriented functions.
 type Agg struct {
 	Func string
 	Arg  string
+	// Cond is the boolean condition column of the _where and _cate_where
+	// functions.
+	Cond string
+	// Cate is the category column of the _cate and _cate_where functions.
+	Cate string
+	// Param is the constant last argument: k (int64) of top and
+	// topn_frequency, alpha (float64) of ew_avg, q (float64) of
+	// approx_percentile; nil for none.
+	Param any
 }
 
-// SQL renders the call, e.g. "sum(amount)".
-func (a Agg) SQL() string {
+// args lists the call's argument texts in SQL order: (x, c, g, param).
+func (a Agg) args() []string {
 	arg := a.Arg
 	if arg == "" {
 		arg = "*"
 	}
-	return a.Func + "(" + arg + ")"
+	out := []string{arg}
+	if a.Cond != "" {
+		out = append(out, a.Cond)
+	}
+	if a.Cate != "" {
+		out = append(out, a.Cate)
+	}
+	if a.Param != nil {
+		out = append(out, paramText(a.Param))
+	}
+	return out
 }
 
-// Name is a column name for the call, e.g. "sum_amount".
-func (a Agg) Name() string {
-	arg := a.Arg
-	if arg == "" {
-		arg = "all"
+func paramText(v any) string {
+	if f, ok := v.(float64); ok {
+		s := strconv.FormatFloat(f, 'f', -1, 64)
+		if !strings.Contains(s, ".") {
+			s += ".0"
+		}
+		return s
 	}
-	return a.Func + "_" + arg
+	return fmt.Sprint(v)
+}
+
+// SQL renders the call, e.g. "sum(amount)" or "sum_cate_where(price, flag,
+// category)".
+func (a Agg) SQL() string { return a.Func + "(" + strings.Join(a.args(), ", ") + ")" }
+
+// Name is a column name for the call, e.g. "sum_amount" or
+// "top_amount_3".
+func (a Agg) Name() string {
+	parts := a.args()
+	if parts[0] == "*" {
+		parts[0] = "all"
+	}
+	n := a.Func + "_" + strings.Join(parts, "_")
+	return strings.NewReplacer(".", "p", "-", "m").Replace(n)
 }
 
 // StandardAggs covers every standard aggregate over the int, float and
 // string columns of EventSchema.
 var StandardAggs = []Agg{
-	{"count", ""}, {"count", "amount"}, {"count", "category"},
-	{"sum", "amount"}, {"sum", "price"},
-	{"avg", "amount"}, {"avg", "price"},
-	{"min", "amount"}, {"max", "amount"}, {"min", "price"}, {"max", "price"},
-	{"min", "category"}, {"max", "category"},
-	{"var_samp", "amount"}, {"var_pop", "price"}, {"stddev_samp", "price"}, {"stddev_pop", "amount"},
-	{"var_samp", "price"}, {"stddev_samp", "amount"},
-	{"first_value", "amount"}, {"last_value", "amount"},
-	{"first_value", "category"}, {"last_value", "price"},
-	{"count_distinct", "category"}, {"count_distinct", "amount"}, {"count_distinct", "price"},
+	{Func: "count"}, {Func: "count", Arg: "amount"}, {Func: "count", Arg: "category"},
+	{Func: "sum", Arg: "amount"}, {Func: "sum", Arg: "price"},
+	{Func: "avg", Arg: "amount"}, {Func: "avg", Arg: "price"},
+	{Func: "min", Arg: "amount"}, {Func: "max", Arg: "amount"}, {Func: "min", Arg: "price"}, {Func: "max", Arg: "price"},
+	{Func: "min", Arg: "category"}, {Func: "max", Arg: "category"},
+	{Func: "var_samp", Arg: "amount"}, {Func: "var_pop", Arg: "price"}, {Func: "stddev_samp", Arg: "price"}, {Func: "stddev_pop", Arg: "amount"},
+	{Func: "var_samp", Arg: "price"}, {Func: "stddev_samp", Arg: "amount"},
+	{Func: "first_value", Arg: "amount"}, {Func: "last_value", Arg: "amount"},
+	{Func: "first_value", Arg: "category"}, {Func: "last_value", Arg: "price"},
+	{Func: "count_distinct", Arg: "category"}, {Func: "count_distinct", Arg: "amount"}, {Func: "count_distinct", Arg: "price"},
 }
 
 // Window is a keyed sliding window.
@@ -225,8 +263,12 @@ func evalFrame(t *Table, w Window, part []int, p int, aggs []Agg) []any {
 }
 
 // Aggregate computes a over the listed rows of t (in frame order) by
-// definition. Results are int64, float64, string or nil (NULL).
+// definition. Results are int64, float64, string or nil (NULL) for the
+// standard aggregates; see mlAggregate for the ML-oriented ones.
 func Aggregate(t *Table, a Agg, rows []int) any {
+	if v, ok := mlAggregate(t, a, rows); ok {
+		return v
+	}
 	if a.Func == "count" && a.Arg == "" {
 		return int64(len(rows))
 	}

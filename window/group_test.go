@@ -1,0 +1,304 @@
+package window_test
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/volga-go/volga/internal/testutil"
+	"github.com/volga-go/volga/watermark"
+	"github.com/volga-go/volga/window"
+)
+
+// groupTestAggs are the aggregates of the GROUP BY operator tests:
+// standard and ML ones whose result does not depend on the order of the
+// window's rows (the order-sensitive ones are fed in arrival order; see
+// TestBugGroupByOrderSensitiveAggregates in package pipeline).
+var groupTestAggs = []testutil.Agg{
+	{Func: "count"}, {Func: "count", Arg: "price"}, {Func: "sum", Arg: "amount"}, {Func: "sum", Arg: "price"},
+	{Func: "avg", Arg: "amount"}, {Func: "min", Arg: "price"}, {Func: "max", Arg: "category"},
+	{Func: "var_pop", Arg: "price"}, {Func: "stddev_samp", Arg: "amount"}, {Func: "count_distinct", Arg: "tag"},
+	{Func: "top", Arg: "price", Param: int64(2)},
+	{Func: "topn_frequency", Arg: "tag", Param: int64(3)},
+	{Func: "top1_ratio", Arg: "category"},
+	{Func: "sum_where", Arg: "price", Cond: "flag"},
+	{Func: "min_where", Arg: "amount", Cond: "flag"},
+	{Func: "count_cate", Arg: "price", Cate: "merchant"},
+	{Func: "avg_cate", Arg: "amount", Cate: "category"},
+	{Func: "max_cate_where", Arg: "category", Cond: "flag", Cate: "tag"},
+	{Func: "approx_percentile", Arg: "score", Param: 0.3},
+	{Func: "approx_count_distinct", Arg: "price"},
+}
+
+// groupOp drives a window.GroupOperator over the ML event schema.
+type groupOp struct {
+	t    *testing.T
+	seed uint64
+	op   *window.GroupOperator
+	nk   int
+}
+
+func newGroupOp(t *testing.T, seed uint64, w testutil.GroupWindow, aggs []testutil.Agg) *groupOp {
+	t.Helper()
+	cfg := window.GroupConfig{TsCol: mlTsCol, SeqCol: mlSeqCol, SizeMs: w.Size, SlideMs: w.Slide}
+	for _, k := range w.Keys {
+		cfg.KeyCols = append(cfg.KeyCols, mlSchema.FieldIndices(k)[0])
+	}
+	for _, c := range mlArgCols {
+		cfg.ArgCols = append(cfg.ArgCols, mlSchema.FieldIndices(c)[0])
+	}
+	for _, a := range aggs {
+		cfg.Aggs = append(cfg.Aggs, bindML(t, a))
+		cfg.ResultNames = append(cfg.ResultNames, a.Name())
+	}
+	op, err := window.NewGroup(cfg, mlSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(op.Close)
+	return &groupOp{t: t, seed: seed, op: op, nk: len(w.Keys)}
+}
+
+// push feeds rows [lo, hi) of tab (arrival sequence = row index) and
+// returns the ids of the late rows.
+func (g *groupOp) push(tab *testutil.Table, lo, hi int) []int64 {
+	g.t.Helper()
+	vals := make([][]any, 0, hi-lo)
+	for i := lo; i < hi; i++ {
+		vals = append(vals, append(slices.Clone(tab.Rows[i]), int64(i)))
+	}
+	rec := testutil.BuildRecord(nil, mlSchema, vals)
+	defer rec.Release()
+	outs, late, err := g.op.Push(rec)
+	if err != nil {
+		g.t.Fatalf("seed %d: Push: %v", g.seed, err)
+	}
+	if len(outs) > 0 {
+		g.t.Fatalf("seed %d: Push emitted %d batches; windows are emitted by Advance", g.seed, len(outs))
+	}
+	if late == nil {
+		return nil
+	}
+	defer late.Release()
+	return mlIDs(testutil.Rows(late))
+}
+
+// advance returns the emitted rows without the engine's two leading
+// ordering columns: keys..., window_start, window_end, aggregates...
+func (g *groupOp) advance(wm int64) [][]any {
+	g.t.Helper()
+	outs, err := g.op.Advance(context.Background(), wm)
+	if err != nil {
+		g.t.Fatalf("seed %d: Advance(%d): %v", g.seed, wm, err)
+	}
+	rows := testutil.Rows(outs...)
+	for _, r := range outs {
+		r.Release()
+	}
+	for i, r := range rows {
+		rows[i] = r[window.GroupSeqCol+1:]
+	}
+	return rows
+}
+
+// sortGroups orders GROUP BY rows by window start, then keys.
+func sortGroups(rows [][]any, nk int) [][]any {
+	out := slices.Clone(rows)
+	slices.SortStableFunc(out, func(a, b []any) int {
+		if c := cmp.Compare(a[nk].(int64), b[nk].(int64)); c != 0 {
+			return c
+		}
+		return strings.Compare(fmt.Sprint(a[:nk]), fmt.Sprint(b[:nk]))
+	})
+	return out
+}
+
+func groupLabel(rows [][]any, nk int) func(int) string {
+	return func(i int) string {
+		if i >= len(rows) {
+			return "?"
+		}
+		return fmt.Sprintf("keys=%v window=[%v, %v)", rows[i][:nk], rows[i][nk], rows[i][nk+1])
+	}
+}
+
+func refValues(rows []testutil.GroupRow) [][]any {
+	out := make([][]any, len(rows))
+	for i, r := range rows {
+		out[i] = r.Values
+	}
+	return out
+}
+
+var groupTestWindows = []testutil.GroupWindow{
+	{Keys: []string{"user_id"}, Time: "ts", Size: 1000, Slide: 1000},
+	{Keys: []string{"merchant"}, Time: "ts", Size: 3000, Slide: 3000},
+	{Keys: []string{"user_id", "merchant"}, Time: "ts", Size: 2000, Slide: 500},
+	{Keys: []string{"merchant"}, Time: "ts", Size: 1750, Slide: 1000},
+}
+
+// TestGroupOperatorMatchesReference: in batch (every row pushed, then the
+// End watermark) the operator emits exactly the brute-force GROUP BY rows
+// in order (window start, then first arrival), NULL keys being a group of
+// their own; streaming with shuffled arrival and random watermark advances
+// emits each window once, as soon as the watermark reaches end-1 and not
+// before, with the same values.
+func TestGroupOperatorMatchesReference(t *testing.T) {
+	const bound = 2000
+	for _, seed := range testutil.Seeds(3) {
+		for _, w := range groupTestWindows {
+			t.Run(fmt.Sprintf("seed=%d/keys=%v/size=%d/slide=%d", seed, w.Keys, w.Size, w.Slide), func(t *testing.T) {
+				t.Parallel()
+				rng := testutil.Rand(seed)
+				events := testutil.MLEvents(rng, testutil.DefaultEvents(testutil.Scale(400)))
+				tab := events.Subset(testutil.Shuffle(rng, events, "ts", w.Keys, bound))
+				ref := testutil.GroupBy(tab, w, groupTestAggs)
+				want := refValues(ref)
+				cols := append(slices.Clone(w.Keys), "window_start", "window_end")
+				for _, a := range groupTestAggs {
+					cols = append(cols, a.SQL())
+				}
+				nk := len(w.Keys)
+
+				batch := newGroupOp(t, seed, w, groupTestAggs)
+				for lo := 0; lo < len(tab.Rows); {
+					hi := min(len(tab.Rows), lo+1+rng.IntN(50))
+					batch.push(tab, lo, hi)
+					lo = hi
+				}
+				got := batch.advance(watermark.End)
+				if d := testutil.Diff(cols, got, want, groupLabel(want, nk)); d != "" {
+					t.Errorf("seed %d (VOLGA_SEED=%d to replay), batch vs reference:\n%s", seed, seed, d)
+				}
+
+				stream := newGroupOp(t, seed, w, groupTestAggs)
+				var out [][]any
+				emitted := map[string]bool{}
+				maxTs, wm := watermark.None, watermark.None
+				for lo := 0; lo < len(tab.Rows); {
+					hi := min(len(tab.Rows), lo+1+rng.IntN(20))
+					if late := stream.push(tab, lo, hi); late != nil {
+						t.Fatalf("seed %d: rows within the bound were late: %v", seed, late)
+					}
+					for i := lo; i < hi; i++ {
+						maxTs = max(maxTs, tab.Value(i, "ts").(int64))
+					}
+					lo = hi
+					if rng.IntN(3) == 0 || maxTs-bound <= wm {
+						continue
+					}
+					wm = maxTs - bound
+					rows := stream.advance(wm)
+					// Exactly the windows of the reference ending by wm+1
+					// that were not emitted before.
+					var due []string
+					for _, r := range ref {
+						if id := fmt.Sprint(r.Values[:nk+1]); r.Start+w.Size-1 <= wm && !emitted[id] {
+							due = append(due, id)
+						}
+					}
+					var ids []string
+					for _, r := range rows {
+						ids = append(ids, fmt.Sprint(r[:nk+1]))
+					}
+					slices.Sort(due)
+					slices.Sort(ids)
+					if !slices.Equal(ids, due) {
+						t.Fatalf("seed %d: Advance(%d) emitted windows %v, want %v", seed, wm, ids, due)
+					}
+					for _, id := range ids {
+						emitted[id] = true
+					}
+					out = append(out, rows...)
+				}
+				out = append(out, stream.advance(watermark.End)...)
+				ws := sortGroups(want, nk)
+				if d := testutil.Diff(cols, sortGroups(out, nk), ws, groupLabel(ws, nk)); d != "" {
+					t.Errorf("seed %d (VOLGA_SEED=%d to replay), streaming vs reference (as sets):\n%s", seed, seed, d)
+				}
+			})
+		}
+	}
+}
+
+// TestGroupOperatorLateRows: rows at or behind the watermark are returned
+// as late, counted, and left out of every window, including the windows
+// of a hop still open.
+func TestGroupOperatorLateRows(t *testing.T) {
+	const bound = 500
+	w := testutil.GroupWindow{Keys: []string{"user_id"}, Time: "ts", Size: 2000, Slide: 500}
+	for _, seed := range testutil.Seeds(3) {
+		rng := testutil.Rand(seed)
+		events := testutil.MLEvents(rng, testutil.DefaultEvents(testutil.Scale(400)))
+		order := testutil.Shuffle(rng, events, "ts", w.Keys, bound)
+		for k := 0; k < len(order)/10; k++ {
+			p := rng.IntN(len(order))
+			q := min(len(order)-1, p+3+rng.IntN(15))
+			row := order[p]
+			order = slices.Insert(slices.Delete(order, p, p+1), q, row)
+		}
+		tab := events.Subset(order)
+		g := newGroupOp(t, seed, w, groupTestAggs)
+		var accepted []int
+		var wantLate, gotLate []int64
+		var out [][]any
+		maxTs, wm := watermark.None, watermark.None
+		for lo := 0; lo < len(tab.Rows); {
+			hi := min(len(tab.Rows), lo+1+rng.IntN(6))
+			for i := lo; i < hi; i++ {
+				if tab.Value(i, "ts").(int64) <= wm {
+					wantLate = append(wantLate, tab.Value(i, "id").(int64))
+				} else {
+					accepted = append(accepted, i)
+				}
+				maxTs = max(maxTs, tab.Value(i, "ts").(int64))
+			}
+			gotLate = append(gotLate, g.push(tab, lo, hi)...)
+			lo = hi
+			if maxTs-bound > wm {
+				wm = maxTs - bound
+				out = append(out, g.advance(wm)...)
+			}
+		}
+		out = append(out, g.advance(watermark.End)...)
+		if len(wantLate) == 0 {
+			t.Fatalf("seed %d: no late rows in the test data", seed)
+		}
+		slices.Sort(wantLate)
+		slices.Sort(gotLate)
+		if !slices.Equal(gotLate, wantLate) {
+			t.Fatalf("seed %d: late rows %v, want %v", seed, gotLate, wantLate)
+		}
+		if dropped, applied := g.op.Late(); dropped != int64(len(wantLate)) || applied != 0 {
+			t.Errorf("seed %d: Late() = %d dropped, %d applied; want %d, 0", seed, dropped, applied, len(wantLate))
+		}
+		cols := append(slices.Clone(w.Keys), "window_start", "window_end")
+		for _, a := range groupTestAggs {
+			cols = append(cols, a.SQL())
+		}
+		want := sortGroups(refValues(testutil.GroupBy(tab.Subset(accepted), w, groupTestAggs)), 1)
+		if d := testutil.Diff(cols, sortGroups(out, 1), want, groupLabel(want, 1)); d != "" {
+			t.Errorf("seed %d: windows vs reference over the accepted rows:\n%s", seed, d)
+		}
+	}
+}
+
+// TestGroupOperatorNegativeTimes: windows stay aligned to the epoch for
+// event times before it.
+func TestGroupOperatorNegativeTimes(t *testing.T) {
+	w := testutil.GroupWindow{Keys: []string{"user_id"}, Time: "ts", Size: 1000, Slide: 400}
+	cfg := testutil.DefaultEvents(60)
+	cfg.Start = -12_345
+	tab := testutil.MLEvents(testutil.Rand(1), cfg)
+	aggs := []testutil.Agg{{Func: "count"}, {Func: "sum", Arg: "amount"}}
+	g := newGroupOp(t, 1, w, aggs)
+	g.push(tab, 0, len(tab.Rows))
+	got := g.advance(watermark.End)
+	want := refValues(testutil.GroupBy(tab, w, aggs))
+	if d := testutil.Diff([]string{"user_id", "window_start", "window_end", "count", "sum"}, got, want, groupLabel(want, 1)); d != "" {
+		t.Error(d)
+	}
+}
