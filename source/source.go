@@ -26,6 +26,28 @@ type Seeker interface {
 	Seek(pos []byte) error
 }
 
+// Partitioned is implemented by sources whose input is split into
+// partitions that each make their own event-time progress, such as the
+// partitions of a Kafka topic. Every batch such a source's Read returns
+// holds rows of one partition only.
+//
+// The engine keeps one watermark per partition (a watermark.Bounded fed
+// with the event times of that partition's batches) and combines them by
+// minimum with a watermark.Combiner of Partitions() inputs, so that rows
+// of a partition that lags behind the others are not late merely because
+// another partition is ahead. A partition that delivers nothing for longer
+// than the idle timeout (watermark.WithIdleTimeout) stops holding the
+// combined watermark back, so a quiet partition, or one read by another
+// member of a consumer group, does not stall the pipeline.
+type Partitioned interface {
+	// Partitions returns the number of partitions. It does not change
+	// while the source is open.
+	Partitions() int
+	// PartitionOf returns the partition, in [0, Partitions()), of a batch
+	// returned by Read or of a slice of one, or -1 for any other batch.
+	PartitionOf(rec arrow.RecordBatch) int
+}
+
 // DeadLetter is an input record the source could not decode. It is handed
 // to the dead-letter handler and counted; the source carries on.
 type DeadLetter struct {

@@ -1,0 +1,22 @@
+// Package kafka writes pipeline output to a Kafka topic, one JSON object
+// per row, with github.com/segmentio/kafka-go.
+//
+// Values keep their real JSON types (sink.AppendJSON): numbers, strings,
+// booleans, null, arrays for lists, objects for structs and maps, RFC 3339
+// strings for timestamps. Messages are keyed by SinkConfig.KeyColumns —
+// the PARTITION BY key — so that all rows of a key land in one partition,
+// in order; kafka-go batches them into produce requests (BatchSize,
+// BatchTimeout).
+//
+// # Delivery
+//
+// The sink is at least once. Write returns once the brokers acknowledged
+// every message, but kafka-go has no transactions, so after a recovery the
+// rows written since the last completed checkpoint are written again. To
+// let consumers drop those duplicates every message carries the headers
+// volga-epoch (the checkpoint epoch of the row) and volga-seq (its
+// sequence number within the epoch), plus volga-id (SinkConfig.IDColumns)
+// when a stable row identity is configured. The sink implements
+// sink.Committer only to learn epoch boundaries: PrepareCommit starts the
+// next epoch and Commit does nothing.
+package kafka

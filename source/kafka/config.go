@@ -1,0 +1,167 @@
+package kafka
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/volga-go/volga/source"
+)
+
+// Where a partition without a position starts (Config.StartOffset).
+const (
+	// FirstOffset starts at the oldest message retained in the partition.
+	FirstOffset = kafkago.FirstOffset
+	// LastOffset starts after the newest message: only messages produced
+	// later are read.
+	LastOffset = kafkago.LastOffset
+)
+
+// Defaults of the Config fields left zero.
+const (
+	DefaultBatchSize  = 4096
+	DefaultMaxWait    = 100 * time.Millisecond
+	DefaultSampleSize = 1000
+	DefaultTimeColumn = "event_time"
+	// DefaultSampleTimeout bounds reading the sample for schema inference.
+	DefaultSampleTimeout = 10 * time.Second
+)
+
+// Config configures a Source. Brokers and Topic are required.
+type Config struct {
+	// Brokers are the bootstrap addresses (host:port).
+	Brokers []string
+	// Topic is the topic to read.
+	Topic string
+
+	// GroupID, when set, reads through this consumer group: the group
+	// assigns partitions to the members (processes) that share the ID,
+	// a partition starts at the group's committed offset, and Commit
+	// stores offsets in the group. Without it every partition is read
+	// directly, starting at StartOffset or at the offsets given to Seek.
+	GroupID string
+
+	// StartOffset is where a partition starts when there is no position
+	// for it (no Seek, no committed group offset): FirstOffset (the
+	// default) or LastOffset.
+	StartOffset int64
+
+	// Schema is the schema of the JSON values: keys are matched to fields
+	// by name, a missing key is NULL, other keys are ignored. Supported
+	// field types: signed and unsigned integers, float32/float64, bool,
+	// string, large_string, timestamp (any unit; RFC 3339 strings or
+	// integers in the column's unit) and date32 (2006-01-02). When nil the
+	// schema is inferred from a sample (see SampleSize).
+	Schema *arrow.Schema
+	// SampleSize is how many messages are read to infer the schema
+	// (default 1000): the newest messages present when NewSource runs,
+	// shared out over the partitions. Inference follows the JSON-lines
+	// source: integers are int64, other numbers float64 (both mixed:
+	// float64), true/false bool, RFC 3339 strings timestamp[ms, UTC], and
+	// everything else (other strings, objects and arrays kept as their
+	// JSON text, other mixes, fields seen only as null) string. Columns
+	// come in the order the keys were first seen.
+	SampleSize int
+	// SampleTimeout bounds reading the sample (default 10s).
+	SampleTimeout time.Duration
+
+	// TimeField names the JSON field holding event time; it must be a
+	// timestamp (RFC 3339 strings) or int64 (epoch milliseconds) field. A
+	// message where it is missing or null is a dead letter. When empty,
+	// event time is the message timestamp, put in a timestamp[ms, UTC]
+	// column named TimeColumn appended to the JSON fields.
+	TimeField string
+	// TimeColumn names the message-timestamp column when TimeField is
+	// empty (default "event_time").
+	TimeColumn string
+
+	// BatchSize is the most rows in a batch (default 4096).
+	BatchSize int
+	// MaxWait is how long a partition's rows may wait for more before
+	// Read returns them in a smaller batch (default 100ms), so that a
+	// quiet topic still makes progress.
+	MaxWait time.Duration
+
+	// StopAtEnd makes the source bounded: each partition is read up to
+	// the high-water mark it had when NewSource ran, then Read returns
+	// io.EOF. With a consumer group, io.EOF comes once every partition
+	// assigned to this member has reached its mark.
+	StopAtEnd bool
+
+	// DeadLetter receives the messages that cannot be decoded (not a JSON
+	// object, a value of the wrong type for its field, no event time).
+	// They are counted (DeadLetters) whether or not it is set.
+	DeadLetter source.DeadLetterFunc
+	// DeadLetterTopic, when set, also receives a copy of each such message
+	// (same key and value, the original headers, plus headers
+	// volga-dead-letter-reason, -topic, -partition and -offset).
+	DeadLetterTopic string
+
+	// Dialer configures connections (TLS, SASL, client ID, timeouts);
+	// nil uses kafka-go's default dialer.
+	Dialer *kafkago.Dialer
+	// Allocator allocates the Arrow batches (default memory.DefaultAllocator).
+	Allocator memory.Allocator
+	// Logger receives client errors that the source retries (a failed
+	// group join, a broken connection); nil discards them.
+	Logger *slog.Logger
+}
+
+func (c *Config) defaults() error {
+	if len(c.Brokers) == 0 {
+		return errors.New("source/kafka: Config.Brokers is empty")
+	}
+	if c.Topic == "" {
+		return errors.New("source/kafka: Config.Topic is empty")
+	}
+	switch c.StartOffset {
+	case 0:
+		c.StartOffset = FirstOffset
+	case FirstOffset, LastOffset:
+	default:
+		return errors.New("source/kafka: Config.StartOffset must be FirstOffset or LastOffset")
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.MaxWait <= 0 {
+		c.MaxWait = DefaultMaxWait
+	}
+	if c.SampleSize <= 0 {
+		c.SampleSize = DefaultSampleSize
+	}
+	if c.SampleTimeout <= 0 {
+		c.SampleTimeout = DefaultSampleTimeout
+	}
+	if c.TimeColumn == "" {
+		c.TimeColumn = DefaultTimeColumn
+	}
+	if c.Allocator == nil {
+		c.Allocator = memory.DefaultAllocator
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.DeadLetterTopic == c.Topic {
+		return errors.New("source/kafka: Config.DeadLetterTopic must differ from Config.Topic")
+	}
+	return nil
+}
+
+// transport returns a kafka-go transport matching the dialer.
+func (c *Config) transport() *kafkago.Transport {
+	t := &kafkago.Transport{}
+	if d := c.Dialer; d != nil {
+		t.TLS = d.TLS
+		t.SASL = d.SASLMechanism
+		t.ClientID = d.ClientID
+		if d.Timeout > 0 {
+			t.DialTimeout = d.Timeout
+		}
+	}
+	return t
+}

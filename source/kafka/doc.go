@@ -1,0 +1,53 @@
+// Package kafka reads a Kafka topic of JSON messages as Arrow record
+// batches: a source.Source for streaming pipelines, built on
+// github.com/segmentio/kafka-go.
+//
+// # Reading
+//
+// NewSource reads every partition of Config.Topic. Without a GroupID each
+// partition is read directly from Config.StartOffset (or from a position
+// given to Seek); with a GroupID the consumer group assigns partitions to
+// the processes sharing it (Kafka Streams-style scale-out) and a partition
+// starts at the group's committed offset.
+//
+// Each message value is one JSON object. The schema is Config.Schema or is
+// inferred from a sample of the newest messages with the rules of the
+// JSON-lines source (integers int64, other numbers float64, true/false
+// bool, RFC 3339 strings timestamp[ms], everything else string). Event
+// time comes from the JSON field Config.TimeField or, when that is empty,
+// from the message timestamp, in a timestamp[ms] column named
+// Config.TimeColumn (default "event_time").
+//
+// Read returns batches of at most Config.BatchSize rows, flushed after
+// Config.MaxWait so that a quiet topic still makes progress. The source is
+// unbounded: Read never returns io.EOF, unless Config.StopAtEnd makes it
+// stop at the high-water marks the partitions had at the start (tests,
+// backfills, bounded replays).
+//
+// # Partitions and watermarks
+//
+// Every batch holds rows of one partition: the source implements
+// source.Partitioned, and PartitionOf tells a batch's partition (also
+// recorded in its schema metadata under MetadataPartition). The engine
+// keeps one watermark per partition and combines them by minimum, idle
+// partitions aside (watermark.Combiner), so that a partition behind the
+// others does not make their rows late.
+//
+// # Positions, checkpoints and commits
+//
+// The source implements source.Seeker: Position encodes the next offset
+// to read of each partition — exactly the messages Read has returned so
+// far, never those merely fetched — and Seek restores it, so a checkpoint
+// replays precisely. With a consumer group, Commit stores a position's
+// offsets in the group once the checkpoint holding it is complete; a
+// restarted or new member then resumes there.
+//
+// # Dead letters
+//
+// A message that does not decode (invalid JSON, not an object, a value of
+// the wrong type for its field, no event time) does not stop the source:
+// it is counted (DeadLetters), handed to Config.DeadLetter as a
+// source.DeadLetter with Source "topic/partition", the message offset and
+// the reason, optionally copied to Config.DeadLetterTopic, and reading
+// goes on.
+package kafka

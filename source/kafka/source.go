@@ -1,0 +1,821 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/volga-go/volga/source"
+)
+
+// MetadataPartition is the schema metadata key under which each batch
+// records its partition (see PartitionOf). Schema() has no metadata.
+const MetadataPartition = "volga.kafka.partition"
+
+// ErrClosed is returned by Read, Seek and Commit after Close.
+var ErrClosed = errors.New("source/kafka: closed")
+
+// ErrNoGroup is returned by Commit on a source without Config.GroupID.
+var ErrNoGroup = errors.New("source/kafka: Commit needs a consumer group (Config.GroupID)")
+
+// Source reads JSON messages of a Kafka topic as Arrow record batches. It
+// implements source.Source, source.Seeker and source.Partitioned.
+//
+// Read, Seek, Position, PartitionOf and Close are meant to be called from
+// one goroutine (the engine's reader); Commit, Partitions, Schema and
+// DeadLetters may be called from any goroutine.
+type Source struct {
+	cfg     Config
+	dec     *decoder
+	bld     *array.RecordBuilder
+	schemas []*arrow.Schema // per partition: the schema with MetadataPartition
+	nparts  int
+	hwm     []int64 // per partition, with StopAtEnd: the end to read to
+
+	transport *kafkago.Transport
+	client    *kafkago.Client
+	dlq       *kafkago.Writer
+
+	ctx    context.Context // the source's lifetime
+	cancel context.CancelFunc
+	events chan event
+
+	// Reader-side state, owned by the goroutine calling Read.
+	parts    map[int]*part   // partitions being read
+	next     map[int]int64   // next offset to read: the position
+	assigned bool            // direct mode, or a group generation is on
+	fatal    error           // a fetch error that ends reading
+	closed   bool
+
+	// Group state, shared with the group goroutine and Commit.
+	group   *kafkago.ConsumerGroup
+	groupWG sync.WaitGroup
+	mu      sync.Mutex
+	gen     *kafkago.Generation
+	genSet  chan struct{} // closed and replaced when gen is set
+
+	dead atomic.Int64
+}
+
+// part is one partition being read.
+type part struct {
+	id    int
+	buf   []kafkago.Message // fetched, not yet returned by Read
+	since time.Time         // when buf[0] arrived
+	done  bool              // StopAtEnd: nothing more will come
+	f     *fetcher
+}
+
+// event is what the fetchers and the group goroutine tell Read.
+type event struct {
+	f      *fetcher
+	msg    kafkago.Message
+	err    error
+	end    bool        // f reached the end (StopAtEnd)
+	assign *assignment // a new group generation
+	revoke bool        // the group generation ended
+}
+
+type assignment struct {
+	generation int32
+	offsets    map[int]int64 // partition -> committed offset or FirstOffset/LastOffset
+}
+
+// NewSource connects to the brokers, reads the topic's metadata (and,
+// without Config.Schema, a sample of its messages to infer the schema),
+// and returns a source ready to Read. In group mode it joins the group in
+// the background. The source must be closed.
+func NewSource(cfg Config) (*Source, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	s := &Source{
+		cfg:       cfg,
+		transport: cfg.transport(),
+		events:    make(chan event, 1024),
+		parts:     map[int]*part{},
+		next:      map[int]int64{},
+		genSet:    make(chan struct{}),
+	}
+	s.client = &kafkago.Client{Addr: kafkago.TCP(cfg.Brokers...), Transport: s.transport}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if err := s.init(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Source) init() error {
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.SampleTimeout)
+	defer cancel()
+	meta, err := s.client.Metadata(ctx, &kafkago.MetadataRequest{Topics: []string{s.cfg.Topic}})
+	if err != nil {
+		return fmt.Errorf("source/kafka: topic %q: metadata: %w", s.cfg.Topic, err)
+	}
+	if len(meta.Topics) != 1 || meta.Topics[0].Error != nil || len(meta.Topics[0].Partitions) == 0 {
+		var terr error = errors.New("not found")
+		if len(meta.Topics) == 1 && meta.Topics[0].Error != nil {
+			terr = meta.Topics[0].Error
+		}
+		return fmt.Errorf("source/kafka: topic %q: %w", s.cfg.Topic, terr)
+	}
+	for _, p := range meta.Topics[0].Partitions {
+		s.nparts = max(s.nparts, p.ID+1)
+	}
+	first, last, err := s.offsets(ctx)
+	if err != nil {
+		return err
+	}
+	if s.cfg.StopAtEnd {
+		s.hwm = last
+	}
+
+	schema := s.cfg.Schema
+	if schema == nil {
+		sample, err := s.sample(ctx, first, last)
+		if err != nil {
+			return err
+		}
+		if len(sample) == 0 {
+			return fmt.Errorf("source/kafka: topic %q: no messages to infer a schema from; set Config.Schema", s.cfg.Topic)
+		}
+		schema = inferSchema(sample)
+	}
+	timeCol := s.cfg.TimeColumn
+	if s.cfg.TimeField != "" {
+		timeCol = ""
+	}
+	if s.dec, err = newDecoder(schema, s.cfg.TimeField, timeCol); err != nil {
+		return fmt.Errorf("source/kafka: topic %q: %w", s.cfg.Topic, err)
+	}
+	s.bld = array.NewRecordBuilder(s.cfg.Allocator, s.dec.schema)
+	s.dec.bind(s.bld)
+	s.schemas = make([]*arrow.Schema, s.nparts)
+	for p := range s.schemas {
+		md := arrow.NewMetadata([]string{MetadataPartition}, []string{strconv.Itoa(p)})
+		s.schemas[p] = arrow.NewSchema(s.dec.schema.Fields(), &md)
+	}
+
+	if s.cfg.DeadLetterTopic != "" {
+		s.dlq = &kafkago.Writer{
+			Addr:         kafkago.TCP(s.cfg.Brokers...),
+			Topic:        s.cfg.DeadLetterTopic,
+			Balancer:     &kafkago.Murmur2Balancer{},
+			RequiredAcks: kafkago.RequireAll,
+			BatchTimeout: time.Millisecond,
+			Transport:    s.transport,
+		}
+	}
+
+	if s.cfg.GroupID == "" {
+		start := first
+		if s.cfg.StartOffset == LastOffset {
+			start = last
+		}
+		for p := range s.nparts {
+			s.next[p] = start[p]
+		}
+		s.assigned = true
+		s.startAll()
+		return nil
+	}
+	s.group, err = kafkago.NewConsumerGroup(kafkago.ConsumerGroupConfig{
+		ID:          s.cfg.GroupID,
+		Brokers:     s.cfg.Brokers,
+		Dialer:      s.cfg.Dialer,
+		Topics:      []string{s.cfg.Topic},
+		StartOffset: s.cfg.StartOffset,
+		ErrorLogger: s.logger("consumer group"),
+	})
+	if err != nil {
+		return fmt.Errorf("source/kafka: group %q: %w", s.cfg.GroupID, err)
+	}
+	s.groupWG.Add(1)
+	go s.runGroup()
+	return nil
+}
+
+func (s *Source) logger(what string) kafkago.Logger {
+	return kafkago.LoggerFunc(func(msg string, args ...any) {
+		s.cfg.Logger.Warn(fmt.Sprintf(msg, args...), "topic", s.cfg.Topic, "client", what)
+	})
+}
+
+// offsets returns the first and the high-water offset of every partition.
+func (s *Source) offsets(ctx context.Context) (first, last []int64, err error) {
+	reqs := make([]kafkago.OffsetRequest, 0, 2*s.nparts)
+	for p := range s.nparts {
+		reqs = append(reqs, kafkago.FirstOffsetOf(p), kafkago.LastOffsetOf(p))
+	}
+	res, err := s.client.ListOffsets(ctx, &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{s.cfg.Topic: reqs}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("source/kafka: topic %q: list offsets: %w", s.cfg.Topic, err)
+	}
+	first, last = make([]int64, s.nparts), make([]int64, s.nparts)
+	seen := 0
+	for _, po := range res.Topics[s.cfg.Topic] {
+		if po.Error != nil {
+			return nil, nil, fmt.Errorf("source/kafka: topic %q partition %d: list offsets: %w", s.cfg.Topic, po.Partition, po.Error)
+		}
+		if po.Partition >= 0 && po.Partition < s.nparts {
+			first[po.Partition], last[po.Partition] = po.FirstOffset, po.LastOffset
+			seen++
+		}
+	}
+	if seen != s.nparts {
+		return nil, nil, fmt.Errorf("source/kafka: topic %q: offsets of %d of %d partitions listed", s.cfg.Topic, seen, s.nparts)
+	}
+	return first, last, nil
+}
+
+// sample reads the newest messages of every partition, up to SampleSize in
+// all, for schema inference.
+func (s *Source) sample(ctx context.Context, first, last []int64) ([][]byte, error) {
+	per := int64((s.cfg.SampleSize + s.nparts - 1) / s.nparts)
+	out := make([][][]byte, s.nparts)
+	errs := make([]error, s.nparts)
+	var wg sync.WaitGroup
+	for p := range s.nparts {
+		from := max(first[p], last[p]-per)
+		if from >= last[p] {
+			continue
+		}
+		wg.Go(func() {
+			r := kafkago.NewReader(s.readerConfig(p))
+			defer r.Close()
+			if err := r.SetOffset(from); err != nil {
+				errs[p] = err
+				return
+			}
+			for {
+				m, err := r.FetchMessage(ctx)
+				if err != nil {
+					errs[p] = err
+					return
+				}
+				if m.Offset >= last[p] {
+					return
+				}
+				out[p] = append(out[p], m.Value)
+				if m.Offset+1 >= last[p] {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var values [][]byte
+	for p := range s.nparts {
+		if errs[p] != nil {
+			return nil, fmt.Errorf("source/kafka: topic %q partition %d: reading the schema sample: %w", s.cfg.Topic, p, errs[p])
+		}
+		values = append(values, out[p]...)
+	}
+	return values, nil
+}
+
+func (s *Source) readerConfig(p int) kafkago.ReaderConfig {
+	return kafkago.ReaderConfig{
+		Brokers:               s.cfg.Brokers,
+		Topic:                 s.cfg.Topic,
+		Partition:             p,
+		Dialer:                s.cfg.Dialer,
+		MinBytes:              1,
+		MaxBytes:              10 << 20,
+		MaxWait:               250 * time.Millisecond,
+		ReadBackoffMin:        50 * time.Millisecond,
+		ReadBackoffMax:        time.Second,
+		OffsetOutOfRangeError: true,
+		ErrorLogger:           s.logger("partition reader"),
+	}
+}
+
+// fetcher reads one partition into the events channel from a goroutine.
+type fetcher struct {
+	part   int
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startFetcher starts reading partition p at offset from; with end >= 0
+// it stops after the message before end.
+func (s *Source) startFetcher(p int, from, end int64) *fetcher {
+	ctx, cancel := context.WithCancel(s.ctx)
+	f := &fetcher{part: p, cancel: cancel, done: make(chan struct{})}
+	send := func(ev event) bool {
+		ev.f = f
+		select {
+		case s.events <- ev:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	go func() {
+		defer close(f.done)
+		if end >= 0 && from >= end {
+			send(event{end: true})
+			return
+		}
+		r := kafkago.NewReader(s.readerConfig(p))
+		defer r.Close()
+		if err := r.SetOffset(from); err != nil {
+			send(event{err: err})
+			return
+		}
+		for {
+			m, err := r.FetchMessage(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					send(event{err: err})
+				}
+				return
+			}
+			if end >= 0 && m.Offset >= end {
+				send(event{end: true})
+				return
+			}
+			if !send(event{msg: m}) {
+				return
+			}
+			if end >= 0 && m.Offset+1 >= end {
+				send(event{end: true})
+				return
+			}
+		}
+	}()
+	return f
+}
+
+func (f *fetcher) stop() {
+	f.cancel()
+	<-f.done
+}
+
+// startPart (re)starts reading partition p at s.next[p], or at the
+// sentinel offset from when the position is not known.
+func (s *Source) startPart(p int, from int64) {
+	if old := s.parts[p]; old != nil && old.f != nil {
+		old.f.stop()
+	}
+	if n, ok := s.next[p]; ok {
+		from = n
+	}
+	end := int64(-1)
+	if s.hwm != nil {
+		end = s.hwm[p]
+		if from == LastOffset {
+			from = end
+		}
+	}
+	s.parts[p] = &part{id: p, f: s.startFetcher(p, from, end)}
+}
+
+func (s *Source) startAll() {
+	for p := range s.nparts {
+		s.startPart(p, s.cfg.StartOffset)
+	}
+}
+
+func (s *Source) stopAll() {
+	for p, pt := range s.parts {
+		if pt.f != nil {
+			pt.f.stop()
+		}
+		delete(s.parts, p)
+	}
+}
+
+// runGroup follows the group's generations, telling Read about each.
+func (s *Source) runGroup() {
+	defer s.groupWG.Done()
+	for {
+		gen, err := s.group.Next(s.ctx)
+		if err != nil {
+			if s.ctx.Err() != nil || errors.Is(err, kafkago.ErrGroupClosed) {
+				return
+			}
+			s.cfg.Logger.Warn("source/kafka: joining the consumer group failed; retrying", "topic", s.cfg.Topic, "group", s.cfg.GroupID, "err", err)
+			continue
+		}
+		a := &assignment{generation: gen.ID, offsets: map[int]int64{}}
+		for _, pa := range gen.Assignments[s.cfg.Topic] {
+			a.offsets[pa.ID] = pa.Offset
+		}
+		s.mu.Lock()
+		s.gen = gen
+		close(s.genSet)
+		s.genSet = make(chan struct{})
+		s.mu.Unlock()
+		ended := make(chan struct{})
+		gen.Start(func(ctx context.Context) {
+			<-ctx.Done()
+			close(ended)
+		})
+		select {
+		case s.events <- event{assign: a}:
+		case <-s.ctx.Done():
+			return
+		}
+		select {
+		case <-ended:
+		case <-s.ctx.Done():
+			return
+		}
+		s.mu.Lock()
+		s.gen = nil
+		s.mu.Unlock()
+		select {
+		case s.events <- event{revoke: true}:
+		case <-s.ctx.Done():
+			return
+		}
+	}
+}
+
+// Schema returns the schema of the batches: the JSON fields, plus the
+// message-timestamp column when Config.TimeField is empty.
+func (s *Source) Schema() *arrow.Schema { return s.dec.schema }
+
+// TimeColumn returns the name of the event-time column.
+func (s *Source) TimeColumn() string { return s.dec.cols[s.dec.timeCol].name }
+
+// Partitions returns the number of partitions of the topic. Partition IDs
+// are 0 to Partitions()-1.
+func (s *Source) Partitions() int { return s.nparts }
+
+// PartitionOf returns the partition of a batch returned by Read (or of a
+// slice of one), read from its schema metadata (MetadataPartition), or -1
+// for a batch that did not come from a Kafka source.
+func (s *Source) PartitionOf(rec arrow.RecordBatch) int {
+	if rec == nil {
+		return -1
+	}
+	md := rec.Schema().Metadata()
+	i := md.FindKey(MetadataPartition)
+	if i < 0 {
+		return -1
+	}
+	p, err := strconv.Atoi(md.Values()[i])
+	if err != nil || p < 0 || p >= s.nparts {
+		return -1
+	}
+	return p
+}
+
+// DeadLetters returns how many messages could not be decoded so far.
+func (s *Source) DeadLetters() int64 { return s.dead.Load() }
+
+// Read returns the next batch: rows of one partition, in offset order, at
+// most Config.BatchSize of them, returned once the batch is full or its
+// first row has waited Config.MaxWait. It blocks until there is one, ctx
+// is done (ctx.Err()), or — with Config.StopAtEnd — every partition is
+// read to its end (io.EOF). The caller releases the batch.
+func (s *Source) Read(ctx context.Context) (rec arrow.RecordBatch, err error) {
+	if s.closed {
+		return nil, ErrClosed
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			rec, err = nil, fmt.Errorf("source/kafka: topic %q: internal error: %v", s.cfg.Topic, r)
+		}
+	}()
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if s.fatal != nil {
+			return nil, s.fatal
+		}
+		now := time.Now()
+		if pt, wait := s.ready(now); pt != nil {
+			rec, err := s.flush(ctx, pt)
+			if err != nil || rec != nil {
+				return rec, err
+			}
+			continue
+		} else if s.cfg.StopAtEnd && s.finished() {
+			return nil, io.EOF
+		} else if wait > 0 {
+			if timer == nil {
+				timer = time.NewTimer(wait)
+			} else {
+				timer.Reset(wait)
+			}
+		}
+		var tick <-chan time.Time
+		if timer != nil {
+			tick = timer.C
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case ev := <-s.events:
+			s.handle(ev)
+			// Take what else is waiting, so batches fill up.
+		drain:
+			for range s.cfg.BatchSize {
+				select {
+				case ev := <-s.events:
+					s.handle(ev)
+				default:
+					break drain
+				}
+			}
+		case <-tick:
+			timer = nil
+		}
+	}
+}
+
+// ready returns the partition whose batch is due (full, waited MaxWait, or
+// at its end), the one waiting longest first; otherwise how long until
+// the next one is due (0: none buffered).
+func (s *Source) ready(now time.Time) (*part, time.Duration) {
+	var (
+		best *part
+		wait time.Duration
+	)
+	for _, pt := range s.parts {
+		if len(pt.buf) == 0 {
+			continue
+		}
+		due := len(pt.buf) >= s.cfg.BatchSize || pt.done
+		left := s.cfg.MaxWait - now.Sub(pt.since)
+		if due || left <= 0 {
+			if best == nil || pt.since.Before(best.since) {
+				best = pt
+			}
+			continue
+		}
+		if wait == 0 || left < wait {
+			wait = left
+		}
+	}
+	return best, wait
+}
+
+// finished reports whether every partition read is at its end.
+func (s *Source) finished() bool {
+	if !s.assigned {
+		return false
+	}
+	for _, pt := range s.parts {
+		if !pt.done || len(pt.buf) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Source) handle(ev event) {
+	switch {
+	case ev.assign != nil:
+		s.stopAll()
+		for p := range s.next {
+			if _, ok := ev.assign.offsets[p]; !ok {
+				delete(s.next, p)
+			}
+		}
+		for _, p := range slices.Sorted(maps.Keys(ev.assign.offsets)) {
+			if p < 0 || p >= s.nparts {
+				continue
+			}
+			off := ev.assign.offsets[p]
+			if off >= 0 {
+				if _, ok := s.next[p]; !ok {
+					s.next[p] = off
+				}
+			}
+			s.startPart(p, off)
+		}
+		s.assigned = true
+		return
+	case ev.revoke:
+		s.stopAll()
+		s.assigned = false
+		return
+	}
+	pt := s.parts[ev.f.part]
+	if pt == nil || pt.f != ev.f {
+		return // from a fetcher stopped since
+	}
+	switch {
+	case ev.err != nil:
+		s.fatal = fmt.Errorf("source/kafka: topic %q partition %d: %w", s.cfg.Topic, pt.id, ev.err)
+	case ev.end:
+		pt.done = true
+	default:
+		if len(pt.buf) == 0 {
+			pt.since = time.Now()
+		}
+		pt.buf = append(pt.buf, ev.msg)
+	}
+}
+
+// flush decodes up to BatchSize buffered messages of pt into a batch. It
+// returns nil, nil when every one of them was a dead letter.
+func (s *Source) flush(ctx context.Context, pt *part) (arrow.RecordBatch, error) {
+	msgs := pt.buf[:min(len(pt.buf), s.cfg.BatchSize)]
+	var dead []source.DeadLetter
+	var deadMsgs []kafkago.Message
+	rows := 0
+	for _, m := range msgs {
+		if err := s.dec.decode(m.Value, m.Time); err != nil {
+			dead = append(dead, source.DeadLetter{
+				Source: s.cfg.Topic + "/" + strconv.Itoa(pt.id),
+				Offset: m.Offset,
+				Raw:    m.Value,
+				Reason: err.Error(),
+			})
+			deadMsgs = append(deadMsgs, m)
+			continue
+		}
+		rows++
+	}
+	built := s.bld.NewRecordBatch()
+	if len(deadMsgs) > 0 && s.dlq != nil {
+		if err := s.writeDeadLetters(ctx, deadMsgs, dead); err != nil {
+			built.Release()
+			return nil, err // nothing consumed: the next Read tries again
+		}
+	}
+	for _, d := range dead {
+		s.dead.Add(1)
+		if s.cfg.DeadLetter != nil {
+			s.cfg.DeadLetter(d)
+		}
+	}
+	s.next[pt.id] = msgs[len(msgs)-1].Offset + 1
+	clear(pt.buf[:len(msgs)])
+	pt.buf = pt.buf[len(msgs):]
+	if len(pt.buf) > 0 {
+		pt.since = time.Now()
+	} else {
+		pt.buf = nil
+	}
+	if rows == 0 {
+		built.Release()
+		return nil, nil
+	}
+	defer built.Release()
+	return array.NewRecordBatch(s.schemas[pt.id], built.Columns(), int64(rows)), nil
+}
+
+func (s *Source) writeDeadLetters(ctx context.Context, msgs []kafkago.Message, dead []source.DeadLetter) error {
+	out := make([]kafkago.Message, len(msgs))
+	for i, m := range msgs {
+		h := slices.Clone(m.Headers)
+		h = append(h,
+			kafkago.Header{Key: "volga-dead-letter-reason", Value: []byte(dead[i].Reason)},
+			kafkago.Header{Key: "volga-dead-letter-topic", Value: []byte(s.cfg.Topic)},
+			kafkago.Header{Key: "volga-dead-letter-partition", Value: strconv.AppendInt(nil, int64(m.Partition), 10)},
+			kafkago.Header{Key: "volga-dead-letter-offset", Value: strconv.AppendInt(nil, m.Offset, 10)},
+		)
+		out[i] = kafkago.Message{Key: m.Key, Value: m.Value, Headers: h, Time: m.Time}
+	}
+	if err := s.dlq.WriteMessages(ctx, out...); err != nil {
+		return fmt.Errorf("source/kafka: writing %d dead letters to topic %q: %w", len(out), s.cfg.DeadLetterTopic, err)
+	}
+	return nil
+}
+
+// Position returns the next offset to read of every partition being read
+// (all partitions in direct mode; in group mode those assigned to this
+// member whose position is known), encoded for a checkpoint. Offsets of
+// messages fetched but not yet returned by Read are not included: the
+// position is exactly what Read has delivered.
+func (s *Source) Position() ([]byte, error) {
+	if s.closed {
+		return nil, ErrClosed
+	}
+	return encodePosition(s.cfg.Topic, s.next), nil
+}
+
+// Seek restores a position returned by Position: the next Read returns
+// the messages that followed it. Partitions missing from pos keep theirs.
+// Messages fetched but not yet returned are dropped. In group mode the
+// offsets apply to the partitions this member is (or will be) assigned;
+// other members are not affected.
+func (s *Source) Seek(pos []byte) error {
+	if s.closed {
+		return ErrClosed
+	}
+	next, err := decodePosition(s.cfg.Topic, pos)
+	if err != nil {
+		return err
+	}
+	for p, off := range next {
+		if p >= s.nparts {
+			return fmt.Errorf("%w: partition %d, topic %q has %d", errPosition, p, s.cfg.Topic, s.nparts)
+		}
+		s.next[p] = off
+	}
+	s.fatal = nil
+	for p := range next {
+		if s.parts[p] != nil {
+			s.startPart(p, s.cfg.StartOffset) // at s.next[p]
+		}
+	}
+	return nil
+}
+
+// Commit stores the offsets of pos (a Position) in the consumer group, so
+// that a member that takes a partition over (or this one after a restart)
+// resumes there. Only partitions currently assigned to this member are
+// committed. The engine calls it when the checkpoint holding pos is
+// complete. If no generation is active (during a rebalance), Commit waits
+// for one until ctx is done. It is safe to call concurrently with Read.
+func (s *Source) Commit(ctx context.Context, pos []byte) error {
+	if s.cfg.GroupID == "" {
+		return ErrNoGroup
+	}
+	next, err := decodePosition(s.cfg.Topic, pos)
+	if err != nil {
+		return err
+	}
+	for {
+		s.mu.Lock()
+		gen, wait := s.gen, s.genSet
+		s.mu.Unlock()
+		if s.ctx.Err() != nil {
+			return ErrClosed
+		}
+		if gen == nil {
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return fmt.Errorf("source/kafka: group %q: commit: no active generation: %w", s.cfg.GroupID, ctx.Err())
+			case <-s.ctx.Done():
+				return ErrClosed
+			}
+		}
+		offsets := map[int]int64{}
+		for _, pa := range gen.Assignments[s.cfg.Topic] {
+			if o, ok := next[pa.ID]; ok {
+				offsets[pa.ID] = o
+			}
+		}
+		if len(offsets) == 0 {
+			return nil
+		}
+		if err := gen.CommitOffsets(map[string]map[int]int64{s.cfg.Topic: offsets}); err != nil {
+			return fmt.Errorf("source/kafka: group %q: commit: %w", s.cfg.GroupID, err)
+		}
+		return nil
+	}
+}
+
+// Close stops reading, leaves the group and waits for every goroutine the
+// source started. Closing twice is a no-op.
+func (s *Source) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.cancel()
+	var err error
+	if s.group != nil {
+		err = s.group.Close()
+		s.groupWG.Wait()
+	}
+	s.stopAll()
+	if s.dlq != nil {
+		if e := s.dlq.Close(); e != nil && err == nil {
+			err = e
+		}
+	}
+	if s.bld != nil {
+		s.bld.Release()
+	}
+	s.transport.CloseIdleConnections()
+	if err != nil {
+		return fmt.Errorf("source/kafka: close: %w", err)
+	}
+	return nil
+}
+
+var (
+	_ source.Source      = (*Source)(nil)
+	_ source.Seeker      = (*Source)(nil)
+	_ source.Partitioned = (*Source)(nil)
+)
