@@ -45,6 +45,13 @@ type Config struct {
 	// directly, starting at StartOffset or at the offsets given to Seek.
 	GroupID string
 
+	// HeartbeatInterval and SessionTimeout tune group membership
+	// (defaults 3s and 30s, kafka-go's): a member learns of a rebalance at
+	// its next heartbeat, and one that stops heartbeating for the session
+	// timeout loses its partitions.
+	HeartbeatInterval time.Duration
+	SessionTimeout    time.Duration
+
 	// StartOffset is where a partition starts when there is no position
 	// for it (no Seek, no committed group offset): FirstOffset (the
 	// default) or LastOffset.
@@ -66,7 +73,8 @@ type Config struct {
 	// JSON text, other mixes, fields seen only as null) string. Columns
 	// come in the order the keys were first seen.
 	SampleSize int
-	// SampleTimeout bounds reading the sample (default 10s).
+	// SampleTimeout bounds reading the sample (default 10s); the schema is
+	// inferred from what arrived by then.
 	SampleTimeout time.Duration
 
 	// TimeField names the JSON field holding event time; it must be a
@@ -89,7 +97,10 @@ type Config struct {
 	// StopAtEnd makes the source bounded: each partition is read up to
 	// the high-water mark it had when NewSource ran, then Read returns
 	// io.EOF. With a consumer group, io.EOF comes once every partition
-	// assigned to this member has reached its mark.
+	// assigned to this member has reached its mark. (On a topic written
+	// by transactional producers the last offsets before a mark can be
+	// commit markers, which never arrive as messages: StopAtEnd then
+	// waits for a message past them.)
 	StopAtEnd bool
 
 	// DeadLetter receives the messages that cannot be decoded (not a JSON

@@ -117,15 +117,25 @@ func readRows(t *testing.T, src *kafka.Source, n int) []row {
 
 func batchRows(t *testing.T, src *kafka.Source, rec arrow.RecordBatch) []row {
 	t.Helper()
+	rows, err := checkBatch(src, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// checkBatch decodes a batch, checking that it is not empty, has the
+// source's schema and holds rows of the one partition PartitionOf reports.
+func checkBatch(src *kafka.Source, rec arrow.RecordBatch) ([]row, error) {
 	if rec.NumRows() == 0 {
-		t.Fatal("Read returned an empty batch")
+		return nil, errors.New("Read returned an empty batch")
 	}
 	p := src.PartitionOf(rec)
 	if p < 0 || p >= src.Partitions() {
-		t.Fatalf("PartitionOf = %d", p)
+		return nil, fmt.Errorf("PartitionOf = %d", p)
 	}
 	if !rec.Schema().Equal(src.Schema()) {
-		t.Fatalf("batch schema %v, source schema %v", rec.Schema(), src.Schema())
+		return nil, fmt.Errorf("batch schema %v, source schema %v", rec.Schema(), src.Schema())
 	}
 	var out []row
 	for _, r := range sink.Rows(rec) {
@@ -134,11 +144,11 @@ func batchRows(t *testing.T, src *kafka.Source, rec arrow.RecordBatch) []row {
 			vals[f.Name] = r[i]
 		}
 		if id, ok := vals["id"].(int64); ok && int(id)%src.Partitions() != p {
-			t.Fatalf("row id %d in a batch of partition %d", id, p)
+			return nil, fmt.Errorf("row id %d in a batch of partition %d", id, p)
 		}
 		out = append(out, row{part: p, vals: vals})
 	}
-	return out
+	return out, nil
 }
 
 // ids returns the id column of rows.

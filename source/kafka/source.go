@@ -42,6 +42,7 @@ type Source struct {
 	schemas []*arrow.Schema // per partition: the schema with MetadataPartition
 	nparts  int
 	hwm     []int64 // per partition, with StopAtEnd: the end to read to
+	first   []int64 // per partition, with StopAtEnd: the first offset at the start
 
 	transport *kafkago.Transport
 	client    *kafkago.Client
@@ -52,10 +53,10 @@ type Source struct {
 	events chan event
 
 	// Reader-side state, owned by the goroutine calling Read.
-	parts    map[int]*part   // partitions being read
-	next     map[int]int64   // next offset to read: the position
-	assigned bool            // direct mode, or a group generation is on
-	fatal    error           // a fetch error that ends reading
+	parts    map[int]*part // partitions being read
+	next     map[int]int64 // next offset to read: the position
+	assigned bool          // direct mode, or a group generation is on
+	fatal    error         // a fetch error that ends reading
 	closed   bool
 
 	// Group state, shared with the group goroutine and Commit.
@@ -139,7 +140,7 @@ func (s *Source) init() error {
 		return err
 	}
 	if s.cfg.StopAtEnd {
-		s.hwm = last
+		s.first, s.hwm = first, last
 	}
 
 	schema := s.cfg.Schema
@@ -192,12 +193,14 @@ func (s *Source) init() error {
 		return nil
 	}
 	s.group, err = kafkago.NewConsumerGroup(kafkago.ConsumerGroupConfig{
-		ID:          s.cfg.GroupID,
-		Brokers:     s.cfg.Brokers,
-		Dialer:      s.cfg.Dialer,
-		Topics:      []string{s.cfg.Topic},
-		StartOffset: s.cfg.StartOffset,
-		ErrorLogger: s.logger("consumer group"),
+		ID:                s.cfg.GroupID,
+		Brokers:           s.cfg.Brokers,
+		Dialer:            s.cfg.Dialer,
+		Topics:            []string{s.cfg.Topic},
+		StartOffset:       s.cfg.StartOffset,
+		HeartbeatInterval: s.cfg.HeartbeatInterval,
+		SessionTimeout:    s.cfg.SessionTimeout,
+		ErrorLogger:       s.logger("consumer group"),
 	})
 	if err != nil {
 		return fmt.Errorf("source/kafka: group %q: %w", s.cfg.GroupID, err)
@@ -262,7 +265,11 @@ func (s *Source) sample(ctx context.Context, first, last []int64) ([][]byte, err
 			for {
 				m, err := r.FetchMessage(ctx)
 				if err != nil {
-					errs[p] = err
+					// Out of time: infer from what arrived (the tail of a
+					// transactional partition can be markers, not messages).
+					if ctx.Err() == nil || s.ctx.Err() != nil {
+						errs[p] = err
+					}
 					return
 				}
 				if m.Offset >= last[p] {
@@ -375,9 +382,14 @@ func (s *Source) startPart(p int, from int64) {
 	}
 	end := int64(-1)
 	if s.hwm != nil {
+		// Resolve the sentinels, so that a partition with nothing to read
+		// is at its end at once.
 		end = s.hwm[p]
-		if from == LastOffset {
+		switch from {
+		case LastOffset:
 			from = end
+		case FirstOffset:
+			from = s.first[p]
 		}
 	}
 	s.parts[p] = &part{id: p, f: s.startFetcher(p, from, end)}
@@ -473,6 +485,13 @@ func (s *Source) PartitionOf(rec arrow.RecordBatch) int {
 		return -1
 	}
 	return p
+}
+
+// Assigned returns the partitions being read, ascending: all of them
+// without a group; with one, those the group assigned to this member in
+// the generation Read last saw (none during a rebalance).
+func (s *Source) Assigned() []int {
+	return slices.Sorted(maps.Keys(s.parts))
 }
 
 // DeadLetters returns how many messages could not be decoded so far.

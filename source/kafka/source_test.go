@@ -284,8 +284,8 @@ func TestDeadLetters(t *testing.T) {
 		offset int64
 		reason string
 	}{
-		`{"id": 1`:  {2, "invalid JSON"},
-		`[1,2]`:     {2, "not a JSON object"},
+		`{"id": 1`:                  {2, "invalid JSON"},
+		`[1,2]`:                     {2, "not a JSON object"},
 		`{"id":"seven","user":"u"}`: {3, `field "id": cannot decode "seven" as int64`},
 		`{"id":8,"ts":null}`:        {3, `event-time field "ts" is missing or null`},
 		`{"id":9,"ok":"maybe","ts":"2024-01-03T10:00:00Z"}`: {4, `field "ok": cannot decode "maybe" as bool`},
@@ -499,4 +499,120 @@ func TestPositionErrors(t *testing.T) {
 	if got := a.PartitionOf(nil); got != -1 {
 		t.Fatalf("PartitionOf(nil) = %d", got)
 	}
+}
+
+// Two members of a group share the partitions (scale-out): together they
+// read every row, and after the rebalance each partition has one owner.
+func TestGroupSharesPartitionsBetweenMembers(t *testing.T) {
+	addrs := newCluster(t, 4, "events")
+	produce(t, addrs, events("events", 0, 120, 4)...)
+	cfg := kafka.Config{Brokers: addrs, Topic: "events", GroupID: "scale", Schema: eventSchema, TimeField: "ts", BatchSize: 8, HeartbeatInterval: 50 * time.Millisecond}
+	a, b := open(t, cfg), open(t, cfg)
+
+	var mu sync.Mutex
+	seen := map[int64]int{}
+	got := map[*kafka.Source]int{}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, src := range []*kafka.Source{a, b} {
+		wg.Go(func() {
+			for {
+				rec, err := src.Read(ctx)
+				if err != nil {
+					return
+				}
+				rows, err := checkBatch(src, rec)
+				rec.Release()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for _, id := range ids(rows) {
+					seen[id]++
+				}
+				got[src] += len(rows)
+				mu.Unlock()
+			}
+		})
+	}
+	// Wait for every row, and for each member to own two partitions.
+	for {
+		mu.Lock()
+		done := len(seen) == 120 && got[a] > 0 && got[b] > 0
+		mu.Unlock()
+		if done || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		// Assigned is read from the test goroutine while Read runs: wait
+		// for quiet by stopping the readers first.
+		cancel()
+		wg.Wait()
+		pa, pb := a.Assigned(), b.Assigned()
+		if len(pa) == 2 && len(pb) == 2 && !slices.ContainsFunc(pa, func(p int) bool { return slices.Contains(pb, p) }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("assignments %v and %v", pa, pb)
+		}
+		ctx, cancel = context.WithTimeout(context.Background(), 200*time.Millisecond)
+		for _, src := range []*kafka.Source{a, b} {
+			wg.Go(func() {
+				for {
+					rec, err := src.Read(ctx)
+					if err != nil {
+						return
+					}
+					rec.Release()
+				}
+			})
+		}
+	}
+	if len(seen) != 120 {
+		t.Fatalf("%d distinct rows of 120", len(seen))
+	}
+	if got[a] == 0 || got[b] == 0 {
+		t.Fatalf("rows per member: %d and %d", got[a], got[b])
+	}
+}
+
+// With StopAtEnd, a group member assigned an empty partition is at its
+// end at once.
+func TestGroupStopAtEndWithEmptyPartitions(t *testing.T) {
+	addrs := newCluster(t, 3, "events")
+	produce(t, addrs, events("events", 0, 2, 3)...) // partitions 0 and 1; 2 stays empty
+	src := open(t, kafka.Config{Brokers: addrs, Topic: "events", GroupID: "g", Schema: eventSchema, TimeField: "ts", StopAtEnd: true})
+	if rows := readRows(t, src, -1); len(rows) != 2 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	if got := src.Assigned(); !slices.Equal(got, []int{0, 1, 2}) {
+		t.Fatalf("Assigned = %v", got)
+	}
+}
+
+// A position past the end of a partition is an error of Read, not a hang.
+func TestSeekOutOfRange(t *testing.T) {
+	addrs := newCluster(t, 1, "events")
+	produce(t, addrs, events("events", 0, 3, 1)...)
+	cfg := kafka.Config{Brokers: addrs, Topic: "events", Schema: eventSchema, TimeField: "ts"}
+	probe := open(t, cfg)
+	readRows(t, probe, 3)
+	pos, _ := probe.Position()
+	pos[len(pos)-1] += 100 // offset 3 -> a varint far past the end
+	src := open(t, cfg)
+	if err := src.Seek(pos); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := src.Read(ctx)
+	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "partition 0") {
+		t.Fatalf("Read at an offset past the end: %v", err)
+	}
+	t.Log(err)
 }
