@@ -50,7 +50,8 @@ func (o *Operator) Lookup(key []byte, t int64, cand *agg.Rows, bld []array.Build
 		ks = o.states[id]
 	}
 	k := 0
-	for _, spec := range o.cfg.Windows {
+	tilesLocked := false
+	for w, spec := range o.cfg.Windows {
 		f := spec.Frame
 		if f.Unbounded {
 			return o.wm, ErrUnboundedLookup
@@ -86,9 +87,21 @@ func (o *Operator) Lookup(key []byte, t int64, cand *agg.Rows, bld []array.Build
 			lo, hi = r.Base+int64(l), r.Base+int64(max(h, l))
 		}
 		useCand := cand != nil && !f.ExcludeCurrent && (f.Rows || f.EndPreceding == 0)
-		for _, fn := range spec.Aggs {
+		var tiles *tileSet
+		if ks != nil && !f.Rows && hi-lo > int64(o.tileMin) {
+			if !tilesLocked {
+				o.lockTiles(ks)
+				defer ks.tiles.mu.Unlock()
+				tilesLocked = true
+			}
+			tiles = o.tilesFor(ks, w, spec)
+		}
+		for ai, fn := range spec.Aggs {
 			st := fn.NewState()
-			if ks != nil {
+			switch {
+			case tiles != nil:
+				evalTiled(st, &ks.rows, tiles, ai, lo, hi)
+			case ks != nil:
 				for a := lo; a < hi; a++ {
 					st.Add(&ks.rows, a)
 				}
@@ -101,6 +114,35 @@ func (o *Operator) Lookup(key []byte, t int64, cand *agg.Rows, bld []array.Build
 		}
 	}
 	return o.wm, nil
+}
+
+// lockTiles creates the key's tile holder if needed and locks it. Several
+// lookups of one key may run at once under the operator's shared lock;
+// ingest holds that lock exclusively, so rows do not change meanwhile.
+func (o *Operator) lockTiles(ks *keyState) {
+	o.tilesInit.Lock()
+	if ks.tiles == nil {
+		ks.tiles = &keyTiles{sets: make([]*tileSet, len(o.cfg.Windows))}
+	}
+	kt := ks.tiles
+	o.tilesInit.Unlock()
+	kt.mu.Lock()
+}
+
+// tilesFor returns the key's up-to-date tiles for window w, building them
+// on first use; the caller holds the key's tile lock (lockTiles).
+func (o *Operator) tilesFor(ks *keyState, w int, spec Spec) *tileSet {
+	ts := ks.tiles.sets[w]
+	if ts == nil {
+		size := o.cfg.TileSize
+		if size <= 0 {
+			size = TileSize(spec.Frame.Preceding)
+		}
+		ts = &tileSet{size: size, built: ks.rows.Base}
+		ks.tiles.sets[w] = ts
+	}
+	ts.extend(&ks.rows, spec.Aggs)
+	return ts
 }
 
 // ResultTypes are the types of the aggregates, in result-column order.

@@ -63,6 +63,11 @@ type Config struct {
 	// BatchOrder emits rows in arrival order (batch mode) rather than in
 	// (event time, arrival) order.
 	BatchOrder bool
+	// TileSize is the tile length (ms) lookups over RANGE frames use; 0
+	// picks one from each frame's length (see TileSize). TileMinRows is the
+	// frame size from which lookups use tiles (0: 64; -1: never).
+	TileSize    int64
+	TileMinRows int
 	// Retention keeps rows for lookups at times down to Retention (ms)
 	// behind the watermark: every row their frames reach stays held.
 	// Without it, lookups are served from the newest released row of a
@@ -118,6 +123,10 @@ type Operator struct {
 	probeRank int8
 	// maxTs is the newest event time released so far.
 	maxTs int64
+	// tileMin is the frame size from which lookups use tiles; tilesInit
+	// guards creating a key's tile holder under the shared lock.
+	tileMin   int
+	tilesInit sync.Mutex
 
 	// scratch reused across calls
 	lo, hi, ex []int64
@@ -130,6 +139,8 @@ type Operator struct {
 type keyState struct {
 	rows agg.Rows
 	wins [][]agg.Window // [window][aggregate]
+	// tiles pre-aggregate rows for lookups (nil until a lookup needs them).
+	tiles *keyTiles
 	// dropped is the event time of the newest row dropped from rows
 	// (None when none was): lookups whose frames reach it are refused.
 	dropped int64
@@ -244,6 +255,13 @@ func New(cfg Config, in *arrow.Schema) (*Operator, error) {
 		wm: None, nAggs: n, maxTs: None}
 	for _, w := range cfg.Windows {
 		o.maxPrec = max(o.maxPrec, w.Frame.Preceding)
+	}
+	o.tileMin = tileMinRows
+	switch {
+	case cfg.TileMinRows > 0:
+		o.tileMin = cfg.TileMinRows
+	case cfg.TileMinRows < 0:
+		o.tileMin = math.MaxInt
 	}
 	o.probeRank = 1
 	if cfg.StrictProbes {
@@ -407,6 +425,7 @@ func (o *Operator) applyLate(rec arrow.RecordBatch, hb *heldBatch, ids []int32, 
 		insertRow(r, p, ts[i], hb.args, int(i))
 		abs := r.Base + int64(p)
 		o.resetWindows(ks)
+		ks.tiles = nil // row numbers moved
 		k := 0
 		for _, spec := range o.cfg.Windows {
 			lo, hi := frameAt(r, spec.Frame, abs)

@@ -1,0 +1,128 @@
+package window
+
+import (
+	"sort"
+	"sync"
+
+	"github.com/volga-go/volga/agg"
+)
+
+// Tiling makes lookups over long windows cheap: a key's rows for one
+// window are pre-aggregated into epoch-aligned tiles (one state per
+// aggregate per tile), so that a lookup merges the whole tiles inside its
+// frame and adds only the rows at the frame's two edges, which tiles
+// cannot replace. Results are the same as adding every row (up to the
+// rounding of floating-point sums, which merge in a different order).
+//
+// Tiles are built for a key on its first lookup whose frame holds more
+// than tileMinRows rows, then extended from the rows that arrived since,
+// on later lookups. They never replace the rows themselves: the edges of
+// later frames need them.
+
+// tileMinRows is the frame size from which a lookup uses tiles.
+const tileMinRows = 64
+
+// niceTiles are the tile lengths the operator picks from (ms).
+var niceTiles = []int64{
+	1, 10, 100, 1000, 10_000, 60_000, 5 * 60_000, 15 * 60_000,
+	3600_000, 6 * 3600_000, 24 * 3600_000,
+}
+
+// TileSize returns the tile length the operator uses for a RANGE frame of
+// the given length: the largest of 1 ms, 10 ms, 100 ms, 1 s, 10 s, 1 min,
+// 5 min, 15 min, 1 h, 6 h and 1 day that fits 32 times in the frame.
+func TileSize(frameMs int64) int64 {
+	size := niceTiles[0]
+	for _, t := range niceTiles {
+		if t*32 <= frameMs {
+			size = t
+		}
+	}
+	return size
+}
+
+// tileSet is one key's tiles for one window.
+type tileSet struct {
+	size  int64
+	tiles []tile
+	built int64 // rows below built are in tiles
+}
+
+type tile struct {
+	start    int64
+	from, to int64 // absolute rows [from, to)
+	states   []agg.State
+}
+
+// keyTiles holds a key's tile sets, one per window (nil until built).
+type keyTiles struct {
+	mu   sync.Mutex
+	sets []*tileSet
+}
+
+// extend brings the tiles up to date with r: tiles whose rows were all
+// dropped go, rows added since the last call go into tiles. It restarts
+// from scratch when rows it never tiled were dropped.
+func (ts *tileSet) extend(r *agg.Rows, aggs []agg.Func) {
+	if ts.built < r.Base {
+		ts.tiles, ts.built = nil, r.Base
+	}
+	k := 0
+	for k < len(ts.tiles) && ts.tiles[k].to <= r.Base {
+		k++
+	}
+	if k > 0 {
+		ts.tiles = append(ts.tiles[:0], ts.tiles[k:]...)
+	}
+	for a := ts.built; a < r.End(); a++ {
+		t := r.Ts[a-r.Base]
+		start := floorDiv(t, ts.size) * ts.size
+		n := len(ts.tiles)
+		if n == 0 || ts.tiles[n-1].start != start {
+			st := make([]agg.State, len(aggs))
+			for i, f := range aggs {
+				st[i] = f.NewState()
+			}
+			ts.tiles = append(ts.tiles, tile{start: start, from: a, to: a, states: st})
+			n++
+		}
+		tl := &ts.tiles[n-1]
+		for _, st := range tl.states {
+			st.Add(r, a)
+		}
+		tl.to = a + 1
+	}
+	ts.built = r.End()
+}
+
+// span returns the tiles lying wholly inside rows [lo, hi): indices
+// [i, j) of ts.tiles (i == j when none).
+func (ts *tileSet) span(lo, hi int64) (int, int) {
+	i := sort.Search(len(ts.tiles), func(k int) bool { return ts.tiles[k].from >= lo })
+	j := i
+	for j < len(ts.tiles) && ts.tiles[j].to <= hi {
+		j++
+	}
+	return i, j
+}
+
+// evalTiled appends to st the rows [lo, hi) of r for aggregate number agg
+// of a window: the edge rows one by one, the whole tiles by merging.
+func evalTiled(st agg.State, r *agg.Rows, ts *tileSet, aggIdx int, lo, hi int64) {
+	i, j := ts.span(lo, hi)
+	if i == j {
+		for a := lo; a < hi; a++ {
+			st.Add(r, a)
+		}
+		return
+	}
+	for a := lo; a < ts.tiles[i].from; a++ {
+		st.Add(r, a)
+	}
+	for k := i; k < j; k++ {
+		st.Merge(ts.tiles[k].states[aggIdx])
+	}
+	for a := ts.tiles[j-1].to; a < hi; a++ {
+		st.Add(r, a)
+	}
+}
