@@ -85,6 +85,13 @@ func WithAllowedLateness(d time.Duration) Option {
 	return func(c *config) { c.run.AllowedLateness = d }
 }
 
+// WithIdleTimeout lets a partition of a partitioned source (such as a
+// Kafka topic) that has delivered nothing for d stop holding the watermark
+// back (streaming; default 0: every partition holds it).
+func WithIdleTimeout(d time.Duration) Option {
+	return func(c *config) { c.run.IdleTimeout = d }
+}
+
 // WithParallelism runs n window tasks per PARTITION BY key set, rows
 // hash-partitioned by key. Results are identical for every n.
 func WithParallelism(n int) Option { return func(c *config) { c.run.Parallelism = n } }

@@ -55,6 +55,10 @@ type RunOptions struct {
 	// AllowedLateness applies late rows no more than this far behind the
 	// watermark (streaming); 0 drops every late row.
 	AllowedLateness time.Duration
+	// IdleTimeout: with a partitioned source (source.Partitioned), a
+	// partition that has delivered nothing for this long stops holding the
+	// watermark back (streaming). 0 waits for every partition.
+	IdleTimeout time.Duration
 	// Parallelism is the number of window tasks per stage (default 1).
 	Parallelism int
 	// Late receives late rows that were not applied, with the source's
@@ -287,7 +291,21 @@ func send(ctx context.Context, ch chan msg, m msg) error {
 // first stage's tasks (partitioned by key), with watermarks.
 func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) error {
 	streaming := r.opt.Mode == Streaming
-	gen := watermark.NewBounded(r.opt.MaxOutOfOrder)
+	// One watermark generator per source partition, combined by minimum;
+	// a partition idle for longer than the idle timeout stops holding the
+	// minimum back.
+	nparts := 1
+	part, partitioned := r.src.(source.Partitioned)
+	if partitioned && part.Partitions() > 1 {
+		nparts = part.Partitions()
+	} else {
+		partitioned = false
+	}
+	gens := make([]*watermark.Bounded, nparts)
+	for i := range gens {
+		gens[i] = watermark.NewBounded(r.opt.MaxOutOfOrder)
+	}
+	comb := watermark.NewCombiner(nparts, watermark.WithIdleTimeout(r.opt.IdleTimeout))
 	lastWM := watermark.None
 	broadcast := func(wm int64) error {
 		if tasks == nil {
@@ -312,6 +330,12 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 			return fmt.Errorf("volga: reading source: %w", err)
 		}
 		r.stats.rowsIn.Add(rec.NumRows())
+		p := 0
+		if partitioned {
+			if p = part.PartitionOf(rec); p < 0 || p >= nparts {
+				p = 0
+			}
+		}
 		prep, err := r.prepare(rec)
 		rec.Release()
 		if err != nil {
@@ -320,10 +344,8 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 		if prep == nil {
 			continue
 		}
-		var ts []int64
 		if streaming && r.c.timeIdx >= 0 {
-			ts = prep.Column(r.c.Source.NumFields()).(*array.Int64).Int64Values()
-			gen.ObserveMax(ts)
+			gens[p].ObserveMax(prep.Column(r.c.Source.NumFields()).(*array.Int64).Int64Values())
 		}
 		if tasks == nil {
 			if err := send(ctx, direct, msg{rec: prep, wm: watermark.None}); err != nil {
@@ -333,7 +355,7 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 			return err
 		}
 		if streaming && r.c.timeIdx >= 0 {
-			if wm := gen.Current(); wm > lastWM {
+			if wm := comb.Update(p, gens[p].Current()); wm > lastWM {
 				lastWM = wm
 				r.stats.watermark.Store(wm)
 				if err := broadcast(wm); err != nil {
