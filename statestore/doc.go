@@ -1,11 +1,22 @@
-// Package statestore holds the keyed state of the engine's operators.
+// Package statestore holds the keyed state of the engine's operators, and
+// its checkpoints.
 //
 // A Store is an ordered key-value store with byte-slice keys and values,
 // the contract every state backend implements: Memory (this package, for
-// tests, batch runs and small pipelines) and, for durable state with
-// checkpoints, a Badger-backed store. Keys are compared bytewise;
-// Scan visits keys with a prefix in ascending order. A Store is safe for
-// concurrent use.
+// tests, batch runs and small pipelines) and Badger, durable state on local
+// disk (github.com/dgraph-io/badger/v4) with a bounded in-memory working
+// set (WithMemoryBudget), closure-scoped transactions (Update, View) and
+// batched writes (NewBatch). Keys are compared bytewise; Scan visits keys
+// with a prefix in ascending order. A Store is safe for concurrent use.
+//
+// A Checkpointer writes epoch-numbered checkpoints of a Badger store to a
+// gocloud.dev/blob bucket (file://, mem://, s3://, ...): an incremental
+// Badger backup since the previous checkpoint (a full one every few),
+// opaque named parts such as source positions, each object with a SHA-256
+// checksum, and a manifest written last. Latest finds the newest complete
+// checkpoint, skipping damaged ones with a logged error, and Restore
+// rebuilds the store and returns the parts. FORMAT.md in this directory
+// describes the layout in the bucket and the key conventions operators use.
 //
 // Package storetest has one conformance suite that every implementation
 // runs, so that they cannot drift apart.

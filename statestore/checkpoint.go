@@ -1,0 +1,814 @@
+package statestore
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
+)
+
+// FormatVersion is the version of the checkpoint layout (FORMAT.md) this
+// package writes. Manifests of other versions are refused.
+const FormatVersion = 1
+
+// Checkpoint kinds, the Kind of a Manifest.
+const (
+	KindFull        = "full"        // the state object is a full backup
+	KindIncremental = "incremental" // the state object holds the changes since the parent
+)
+
+// ErrNoCheckpoint is returned by Checkpointer.Latest when the bucket holds
+// no complete checkpoint.
+var ErrNoCheckpoint = errors.New("statestore: no complete checkpoint")
+
+// errCorrupt marks a checkpoint that is incomplete or damaged, as opposed
+// to a bucket that could not be read.
+var errCorrupt = errors.New("checkpoint incomplete or corrupt")
+
+// Manifest describes one complete checkpoint: the objects to load, in
+// order, to rebuild the state store, and the named parts saved with it. It
+// is stored as JSON (see FORMAT.md) and written after every object it
+// names, so a checkpoint exists once its manifest does.
+type Manifest struct {
+	// Format is the layout version, FormatVersion.
+	Format int `json:"format"`
+	// Epoch is the checkpoint's number, chosen by the caller of Write.
+	Epoch uint64 `json:"epoch"`
+	// ID is random, different for every checkpoint written, so that a
+	// rewrite of an epoch is never mistaken for the original.
+	ID string `json:"id"`
+	// Created is when the checkpoint was written, in UTC.
+	Created time.Time `json:"created"`
+	// Kind is KindFull or KindIncremental.
+	Kind string `json:"kind"`
+	// Parent names the previous checkpoint of the chain of an
+	// incremental checkpoint; nil for a full one.
+	Parent *ParentRef `json:"parent,omitempty"`
+	// NextSince is the Badger version the next incremental backup of this
+	// store starts at.
+	NextSince uint64 `json:"next_since"`
+	// State lists the backups to load, in order, to rebuild the store: a
+	// full backup, then the incremental ones of the chain; the last is this
+	// checkpoint's own.
+	State []StateRef `json:"state"`
+	// Parts are the named opaque values saved with the checkpoint.
+	Parts map[string]ObjectRef `json:"parts"`
+}
+
+// ParentRef names the checkpoint an incremental checkpoint builds on.
+type ParentRef struct {
+	Epoch uint64 `json:"epoch"`
+	ID    string `json:"id"`
+}
+
+// ObjectRef names an object of a checkpoint, relative to the
+// checkpointer's prefix, with its size and SHA-256 checksum (lowercase
+// hex).
+type ObjectRef struct {
+	Key    string `json:"key"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// StateRef is a Badger backup in a checkpoint chain: the object and the
+// version it starts at (0 for a full backup).
+type StateRef struct {
+	// Epoch is the epoch of the checkpoint that wrote the backup.
+	Epoch uint64 `json:"epoch"`
+	// Since is the first Badger version the backup holds; 0 for a full one.
+	Since uint64 `json:"since"`
+	ObjectRef
+}
+
+// Bytes returns the bytes this checkpoint uploaded: its own state backup
+// and its parts, without the objects it shares with earlier checkpoints of
+// its chain, and without the manifest.
+func (m *Manifest) Bytes() int64 {
+	var n int64
+	if len(m.State) > 0 {
+		n += m.State[len(m.State)-1].Size
+	}
+	for _, p := range m.Parts {
+		n += p.Size
+	}
+	return n
+}
+
+// manifestFile is the JSON document stored as manifest.json: the manifest
+// and the SHA-256 of its exact bytes in the file, so that damage to the
+// manifest itself is detected too.
+type manifestFile struct {
+	SHA256   string          `json:"sha256"`
+	Manifest json.RawMessage `json:"manifest"`
+}
+
+// CheckpointOption configures NewCheckpointer.
+type CheckpointOption interface {
+	applyCheckpoint(*checkpointConfig)
+}
+
+type checkpointConfig struct {
+	prefix    string
+	retain    int
+	fullEvery int
+	spoolDir  string
+	logger    *slog.Logger
+}
+
+type checkpointOptionFunc func(*checkpointConfig)
+
+func (f checkpointOptionFunc) applyCheckpoint(c *checkpointConfig) { f(c) }
+
+// WithPrefix puts the checkpoints under prefix in the bucket, for example
+// "job-7/partition-3/"; a "/" is added if missing. Each prefix holds one
+// independent series of checkpoints.
+func WithPrefix(prefix string) CheckpointOption {
+	return checkpointOptionFunc(func(c *checkpointConfig) { c.prefix = prefix })
+}
+
+// WithRetain keeps the newest n checkpoints (default 3, at least 1) and
+// every older checkpoint that their incremental chains need; others are
+// deleted after each Write.
+func WithRetain(n int) CheckpointOption {
+	return checkpointOptionFunc(func(c *checkpointConfig) { c.retain = n })
+}
+
+// WithFullEvery bounds an incremental chain to n checkpoints (default 8):
+// every n-th checkpoint is a full backup. With n = 1 every checkpoint is
+// full.
+func WithFullEvery(n int) CheckpointOption {
+	return checkpointOptionFunc(func(c *checkpointConfig) { c.fullEvery = n })
+}
+
+// WithSpoolDir sets the local directory where Prepare spools state
+// backups until Commit uploads them; the default is os.TempDir().
+func WithSpoolDir(dir string) CheckpointOption {
+	return checkpointOptionFunc(func(c *checkpointConfig) { c.spoolDir = dir })
+}
+
+// Checkpointer writes epoch-numbered checkpoints of a Badger store, with
+// named opaque parts, to a gocloud.dev/blob bucket, finds the newest
+// complete one, and restores stores from them. Open the bucket with the
+// driver of your choice (blank-import gocloud.dev/blob/s3blob for s3://,
+// fileblob for file://, memblob for mem://).
+//
+// One Checkpointer, in one process, writes a prefix; Latest and Restore
+// may be used by any number of readers. Its methods are safe for
+// concurrent use (writes and restores are serialized).
+type Checkpointer struct {
+	bucket *blob.Bucket
+	cfg    checkpointConfig
+
+	mu      sync.Mutex
+	pending bool // a Prepare awaits its Commit or Abort
+}
+
+// NewCheckpointer returns a Checkpointer writing to bucket. The caller
+// keeps ownership of the bucket and closes it.
+func NewCheckpointer(bucket *blob.Bucket, opts ...CheckpointOption) *Checkpointer {
+	cfg := checkpointConfig{retain: 3, fullEvery: 8}
+	for _, o := range opts {
+		o.applyCheckpoint(&cfg)
+	}
+	if cfg.prefix != "" && !strings.HasSuffix(cfg.prefix, "/") {
+		cfg.prefix += "/"
+	}
+	cfg.retain = max(cfg.retain, 1)
+	cfg.fullEvery = max(cfg.fullEvery, 1)
+	if cfg.logger == nil {
+		cfg.logger = slog.New(slog.DiscardHandler)
+	}
+	return &Checkpointer{bucket: bucket, cfg: cfg}
+}
+
+const (
+	checkpointsDir = "checkpoints/"
+	manifestName   = "manifest.json"
+	stateName      = "state.backup"
+	partsDir       = "parts/"
+)
+
+// epochDir is the directory, relative to the prefix, of an epoch's objects.
+func epochDir(epoch uint64) string { return fmt.Sprintf("%s%020d/", checkpointsDir, epoch) }
+
+// partKey is the key, relative to the prefix, of a part of an epoch.
+func partKey(epoch uint64, name string) string {
+	return epochDir(epoch) + partsDir + url.PathEscape(name)
+}
+
+// Write takes a checkpoint of db numbered epoch, with the given parts,
+// and returns its manifest once the checkpoint is complete. It is Prepare
+// followed by Commit: db must not be written to until Write returns. To
+// let writes resume sooner, call Prepare and Commit separately.
+func (c *Checkpointer) Write(ctx context.Context, db *Badger, epoch uint64, parts map[string][]byte) (*Manifest, error) {
+	p, err := c.Prepare(db, epoch)
+	if err != nil {
+		return nil, err
+	}
+	return p.Commit(ctx, parts)
+}
+
+// Pending is a checkpoint whose state backup was taken by Prepare and is
+// held in a local spool file until Commit uploads it.
+type Pending struct {
+	c      *Checkpointer
+	db     *Badger
+	epoch  uint64
+	kind   string
+	parent *ParentRef
+	chain  []StateRef // the chain this backup extends
+	since  uint64
+	next   uint64
+	spool  *os.File
+	size   int64
+	sha256 string
+	done   bool
+}
+
+// Prepare takes the state backup of checkpoint epoch of db: a consistent
+// snapshot of db, spooled to a local file (see WithSpoolDir), so that the
+// slow upload can run while the pipeline goes on. db must not be written
+// to while Prepare runs; writes may resume when it returns. Call Commit,
+// or Abort, on the result; only one checkpoint of a Checkpointer may be
+// pending at a time.
+//
+// The backup is incremental (only the changes since the previous
+// checkpoint) when db's previous checkpoint was committed, or db was
+// restored, by this Checkpointer and that chain is shorter than
+// WithFullEvery; otherwise it is a full backup. A checkpoint that fails or is aborted
+// breaks the chain, so the next one is full.
+func (c *Checkpointer) Prepare(db *Badger, epoch uint64) (*Pending, error) {
+	if db == nil {
+		return nil, errors.New("statestore: checkpoint: nil store")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending {
+		return nil, fmt.Errorf("statestore: checkpoint %d: another checkpoint is pending", epoch)
+	}
+	p := &Pending{c: c, db: db, epoch: epoch, kind: KindFull}
+	// The backup moves the store's compaction pin: from here on only a
+	// commit of this backup keeps the chain whole.
+	last, since := db.takeChain(c)
+	if last != nil && last.Epoch < epoch && len(last.State) < c.cfg.fullEvery {
+		p.kind = KindIncremental
+		p.parent = &ParentRef{Epoch: last.Epoch, ID: last.ID}
+		p.chain = last.State
+		p.since = since
+	}
+	f, err := os.CreateTemp(c.cfg.spoolDir, "volga-checkpoint-*.backup")
+	if err != nil {
+		return nil, fmt.Errorf("statestore: checkpoint %d: spool: %w", epoch, err)
+	}
+	h := sha256.New()
+	cw := &countingWriter{w: io.MultiWriter(f, h)}
+	bw := bufio.NewWriterSize(cw, 1<<20)
+	p.next, err = db.backup(bw, p.since)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		_ = f.Close()
+		_ = os.Remove(f.Name())
+		return nil, fmt.Errorf("statestore: checkpoint %d: backup state: %w", epoch, err)
+	}
+	p.spool, p.size, p.sha256 = f, cw.n, hex.EncodeToString(h.Sum(nil))
+	c.pending = true
+	return p, nil
+}
+
+// Kind returns the kind of the pending checkpoint, KindFull or
+// KindIncremental.
+func (p *Pending) Kind() string { return p.kind }
+
+// Commit uploads the pending checkpoint's state backup and parts, each
+// with its SHA-256 checksum, then its manifest, and returns the manifest
+// of the now complete checkpoint.
+//
+// Epochs should increase. Committing an epoch at or below existing ones
+// supersedes them: their manifests are deleted first, as after a restore
+// from an older checkpoint the newer ones describe an abandoned history.
+// After the manifest is written, checkpoints no longer retained (see
+// WithRetain) are deleted; a failure there is logged, not returned.
+func (p *Pending) Commit(ctx context.Context, parts map[string][]byte) (*Manifest, error) {
+	c := p.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p.done {
+		return nil, fmt.Errorf("statestore: checkpoint %d: already committed or aborted", p.epoch)
+	}
+	defer p.release()
+	m, err := p.commit(ctx, parts)
+	if err != nil {
+		return nil, fmt.Errorf("statestore: checkpoint %d: %w", p.epoch, err)
+	}
+	p.db.setChain(c, m, p.next)
+	c.cfg.logger.LogAttrs(ctx, slog.LevelInfo, "statestore: checkpoint written",
+		slog.Uint64("epoch", m.Epoch), slog.String("kind", m.Kind), slog.Int64("bytes", m.Bytes()))
+	if err := c.collect(ctx, m); err != nil {
+		c.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "statestore: deleting old checkpoints failed",
+			slog.Uint64("epoch", m.Epoch), slog.Any("error", err))
+	}
+	return m, nil
+}
+
+// Abort drops the pending checkpoint. It is safe to call after Commit, so
+// `defer p.Abort()` is the usual guard.
+func (p *Pending) Abort() {
+	p.c.mu.Lock()
+	defer p.c.mu.Unlock()
+	if !p.done {
+		p.release()
+	}
+}
+
+// release removes the spool file and frees the checkpointer; c.mu is held.
+func (p *Pending) release() {
+	p.done = true
+	p.c.pending = false
+	_ = p.spool.Close()
+	_ = os.Remove(p.spool.Name())
+}
+
+func (p *Pending) commit(ctx context.Context, parts map[string][]byte) (*Manifest, error) {
+	c := p.c
+	for name := range parts {
+		if err := checkPartName(name); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.supersede(ctx, p.epoch); err != nil {
+		return nil, err
+	}
+	id, err := newID()
+	if err != nil {
+		return nil, err
+	}
+	m := &Manifest{
+		Format:    FormatVersion,
+		Epoch:     p.epoch,
+		ID:        id,
+		Created:   time.Now().UTC().Truncate(time.Millisecond),
+		Kind:      p.kind,
+		Parent:    p.parent,
+		NextSince: p.next,
+		State:     slices.Clone(p.chain),
+		Parts:     make(map[string]ObjectRef, len(parts)),
+	}
+
+	ref, err := c.put(ctx, epochDir(p.epoch)+stateName, func(w io.Writer) error {
+		if _, err := p.spool.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		_, err := io.Copy(w, p.spool)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	if ref.Size != p.size || ref.SHA256 != p.sha256 {
+		return nil, fmt.Errorf("state: the spool file %s changed before upload", p.spool.Name())
+	}
+	m.State = append(m.State, StateRef{Epoch: p.epoch, Since: p.since, ObjectRef: ref})
+
+	for _, name := range slices.Sorted(maps.Keys(parts)) {
+		ref, err := c.put(ctx, partKey(p.epoch, name), func(w io.Writer) error {
+			_, err := w.Write(parts[name])
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("part %q: %w", name, err)
+		}
+		m.Parts[name] = ref
+	}
+
+	file, err := encodeManifest(m)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.put(ctx, epochDir(p.epoch)+manifestName, func(w io.Writer) error {
+		_, err := w.Write(file)
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	return m, nil
+}
+
+// supersede deletes the checkpoints numbered epoch or above.
+func (c *Checkpointer) supersede(ctx context.Context, epoch uint64) error {
+	epochs, err := c.epochs(ctx)
+	if err != nil {
+		return err
+	}
+	for _, e := range epochs {
+		if e < epoch {
+			continue
+		}
+		if e > epoch {
+			c.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "statestore: superseding a newer checkpoint",
+				slog.Uint64("epoch", e), slog.Uint64("new_epoch", epoch))
+		}
+		if err := c.deleteEpoch(ctx, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// put uploads one object, filled by fill, and returns its reference.
+func (c *Checkpointer) put(ctx context.Context, key string, fill func(io.Writer) error) (ObjectRef, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := c.bucket.NewWriter(wctx, c.cfg.prefix+key, &blob.WriterOptions{
+		ContentType: "application/octet-stream",
+	})
+	if err != nil {
+		return ObjectRef{}, fmt.Errorf("upload %s: %w", key, err)
+	}
+	h := sha256.New()
+	cw := &countingWriter{w: io.MultiWriter(w, h)}
+	bw := bufio.NewWriterSize(cw, 1<<20)
+	err = fill(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		cancel() // aborts the upload
+		_ = w.Close()
+		return ObjectRef{}, fmt.Errorf("upload %s: %w", key, err)
+	}
+	if err := w.Close(); err != nil {
+		return ObjectRef{}, fmt.Errorf("upload %s: %w", key, err)
+	}
+	return ObjectRef{Key: key, Size: cw.n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Latest returns the manifest of the newest complete checkpoint: one whose
+// manifest is intact and whose objects are all present with the sizes and
+// checksums it records. Newer checkpoints that are not complete are
+// skipped, each with an error logged. It returns ErrNoCheckpoint if there
+// is none, and other errors when the bucket cannot be read (a transient
+// failure never makes it fall back to an older checkpoint).
+func (c *Checkpointer) Latest(ctx context.Context) (*Manifest, error) {
+	epochs, err := c.epochs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("statestore: latest checkpoint: %w", err)
+	}
+	verified := map[ObjectRef]bool{}
+	for _, e := range slices.Backward(epochs) {
+		m, err := c.readManifest(ctx, e)
+		if err == nil {
+			err = c.verify(ctx, m, verified)
+		}
+		if err == nil {
+			return m, nil
+		}
+		if !errors.Is(err, errCorrupt) {
+			return nil, fmt.Errorf("statestore: latest checkpoint: epoch %d: %w", e, err)
+		}
+		c.cfg.logger.LogAttrs(ctx, slog.LevelError, "statestore: skipping incomplete checkpoint",
+			slog.String("prefix", c.cfg.prefix), slog.Uint64("epoch", e), slog.Any("error", err))
+	}
+	return nil, ErrNoCheckpoint
+}
+
+// epochs lists the epochs that have a directory in the bucket, ascending.
+func (c *Checkpointer) epochs(ctx context.Context) ([]uint64, error) {
+	base := c.cfg.prefix + checkpointsDir
+	it := c.bucket.List(&blob.ListOptions{Prefix: base, Delimiter: "/"})
+	var epochs []uint64
+	for {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", base, err)
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(obj.Key, base), "/")
+		e, err := strconv.ParseUint(name, 10, 64)
+		if !obj.IsDir || err != nil || len(name) != 20 {
+			continue // not ours
+		}
+		epochs = append(epochs, e)
+	}
+	slices.Sort(epochs)
+	return epochs, nil
+}
+
+// readManifest reads and checks the manifest of epoch. Damage is reported
+// as errCorrupt.
+func (c *Checkpointer) readManifest(ctx context.Context, epoch uint64) (*Manifest, error) {
+	key := epochDir(epoch) + manifestName
+	data, err := c.bucket.ReadAll(ctx, c.cfg.prefix+key)
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return nil, fmt.Errorf("%w: manifest %s is missing", errCorrupt, key)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", key, err)
+	}
+	m, err := decodeManifest(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: manifest %s: %w", errCorrupt, key, err)
+	}
+	if m.Epoch != epoch {
+		return nil, fmt.Errorf("%w: manifest %s names epoch %d", errCorrupt, key, m.Epoch)
+	}
+	return m, nil
+}
+
+// encodeManifest returns the bytes of manifest.json for m.
+func encodeManifest(m *Manifest) ([]byte, error) {
+	body, err := json.MarshalIndent(m, "  ", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode manifest: %w", err)
+	}
+	sum := sha256.Sum256(body)
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "{\n  \"sha256\": %q,\n  \"manifest\": ", hex.EncodeToString(sum[:]))
+	b.Write(body)
+	b.WriteString("\n}\n")
+	return b.Bytes(), nil
+}
+
+// decodeManifest parses manifest.json and checks its checksum, version and
+// internal consistency.
+func decodeManifest(data []byte) (*Manifest, error) {
+	var f manifestFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("parse: %w", err)
+	}
+	sum := sha256.Sum256(f.Manifest)
+	if got := hex.EncodeToString(sum[:]); got != f.SHA256 {
+		return nil, fmt.Errorf("checksum is %s, the file says %s", got, f.SHA256)
+	}
+	var m Manifest
+	if err := json.Unmarshal(f.Manifest, &m); err != nil {
+		return nil, fmt.Errorf("parse: %w", err)
+	}
+	switch {
+	case m.Format != FormatVersion:
+		return nil, fmt.Errorf("format version %d, this reader knows %d", m.Format, FormatVersion)
+	case len(m.State) == 0:
+		return nil, errors.New("no state backup")
+	case m.State[len(m.State)-1].Epoch != m.Epoch:
+		return nil, errors.New("the last state backup is not the checkpoint's own")
+	case m.State[0].Since != 0:
+		return nil, errors.New("the chain does not start with a full backup")
+	case m.Kind == KindFull && (len(m.State) != 1 || m.Parent != nil):
+		return nil, errors.New("a full checkpoint with a chain")
+	case m.Kind == KindIncremental && (len(m.State) < 2 || m.Parent == nil):
+		return nil, errors.New("an incremental checkpoint without a parent")
+	case m.Kind != KindFull && m.Kind != KindIncremental:
+		return nil, fmt.Errorf("unknown kind %q", m.Kind)
+	}
+	if m.Parts == nil {
+		m.Parts = map[string]ObjectRef{}
+	}
+	return &m, nil
+}
+
+// verify checks that every object m names is present with its size and
+// checksum. verified caches objects already checked.
+func (c *Checkpointer) verify(ctx context.Context, m *Manifest, verified map[ObjectRef]bool) error {
+	refs := make([]ObjectRef, 0, len(m.State)+len(m.Parts))
+	for _, s := range m.State {
+		refs = append(refs, s.ObjectRef)
+	}
+	for _, name := range slices.Sorted(maps.Keys(m.Parts)) {
+		refs = append(refs, m.Parts[name])
+	}
+	for _, ref := range refs {
+		if verified[ref] {
+			continue
+		}
+		if err := c.read(ctx, ref, io.Discard); err != nil {
+			return err
+		}
+		verified[ref] = true
+	}
+	return nil
+}
+
+// read copies the object ref to w, checking its size and checksum at the
+// end; damage is reported as errCorrupt. w has seen the bytes by then: a
+// caller that cannot take back what it wrote must discard it on error.
+func (c *Checkpointer) read(ctx context.Context, ref ObjectRef, w io.Writer) error {
+	r, err := c.bucket.NewReader(ctx, c.cfg.prefix+ref.Key, nil)
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return fmt.Errorf("%w: object %s is missing", errCorrupt, ref.Key)
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", ref.Key, err)
+	}
+	defer r.Close()
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(w, h), r)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", ref.Key, err)
+	}
+	if n != ref.Size {
+		return fmt.Errorf("%w: object %s has %d bytes, the manifest says %d", errCorrupt, ref.Key, n, ref.Size)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != ref.SHA256 {
+		return fmt.Errorf("%w: object %s has checksum %s, the manifest says %s", errCorrupt, ref.Key, got, ref.SHA256)
+	}
+	return nil
+}
+
+// Restore rebuilds the state store of checkpoint m in dir, which must not
+// exist or be empty, loading its full backup and then each incremental
+// one, and returns the open store with the checkpoint's parts. Every
+// object's checksum is checked; on any error dir is left empty. The next
+// Write of the returned store continues m's incremental chain.
+func (c *Checkpointer) Restore(ctx context.Context, m *Manifest, dir string, opts ...BadgerOption) (*Badger, map[string][]byte, error) {
+	if m == nil {
+		return nil, nil, errors.New("statestore: restore: nil manifest")
+	}
+	db, parts, err := c.restore(ctx, m, dir, opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("statestore: restore checkpoint %d into %s: %w", m.Epoch, dir, err)
+	}
+	return db, parts, nil
+}
+
+func (c *Checkpointer) restore(ctx context.Context, m *Manifest, dir string, opts []BadgerOption) (_ *Badger, _ map[string][]byte, err error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, nil, err
+	}
+	if len(entries) > 0 {
+		return nil, nil, errors.New("the directory is not empty")
+	}
+	parts := make(map[string][]byte, len(m.Parts))
+	for name, ref := range m.Parts {
+		var b bytes.Buffer
+		if err := c.read(ctx, ref, &b); err != nil {
+			return nil, nil, fmt.Errorf("part %q: %w", name, err)
+		}
+		parts[name] = b.Bytes()
+	}
+
+	db, err := OpenBadger(dir, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = db.Close()
+			clearDir(dir)
+		}
+	}()
+	for _, s := range m.State {
+		if err := c.loadState(ctx, db, s); err != nil {
+			return nil, nil, err
+		}
+	}
+	since, err := db.restored(m.NextSince)
+	if err != nil {
+		return nil, nil, err
+	}
+	db.setChain(c, m, since)
+	return db, parts, nil
+}
+
+// loadState loads one backup of a chain into db.
+func (c *Checkpointer) loadState(ctx context.Context, db *Badger, s StateRef) error {
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := db.load(pr)
+		if err == nil {
+			// Drain what Load left, so the checksum covers the whole object.
+			_, err = io.Copy(io.Discard, pr)
+		}
+		pr.CloseWithError(err)
+		done <- err
+	}()
+	err := c.read(ctx, s.ObjectRef, pw)
+	pw.CloseWithError(err)
+	loadErr := <-done
+	switch {
+	case err != nil && (errors.Is(err, errCorrupt) || loadErr == nil):
+		return fmt.Errorf("state backup of epoch %d: %w", s.Epoch, err)
+	case loadErr != nil:
+		return fmt.Errorf("load state backup of epoch %d: %w", s.Epoch, loadErr)
+	}
+	return nil
+}
+
+// clearDir removes what dir holds, keeping dir itself.
+func clearDir(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		_ = os.RemoveAll(dir + string(os.PathSeparator) + e.Name())
+	}
+}
+
+// collect deletes the checkpoints that are neither among the newest
+// retained ones nor needed by their chains. cur is the checkpoint just
+// written.
+func (c *Checkpointer) collect(ctx context.Context, cur *Manifest) error {
+	epochs, err := c.epochs(ctx)
+	if err != nil {
+		return err
+	}
+	keep := map[uint64]bool{}
+	kept := 0
+	for _, e := range slices.Backward(epochs) {
+		if kept == c.cfg.retain {
+			break
+		}
+		m := cur
+		if e != cur.Epoch {
+			if m, err = c.readManifest(ctx, e); err != nil {
+				if !errors.Is(err, errCorrupt) {
+					return err
+				}
+				continue
+			}
+		}
+		kept++
+		for _, s := range m.State {
+			keep[s.Epoch] = true
+		}
+	}
+	var errs []error
+	for _, e := range epochs {
+		if !keep[e] {
+			errs = append(errs, c.deleteEpoch(ctx, e))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// deleteEpoch deletes the objects of an epoch, its manifest first.
+func (c *Checkpointer) deleteEpoch(ctx context.Context, epoch uint64) error {
+	dir := c.cfg.prefix + epochDir(epoch)
+	manifest := dir + manifestName
+	if err := c.bucket.Delete(ctx, manifest); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		return fmt.Errorf("delete %s: %w", manifest, err)
+	}
+	it := c.bucket.List(&blob.ListOptions{Prefix: dir})
+	for {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("list %s: %w", dir, err)
+		}
+		if obj.IsDir {
+			continue
+		}
+		if err := c.bucket.Delete(ctx, obj.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+			return fmt.Errorf("delete %s: %w", obj.Key, err)
+		}
+	}
+}
+
+func checkPartName(name string) error {
+	if name == "" || len(name) > 256 || !utf8.ValidString(name) {
+		return fmt.Errorf("invalid part name %q: want 1 to 256 bytes of UTF-8", name)
+	}
+	return nil
+}
+
+func newID() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("checkpoint id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
