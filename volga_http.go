@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/volga-go/volga/internal/values"
 	"github.com/volga-go/volga/pipeline"
 	"github.com/volga-go/volga/request"
 	"github.com/volga-go/volga/sink"
@@ -52,7 +52,7 @@ func (s pipelineService) Lookup(ctx context.Context, key map[string]any, at time
 			typed[col] = v
 			continue
 		}
-		tv, err := coerce(v, f.Type)
+		tv, err := values.Coerce(v, f.Type)
 		if err != nil {
 			return request.Features{}, request.Invalid(fmt.Errorf("key column %q: %v", col, err))
 		}
@@ -66,7 +66,7 @@ func (s pipelineService) Lookup(ctx context.Context, key map[string]any, at time
 			if !ok {
 				return request.Features{}, request.Invalid(fmt.Errorf("candidate row has unknown column %q; the source columns are %s", col, columnNames(schema)))
 			}
-			tv, err := coerce(v, f.Type)
+			tv, err := values.Coerce(v, f.Type)
 			if err != nil {
 				return request.Features{}, request.Invalid(fmt.Errorf("candidate row column %q: %v", col, err))
 			}
@@ -137,95 +137,6 @@ func columnNames(s *arrow.Schema) string {
 	return strings.Join(names, ", ")
 }
 
-// coerce converts a lookup value (as decoded from JSON or given by a Go
-// caller) to the Go type Lookup expects for a column of type dt. nil
-// stays nil (NULL).
-func coerce(v any, dt arrow.DataType) (any, error) {
-	if v == nil {
-		return nil, nil
-	}
-	bad := func(want string) error {
-		return fmt.Errorf("value %v (%T) is not %s, as column type %s needs", v, v, want, dt)
-	}
-	switch dt.ID() {
-	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
-		n, ok := asInt64(v)
-		if !ok {
-			return nil, bad("an integer")
-		}
-		return n, nil
-	case arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64:
-		switch x := v.(type) {
-		case float64:
-			return x, nil
-		case float32:
-			return float64(x), nil
-		}
-		n, ok := asInt64(v)
-		if !ok {
-			return nil, bad("a number")
-		}
-		return float64(n), nil
-	case arrow.STRING, arrow.LARGE_STRING:
-		if _, ok := v.(string); !ok {
-			return nil, bad("a string")
-		}
-		return v, nil
-	case arrow.BOOL:
-		if _, ok := v.(bool); !ok {
-			return nil, bad("a boolean")
-		}
-		return v, nil
-	case arrow.TIMESTAMP:
-		switch x := v.(type) {
-		case time.Time:
-			return x, nil
-		case string:
-			t, err := time.Parse(time.RFC3339Nano, x)
-			if err != nil {
-				return nil, fmt.Errorf("timestamp %q is not RFC 3339", x)
-			}
-			return t, nil
-		}
-		ms, ok := asInt64(v)
-		if !ok {
-			return nil, bad("a time (RFC 3339 or epoch milliseconds)")
-		}
-		return time.UnixMilli(ms), nil
-	}
-	return v, nil
-}
-
-func asInt64(v any) (int64, bool) {
-	switch x := v.(type) {
-	case int:
-		return int64(x), true
-	case int8:
-		return int64(x), true
-	case int16:
-		return int64(x), true
-	case int32:
-		return int64(x), true
-	case int64:
-		return x, true
-	case uint:
-		return int64(x), x <= math.MaxInt64
-	case uint8:
-		return int64(x), true
-	case uint16:
-		return int64(x), true
-	case uint32:
-		return int64(x), true
-	case uint64:
-		return int64(x), x <= math.MaxInt64
-	case float64:
-		if x == math.Trunc(x) && math.Abs(x) < 1<<63 {
-			return int64(x), true
-		}
-	}
-	return 0, false
-}
-
 // Recompute computes offline, with Backfill, the features of every
 // lookup in lookups: a spine with one row per lookup (its key columns and
 // its time, under the query's column names and types) goes through
@@ -268,15 +179,15 @@ func Recompute(ctx context.Context, query string, lookups []request.Record, opts
 			if !ok {
 				return nil, fmt.Errorf("volga: recompute: lookup %d has no value for key column %q", i, k)
 			}
-			tv, err := coerce(v, fields[j].Type)
+			tv, err := values.Coerce(v, fields[j].Type)
 			if err == nil {
-				err = appendTyped(b.Field(j), tv)
+				err = values.Append(b.Field(j), tv)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("volga: recompute: lookup %d: key column %q: %v", i, k, err)
 			}
 		}
-		if err := appendTyped(b.Field(len(keys)), l.At); err != nil {
+		if err := values.Append(b.Field(len(keys)), l.At); err != nil {
 			return nil, fmt.Errorf("volga: recompute: lookup %d: time: %v", i, err)
 		}
 	}
@@ -325,103 +236,4 @@ func valueFold(m map[string]any, name string) (any, bool) {
 		}
 	}
 	return nil, false
-}
-
-// appendTyped appends a value converted by coerce (or a time) to a
-// builder of a key or time column.
-func appendTyped(b array.Builder, v any) error {
-	if v == nil {
-		b.AppendNull()
-		return nil
-	}
-	bad := fmt.Errorf("value %v (%T) does not fit type %s", v, v, b.Type())
-	n, isInt := asInt64(v)
-	f, isFloat := v.(float64)
-	switch b := b.(type) {
-	case *array.Int64Builder:
-		if t, ok := v.(time.Time); ok { // an epoch-millisecond time column
-			b.Append(t.UnixMilli())
-			return nil
-		}
-		if !isInt {
-			return bad
-		}
-		b.Append(n)
-	case *array.Int32Builder:
-		if !isInt || n != int64(int32(n)) {
-			return bad
-		}
-		b.Append(int32(n))
-	case *array.Int16Builder:
-		if !isInt || n != int64(int16(n)) {
-			return bad
-		}
-		b.Append(int16(n))
-	case *array.Int8Builder:
-		if !isInt || n != int64(int8(n)) {
-			return bad
-		}
-		b.Append(int8(n))
-	case *array.Uint64Builder:
-		if !isInt || n < 0 {
-			return bad
-		}
-		b.Append(uint64(n))
-	case *array.Uint32Builder:
-		if !isInt || n != int64(uint32(n)) {
-			return bad
-		}
-		b.Append(uint32(n))
-	case *array.Uint16Builder:
-		if !isInt || n != int64(uint16(n)) {
-			return bad
-		}
-		b.Append(uint16(n))
-	case *array.Uint8Builder:
-		if !isInt || n != int64(uint8(n)) {
-			return bad
-		}
-		b.Append(uint8(n))
-	case *array.Float64Builder:
-		if !isFloat {
-			return bad
-		}
-		b.Append(f)
-	case *array.Float32Builder:
-		if !isFloat {
-			return bad
-		}
-		b.Append(float32(f))
-	case *array.StringBuilder:
-		s, ok := v.(string)
-		if !ok {
-			return bad
-		}
-		b.Append(s)
-	case *array.LargeStringBuilder:
-		s, ok := v.(string)
-		if !ok {
-			return bad
-		}
-		b.Append(s)
-	case *array.BooleanBuilder:
-		x, ok := v.(bool)
-		if !ok {
-			return bad
-		}
-		b.Append(x)
-	case *array.TimestampBuilder:
-		t, ok := v.(time.Time)
-		if !ok {
-			return bad
-		}
-		ts, err := arrow.TimestampFromTime(t, b.Type().(*arrow.TimestampType).Unit)
-		if err != nil {
-			return err
-		}
-		b.Append(ts)
-	default:
-		return fmt.Errorf("columns of type %s are not supported in a spine", b.Type())
-	}
-	return nil
 }

@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/volga-go/volga/agg"
 	"github.com/volga-go/volga/internal/arrowutil"
+	"github.com/volga-go/volga/internal/values"
 	"github.com/volga-go/volga/sink"
 	"github.com/volga-go/volga/window"
 )
@@ -245,7 +245,7 @@ func (c *Compiled) candidate(row map[string]any) (arrow.RecordBatch, error) {
 	defer b.Release()
 	for i, f := range c.Source.Fields() {
 		v, _ := lookupValue(row, f.Name)
-		if err := appendGo(b.Field(i), v); err != nil {
+		if err := values.Append(b.Field(i), v); err != nil {
 			return nil, fmt.Errorf("volga: candidate row column %q: %w", f.Name, err)
 		}
 	}
@@ -273,104 +273,3 @@ func (c *Compiled) candidate(row map[string]any) (arrow.RecordBatch, error) {
 
 // goValue is the Go value of arr[i] (see sink.Value).
 func goValue(arr arrow.Array, i int) any { return sink.Value(arr, i) }
-
-// appendGo appends a Go value (as decoded from JSON or given by a caller)
-// to a builder of a source column's type. nil appends NULL.
-func appendGo(b array.Builder, v any) error {
-	if v == nil {
-		b.AppendNull()
-		return nil
-	}
-	if n, ok := v.(json.Number); ok {
-		if i, err := n.Int64(); err == nil {
-			v = i
-		} else if f, err := n.Float64(); err == nil {
-			v = f
-		}
-	}
-	bad := func() error { return fmt.Errorf("value %v (%T) does not fit type %s", v, v, b.Type()) }
-	switch b := b.(type) {
-	case *array.Int64Builder:
-		n, ok := asInt(v)
-		if !ok {
-			return bad()
-		}
-		b.Append(n)
-	case *array.Int32Builder:
-		n, ok := asInt(v)
-		if !ok || int64(int32(n)) != n {
-			return bad()
-		}
-		b.Append(int32(n))
-	case *array.Float64Builder:
-		switch x := v.(type) {
-		case float64:
-			b.Append(x)
-		case float32:
-			b.Append(float64(x))
-		default:
-			n, ok := asInt(v)
-			if !ok {
-				return bad()
-			}
-			b.Append(float64(n))
-		}
-	case *array.StringBuilder:
-		s, ok := v.(string)
-		if !ok {
-			return bad()
-		}
-		b.Append(s)
-	case *array.BooleanBuilder:
-		x, ok := v.(bool)
-		if !ok {
-			return bad()
-		}
-		b.Append(x)
-	case *array.TimestampBuilder:
-		unit := b.Type().(*arrow.TimestampType).Unit
-		var tm time.Time
-		switch x := v.(type) {
-		case time.Time:
-			tm = x
-		case string:
-			var err error
-			if tm, err = time.Parse(time.RFC3339Nano, x); err != nil {
-				return fmt.Errorf("timestamp %q is not RFC 3339", x)
-			}
-		default:
-			n, ok := asInt(v)
-			if !ok {
-				return bad()
-			}
-			b.Append(arrow.Timestamp(n))
-			return nil
-		}
-		ts, err := arrow.TimestampFromTime(tm, unit)
-		if err != nil {
-			return err
-		}
-		b.Append(ts)
-	default:
-		return fmt.Errorf("candidate values of type %s are not supported", b.Type())
-	}
-	return nil
-}
-
-func asInt(v any) (int64, bool) {
-	switch x := v.(type) {
-	case int:
-		return int64(x), true
-	case int32:
-		return int64(x), true
-	case int64:
-		return x, true
-	case uint32:
-		return int64(x), true
-	case float64:
-		if x == float64(int64(x)) {
-			return int64(x), true
-		}
-	}
-	return 0, false
-}

@@ -4,10 +4,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/volga-go/volga/internal/values"
 )
 
 // keyIndex gives every distinct key (the tuple of PARTITION BY values) a
@@ -186,9 +187,10 @@ func AppendKey(b []byte, a arrow.Array, i int) []byte {
 
 // EncodeKeyValues encodes a key given as Go values, one per key column of
 // the given types, exactly as AppendKey encodes the same values read from
-// Arrow arrays; nil is NULL. Integers may be given as any Go integer type,
-// floats as float32/float64, timestamps as time.Time or as an integer in
-// the column's unit, strings as string.
+// Arrow arrays; nil is NULL. Values follow package values' rules: integers
+// of any Go type (or whole floats, as JSON gives them), numbers for float
+// columns, strings, booleans, and for timestamps a time.Time, an RFC 3339
+// string or epoch milliseconds.
 func EncodeKeyValues(b []byte, types []arrow.DataType, vals []any) ([]byte, error) {
 	if len(types) != len(vals) {
 		return nil, fmt.Errorf("window: key has %d values, want %d", len(vals), len(types))
@@ -201,28 +203,23 @@ func EncodeKeyValues(b []byte, types []arrow.DataType, vals []any) ([]byte, erro
 		}
 		switch dt.ID() {
 		case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64:
-			n, ok := toInt64(v)
+			n, ok := values.Int64(v)
 			if !ok {
 				return nil, fmt.Errorf("window: key value %v (%T) is not an integer", v, v)
 			}
 			b = binary.AppendVarint(append(b, 1), n)
 		case arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
-			n, ok := toInt64(v)
+			n, ok := values.Int64(v)
 			if !ok || n < 0 {
 				return nil, fmt.Errorf("window: key value %v (%T) is not an unsigned integer", v, v)
 			}
 			b = binary.AppendUvarint(append(b, 2), uint64(n))
 		case arrow.TIMESTAMP:
-			unit := dt.(*arrow.TimestampType).Unit
-			var n int64
-			if tm, ok := v.(time.Time); ok {
-				n = unitsOf(tm, unit)
-			} else if x, ok := toInt64(v); ok {
-				n = x
-			} else {
-				return nil, fmt.Errorf("window: key value %v (%T) is not a time", v, v)
+			tm, err := values.Time(v)
+			if err != nil {
+				return nil, fmt.Errorf("window: key value: %w", err)
 			}
-			b = binary.AppendVarint(append(b, 3), n)
+			b = binary.AppendVarint(append(b, 3), values.Units(tm, dt.(*arrow.TimestampType).Unit))
 		case arrow.BOOL:
 			x, ok := v.(bool)
 			if !ok {
@@ -234,18 +231,9 @@ func EncodeKeyValues(b []byte, types []arrow.DataType, vals []any) ([]byte, erro
 				b = append(b, 4, 0)
 			}
 		case arrow.FLOAT32, arrow.FLOAT64:
-			var f float64
-			switch x := v.(type) {
-			case float64:
-				f = x
-			case float32:
-				f = float64(x)
-			default:
-				n, ok := toInt64(v)
-				if !ok {
-					return nil, fmt.Errorf("window: key value %v (%T) is not a number", v, v)
-				}
-				f = float64(n)
+			f, ok := values.Float64(v)
+			if !ok {
+				return nil, fmt.Errorf("window: key value %v (%T) is not a number", v, v)
 			}
 			b = binary.BigEndian.AppendUint64(append(b, 5), canonFloat(f))
 		case arrow.STRING, arrow.LARGE_STRING:
@@ -259,48 +247,6 @@ func EncodeKeyValues(b []byte, types []arrow.DataType, vals []any) ([]byte, erro
 		}
 	}
 	return b, nil
-}
-
-func toInt64(v any) (int64, bool) {
-	switch x := v.(type) {
-	case int:
-		return int64(x), true
-	case int8:
-		return int64(x), true
-	case int16:
-		return int64(x), true
-	case int32:
-		return int64(x), true
-	case int64:
-		return x, true
-	case uint:
-		return int64(x), true
-	case uint8:
-		return int64(x), true
-	case uint16:
-		return int64(x), true
-	case uint32:
-		return int64(x), true
-	case uint64:
-		return int64(x), true
-	case float64:
-		if x == float64(int64(x)) {
-			return int64(x), true
-		}
-	}
-	return 0, false
-}
-
-func unitsOf(t time.Time, u arrow.TimeUnit) int64 {
-	switch u {
-	case arrow.Second:
-		return t.Unix()
-	case arrow.Millisecond:
-		return t.UnixMilli()
-	case arrow.Microsecond:
-		return t.UnixMicro()
-	}
-	return t.UnixNano()
 }
 
 // find returns the id of an encoded key (as EncodeKeyValues makes it).

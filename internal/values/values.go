@@ -1,0 +1,218 @@
+// Package values converts loosely typed Go values, as decoded from JSON or
+// passed by callers (lookup keys, candidate rows, spine rows), to the
+// types of Arrow columns. It is the one place those rules live.
+package values
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// Int64 returns v as an int64 when it is an integer of any Go type, a
+// float (or json.Number) holding a whole number in range, or a time.Time
+// (as epoch milliseconds, the engine's int64 event time).
+func Int64(v any) (int64, bool) {
+	switch x := v.(type) {
+	case time.Time:
+		return x.UnixMilli(), true
+	case int:
+		return int64(x), true
+	case int8:
+		return int64(x), true
+	case int16:
+		return int64(x), true
+	case int32:
+		return int64(x), true
+	case int64:
+		return x, true
+	case uint:
+		return int64(x), uint64(x) <= math.MaxInt64
+	case uint8:
+		return int64(x), true
+	case uint16:
+		return int64(x), true
+	case uint32:
+		return int64(x), true
+	case uint64:
+		return int64(x), x <= math.MaxInt64
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<63 {
+			return int64(x), true
+		}
+	case json.Number:
+		if n, err := x.Int64(); err == nil {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// Float64 returns v as a float64 when it is a number of any Go type.
+func Float64(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case float32:
+		return float64(x), true
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	}
+	n, ok := Int64(v)
+	return float64(n), ok
+}
+
+// Time returns v as a time: a time.Time, an RFC 3339 string, or an integer
+// of epoch milliseconds.
+func Time(v any) (time.Time, error) {
+	switch x := v.(type) {
+	case time.Time:
+		return x, nil
+	case string:
+		t, err := time.Parse(time.RFC3339Nano, x)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("time %q is not RFC 3339", x)
+		}
+		return t, nil
+	}
+	ms, ok := Int64(v)
+	if !ok {
+		return time.Time{}, fmt.Errorf("value %v (%T) is not a time (RFC 3339 or epoch milliseconds)", v, v)
+	}
+	return time.UnixMilli(ms), nil
+}
+
+// Units converts t to a count of unit since the Unix epoch.
+func Units(t time.Time, u arrow.TimeUnit) int64 {
+	switch u {
+	case arrow.Second:
+		return t.Unix()
+	case arrow.Millisecond:
+		return t.UnixMilli()
+	case arrow.Microsecond:
+		return t.UnixMicro()
+	}
+	return t.UnixNano()
+}
+
+// Coerce converts v to the Go value of a column of type dt: int64 for
+// integers, float64 for floats, string, bool, time.Time for timestamps.
+// nil stays nil (NULL). The error names the value and the type.
+func Coerce(v any, dt arrow.DataType) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	bad := func(want string) error {
+		return fmt.Errorf("value %v (%T) is not %s, as column type %s needs", v, v, want, dt)
+	}
+	switch dt.ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
+		n, ok := Int64(v)
+		if !ok {
+			return nil, bad("an integer")
+		}
+		return n, nil
+	case arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64:
+		f, ok := Float64(v)
+		if !ok {
+			return nil, bad("a number")
+		}
+		return f, nil
+	case arrow.STRING, arrow.LARGE_STRING:
+		if _, ok := v.(string); !ok {
+			return nil, bad("a string")
+		}
+		return v, nil
+	case arrow.BOOL:
+		if _, ok := v.(bool); !ok {
+			return nil, bad("a boolean")
+		}
+		return v, nil
+	case arrow.TIMESTAMP:
+		t, err := Time(v)
+		if err != nil {
+			return nil, err
+		}
+		return t, nil
+	}
+	return v, nil
+}
+
+// Append appends v, coerced to the builder's type, to b (nil appends
+// NULL). Timestamps given as integers are epoch milliseconds.
+func Append(b array.Builder, v any) error {
+	if v == nil {
+		b.AppendNull()
+		return nil
+	}
+	cv, err := Coerce(v, b.Type())
+	if err != nil {
+		return err
+	}
+	switch b := b.(type) {
+	case *array.Int64Builder:
+		b.Append(cv.(int64))
+	case *array.Int32Builder:
+		n := cv.(int64)
+		if int64(int32(n)) != n {
+			return fmt.Errorf("value %d does not fit int32", n)
+		}
+		b.Append(int32(n))
+	case *array.Int16Builder:
+		n := cv.(int64)
+		if int64(int16(n)) != n {
+			return fmt.Errorf("value %d does not fit int16", n)
+		}
+		b.Append(int16(n))
+	case *array.Int8Builder:
+		n := cv.(int64)
+		if int64(int8(n)) != n {
+			return fmt.Errorf("value %d does not fit int8", n)
+		}
+		b.Append(int8(n))
+	case *array.Uint64Builder:
+		n := cv.(int64)
+		if n < 0 {
+			return fmt.Errorf("value %d does not fit uint64", n)
+		}
+		b.Append(uint64(n))
+	case *array.Uint32Builder:
+		n := cv.(int64)
+		if int64(uint32(n)) != n {
+			return fmt.Errorf("value %d does not fit uint32", n)
+		}
+		b.Append(uint32(n))
+	case *array.Uint16Builder:
+		n := cv.(int64)
+		if int64(uint16(n)) != n {
+			return fmt.Errorf("value %d does not fit uint16", n)
+		}
+		b.Append(uint16(n))
+	case *array.Uint8Builder:
+		n := cv.(int64)
+		if int64(uint8(n)) != n {
+			return fmt.Errorf("value %d does not fit uint8", n)
+		}
+		b.Append(uint8(n))
+	case *array.Float64Builder:
+		b.Append(cv.(float64))
+	case *array.Float32Builder:
+		b.Append(float32(cv.(float64)))
+	case *array.StringBuilder:
+		b.Append(cv.(string))
+	case *array.LargeStringBuilder:
+		b.Append(cv.(string))
+	case *array.BooleanBuilder:
+		b.Append(cv.(bool))
+	case *array.TimestampBuilder:
+		b.Append(arrow.Timestamp(Units(cv.(time.Time), b.Type().(*arrow.TimestampType).Unit)))
+	default:
+		return fmt.Errorf("values of type %s are not supported here", b.Type())
+	}
+	return nil
+}

@@ -1,0 +1,81 @@
+package values
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+func TestCoerce(t *testing.T) {
+	ts := time.Date(2024, 1, 3, 10, 0, 0, 0, time.UTC)
+	tsType := &arrow.TimestampType{Unit: arrow.Microsecond}
+	for _, c := range []struct {
+		v    any
+		dt   arrow.DataType
+		want any
+		bad  bool
+	}{
+		{42.0, arrow.PrimitiveTypes.Int64, int64(42), false},
+		{json.Number("7"), arrow.PrimitiveTypes.Int32, int64(7), false},
+		{42.5, arrow.PrimitiveTypes.Int64, nil, true},
+		{"42", arrow.PrimitiveTypes.Int64, nil, true},
+		{3, arrow.PrimitiveTypes.Float64, 3.0, false},
+		{"x", arrow.BinaryTypes.String, "x", false},
+		{1, arrow.BinaryTypes.String, nil, true},
+		{true, arrow.FixedWidthTypes.Boolean, true, false},
+		{"2024-01-03T10:00:00Z", tsType, ts, false},
+		{ts.UnixMilli(), tsType, ts, false},
+		{"yesterday", tsType, nil, true},
+		{nil, arrow.PrimitiveTypes.Int64, nil, false},
+	} {
+		got, err := Coerce(c.v, c.dt)
+		if (err != nil) != c.bad {
+			t.Errorf("Coerce(%v, %s): error %v, want error %v", c.v, c.dt, err, c.bad)
+			continue
+		}
+		if c.bad {
+			continue
+		}
+		if gt, ok := got.(time.Time); ok {
+			if !gt.Equal(c.want.(time.Time)) {
+				t.Errorf("Coerce(%v, %s) = %v, want %v", c.v, c.dt, got, c.want)
+			}
+		} else if got != c.want {
+			t.Errorf("Coerce(%v, %s) = %v (%T), want %v", c.v, c.dt, got, got, c.want)
+		}
+	}
+}
+
+func TestAppend(t *testing.T) {
+	mem := memory.DefaultAllocator
+	b := array.NewRecordBuilder(mem, arrow.NewSchema([]arrow.Field{
+		{Name: "i8", Type: arrow.PrimitiveTypes.Int8},
+		{Name: "u16", Type: arrow.PrimitiveTypes.Uint16},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Second}},
+		{Name: "f", Type: arrow.PrimitiveTypes.Float32},
+	}, nil))
+	defer b.Release()
+	for i, v := range []any{int64(-5), 65535, "2024-01-03T10:00:00Z", 1.5} {
+		if err := Append(b.Field(i), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Append(b.Field(0), 300); err == nil {
+		t.Error("300 fits int8?")
+	}
+	if err := Append(b.Field(1), -1); err == nil {
+		t.Error("-1 fits uint16?")
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	if got := rec.Column(2).(*array.Timestamp).Value(0); int64(got) != 1704276000 {
+		t.Errorf("timestamp in seconds = %d", got)
+	}
+	if got := rec.Column(0).(*array.Int8).Value(0); got != -5 {
+		t.Errorf("int8 = %d", got)
+	}
+}
