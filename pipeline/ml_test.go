@@ -178,14 +178,13 @@ func groupQuery(w testutil.GroupWindow, aggs []testutil.Agg) string {
 	return fmt.Sprintf("SELECT %s\nFROM events\nGROUP BY %s, %s", strings.Join(items, ", "), strings.Join(w.Keys, ", "), win)
 }
 
-// groupAggs mixes standard and ML aggregates for the GROUP BY suites. The
-// order-sensitive ones (first_value, last_value, ew_avg, drawdown) are
-// left out: the GROUP BY operator feeds them in arrival order, not in
-// (ts, arrival) order; see TestBugGroupByOrderSensitiveAggregates.
+// groupAggs mixes standard and ML aggregates for the GROUP BY suites,
+// including the order-sensitive ones (first_value, last_value, ew_avg,
+// drawdown), which must see each window's rows in (ts, arrival) order.
 var groupAggs = []testutil.Agg{
 	{Func: "count"}, {Func: "sum", Arg: "amount"}, {Func: "avg", Arg: "price"}, {Func: "min", Arg: "category"},
 	{Func: "max", Arg: "price"}, {Func: "var_samp", Arg: "price"}, {Func: "count_distinct", Arg: "category"},
-	{Func: "stddev_pop", Arg: "amount"},
+	{Func: "stddev_pop", Arg: "amount"}, {Func: "first_value", Arg: "amount"}, {Func: "last_value", Arg: "category"},
 	{Func: "top", Arg: "amount", Param: int64(3)},
 	{Func: "topn_frequency", Arg: "category", Param: int64(2)},
 	{Func: "top1_ratio", Arg: "tag"},
@@ -194,6 +193,8 @@ var groupAggs = []testutil.Agg{
 	{Func: "max_where", Arg: "category", Cond: "flag"},
 	{Func: "sum_cate", Arg: "price", Cate: "category"},
 	{Func: "min_cate_where", Arg: "amount", Cond: "flag", Cate: "tag"},
+	{Func: "ew_avg", Arg: "price", Param: 0.25},
+	{Func: "drawdown", Arg: "score"},
 	{Func: "approx_percentile", Arg: "price", Param: 0.75},
 	{Func: "approx_count_distinct", Arg: "tag"},
 }
@@ -300,7 +301,8 @@ func TestGroupByLateRows(t *testing.T) {
 	const bound = 500
 	w := testutil.GroupWindow{Keys: []string{"user_id"}, Time: "ts", Size: 2000, Slide: 1000}
 	aggs := []testutil.Agg{{Func: "count"}, {Func: "sum", Arg: "amount"}, {Func: "top", Arg: "price", Param: int64(2)},
-		{Func: "count_cate", Arg: "amount", Cate: "category"}, {Func: "approx_percentile", Arg: "score", Param: 0.5}}
+		{Func: "count_cate", Arg: "amount", Cate: "category"}, {Func: "approx_percentile", Arg: "score", Param: 0.5},
+		{Func: "drawdown", Arg: "score"}, {Func: "first_value", Arg: "price"}}
 	for _, seed := range testutil.Seeds(3) {
 		rng := testutil.Rand(seed)
 		events := testutil.MLEvents(rng, testutil.DefaultEvents(testutil.Scale(300)))
@@ -380,14 +382,13 @@ func TestGroupByNullKey(t *testing.T) {
 	}
 }
 
-// TestBugGroupByOrderSensitiveAggregates is a failing test of an engine
-// bug: a tumble/hop window feeds its states in arrival order, so
-// first_value, last_value, ew_avg and drawdown see the window's rows out
-// of (ts, arrival) order whenever rows arrive out of time order (SPEC
-// section 4: first_value is the earliest row in (ts, arrival) order;
-// section 6: streaming equals batch whatever the arrival order). Here two
-// rows of one window arrive newest first, in batch mode.
-func TestBugGroupByOrderSensitiveAggregates(t *testing.T) {
+// TestGroupByOrderSensitiveAggregates is the regression test of a bug
+// found by the GROUP BY reference suite: tumble/hop windows fed their
+// states in arrival order, so first_value, last_value, ew_avg and drawdown
+// followed arrival instead of (ts, arrival) order (SPEC section 4) when
+// rows arrived out of time order. Here two rows of one window arrive
+// newest first, in batch mode.
+func TestGroupByOrderSensitiveAggregates(t *testing.T) {
 	tab := &testutil.Table{Schema: testutil.EventSchema, Rows: [][]any{
 		{int64(1), int64(7), "m", int64(600), nil, 10.0, nil}, // arrives first, newer
 		{int64(0), int64(7), "m", int64(100), nil, 20.0, nil},
@@ -399,12 +400,5 @@ FROM events GROUP BY user_id, tumble(ts, INTERVAL '1' SECOND)`, tab)
 	want := [][]any{{int64(7), 20.0, 10.0, 40.0 / 3, 0.5}}
 	if d := testutil.Diff([]string{"user_id", "f", "l", "e", "d"}, got, want, func(int) string { return "user_id=7 window [0, 1000)" }); d != "" {
 		t.Errorf("GROUP BY aggregates follow arrival order, not event time:\n%s", d)
-	}
-	// The randomized suite with the order-sensitive aggregates, to keep
-	// once the bug is fixed (then move them into groupAggs).
-	ordered := []testutil.Agg{{Func: "first_value", Arg: "amount"}, {Func: "last_value", Arg: "category"},
-		{Func: "ew_avg", Arg: "price", Param: 0.25}, {Func: "drawdown", Arg: "score"}}
-	for _, seed := range testutil.Seeds(1) {
-		groupMatchesReference(t, seed, groupWindows[2], ordered)
 	}
 }

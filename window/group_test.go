@@ -14,10 +14,10 @@ import (
 )
 
 // groupTestAggs are the aggregates of the GROUP BY operator tests:
-// standard and ML ones whose result does not depend on the order of the
-// window's rows (the order-sensitive ones are fed in arrival order; see
-// TestBugGroupByOrderSensitiveAggregates in package pipeline).
+// standard and ML ones, the order-sensitive ones included.
 var groupTestAggs = []testutil.Agg{
+	{Func: "first_value", Arg: "category"}, {Func: "last_value", Arg: "price"},
+	{Func: "ew_avg", Arg: "amount", Param: 0.6}, {Func: "drawdown", Arg: "price"},
 	{Func: "count"}, {Func: "count", Arg: "price"}, {Func: "sum", Arg: "amount"}, {Func: "sum", Arg: "price"},
 	{Func: "avg", Arg: "amount"}, {Func: "min", Arg: "price"}, {Func: "max", Arg: "category"},
 	{Func: "var_pop", Arg: "price"}, {Func: "stddev_samp", Arg: "amount"}, {Func: "count_distinct", Arg: "tag"},
@@ -300,5 +300,105 @@ func TestGroupOperatorNegativeTimes(t *testing.T) {
 	want := refValues(testutil.GroupBy(tab, w, aggs))
 	if d := testutil.Diff([]string{"user_id", "window_start", "window_end", "count", "sum"}, got, want, groupLabel(want, 1)); d != "" {
 		t.Error(d)
+	}
+}
+
+// TestGroupOperatorApproxBounds: in a tumble window, approx_percentile is
+// exact up to 1023 values (1024: TestBugApproxPercentileExactUpTo1024) and approx_count_distinct up to 1000 distinct
+// values; beyond, they stay within their documented bounds (rank error
+// N·H/1024 with H = ⌈log2(N/1024)⌉+1; HyperLogLog standard error 1.6%,
+// checked at 5%).
+func TestGroupOperatorApproxBounds(t *testing.T) {
+	w := testutil.GroupWindow{Keys: []string{"user_id"}, Time: "ts", Size: 1_000_000, Slide: 1_000_000}
+	qs := []float64{0, 0.1, 0.5, 0.93, 1}
+	var aggs []testutil.Agg
+	for _, q := range qs {
+		aggs = append(aggs, testutil.Agg{Func: "approx_percentile", Arg: "price", Param: q})
+	}
+	aggs = append(aggs, testutil.Agg{Func: "approx_count_distinct", Arg: "price"}, testutil.Agg{Func: "count_distinct", Arg: "price"})
+	for _, n := range []int{1000, 1023, testutil.Scale(6000)} {
+		rng := testutil.Rand(uint64(n))
+		tab := &testutil.Table{Schema: testutil.MLEventSchema}
+		for i := range n {
+			// Values repeat a little, so that distinct counts differ from n.
+			price := float64(rng.IntN(4*n)) / 8
+			tab.Rows = append(tab.Rows, []any{int64(i), int64(1), "m", int64(rng.IntN(1000)), nil, price, nil, nil, nil, nil})
+		}
+		g := newGroupOp(t, 1, w, aggs)
+		for lo := 0; lo < n; lo += 500 {
+			g.push(tab, lo, min(n, lo+500))
+		}
+		got := g.advance(watermark.End)
+		if len(got) != 1 {
+			t.Fatalf("n=%d: %d windows, want 1", n, len(got))
+		}
+		res := got[0][3:]
+		want := refValues(testutil.GroupBy(tab, w, aggs))[0][3:]
+		vals := make([]float64, n)
+		for i, r := range tab.Rows {
+			vals[i] = r[tab.Col("price")].(float64)
+		}
+		slices.Sort(vals)
+		distinct := want[len(qs)+1].(int64)
+		if n < 1024 {
+			if d := testutil.Diff(testutilNames(aggs), [][]any{res}, [][]any{want}, func(int) string { return fmt.Sprint("n=", n) }); d != "" {
+				t.Errorf("n=%d values, %d distinct: not exact:\n%s", n, distinct, d)
+			}
+			continue
+		}
+		h := 1
+		for 1024<<(h-1) < n {
+			h++
+		}
+		h++
+		bound := float64(n*h) / 1024
+		for k, q := range qs {
+			r := res[k].(float64)
+			lt, _ := slices.BinarySearch(vals, r)
+			le := lt
+			for le < n && vals[le] == r {
+				le++
+			}
+			// The rank of r is anywhere in [lt, le-1] (or lt for a value
+			// between two of the data).
+			target := q * float64(n-1)
+			miss := max(float64(lt)-target, target-float64(max(le-1, lt)), 0)
+			if miss > bound {
+				t.Errorf("n=%d: approx_percentile(price, %v) = %v has rank [%d, %d], want within %.1f of %.1f", n, q, r, lt, le-1, bound, target)
+			}
+		}
+		if est := res[len(qs)].(int64); float64(est) < 0.95*float64(distinct) || float64(est) > 1.05*float64(distinct) {
+			t.Errorf("n=%d: approx_count_distinct = %d, want within 5%% of %d", n, est, distinct)
+		}
+	}
+}
+
+func testutilNames(aggs []testutil.Agg) []string {
+	out := make([]string, len(aggs))
+	for i, a := range aggs {
+		out[i] = a.SQL()
+	}
+	return out
+}
+
+// TestBugApproxPercentileExactUpTo1024 is a failing test of an engine bug:
+// approx_percentile documents (Def.Doc, pctK) that its states are exact up
+// to 1024 values, but a tumble window of exactly 1024 values already gives
+// a sketch estimate: the 1024th value fills level 0, which is compacted at
+// once. Minimal reproduction: the values 0..1023 in one window;
+// approx_percentile(price, 1.0) must be 1023 and (price, 0.5) 511.5.
+func TestBugApproxPercentileExactUpTo1024(t *testing.T) {
+	w := testutil.GroupWindow{Keys: []string{"user_id"}, Time: "ts", Size: 1000, Slide: 1000}
+	aggs := []testutil.Agg{{Func: "approx_percentile", Arg: "price", Param: 1.0}, {Func: "approx_percentile", Arg: "price", Param: 0.5}}
+	tab := &testutil.Table{Schema: testutil.MLEventSchema}
+	for i := range 1024 {
+		tab.Rows = append(tab.Rows, []any{int64(i), int64(1), "m", int64(0), nil, float64(i), nil, nil, nil, nil})
+	}
+	g := newGroupOp(t, 1, w, aggs)
+	g.push(tab, 0, len(tab.Rows))
+	got := g.advance(watermark.End)
+	want := [][]any{{int64(1), int64(0), int64(1000), 1023.0, 511.5}}
+	if d := testutil.Diff([]string{"user_id", "window_start", "window_end", "p100", "p50"}, got, want, func(int) string { return "1024 values" }); d != "" {
+		t.Errorf("approx_percentile over 1024 values is not exact:\n%s", d)
 	}
 }

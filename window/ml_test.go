@@ -249,11 +249,11 @@ func TestOperatorMLAllowedLateness(t *testing.T) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			t.Parallel()
 			rng := testutil.Rand(seed)
-			events := testutil.MLEvents(rng, testutil.DefaultEvents(testutil.Scale(200)))
+			events := testutil.MLEvents(rng, testutil.DefaultEvents(testutil.Scale(240)))
 			order := testutil.Shuffle(rng, events, "ts", keys, bound)
-			for k := 0; k < len(order)/12; k++ { // hold some rows back
+			for k := 0; k < len(order)/8; k++ { // hold some rows back
 				p := rng.IntN(len(order))
-				q := min(len(order)-1, p+2+rng.IntN(12))
+				q := min(len(order)-1, p+2+rng.IntN(6))
 				row := order[p]
 				order = slices.Insert(slices.Delete(order, p, p+1), q, row)
 			}
