@@ -340,7 +340,7 @@ Conventions:
   signature and the line and column of the call.
 - ` + "`approx_percentile`" + ` is exact — DuckDB's ` + "`quantile_cont`" + `, linear interpolation between
   the closest ranks, ` + "`v[⌊p⌋] + (p-⌊p⌋)(v[⌊p⌋+1]-v[⌊p⌋])`" + ` with ` + "`p = q(n-1)`" + ` — over
-  sliding windows, and in tumble/hop windows of fewer than 1024 values; beyond that
+  sliding windows, and in tumble/hop windows of up to 1024 values; beyond that
   a compactor sketch keeps the rank of the result within ` + "`N·H/1024`" + ` of the exact
   one (H the number of sketch levels, ` + "`⌈log2(N/1024)⌉+1`" + `: at most 0.6% of N for
   N = 10^5). ` + "`approx_count_distinct`" + ` is exact over sliding windows and up to 1000

@@ -40,7 +40,7 @@ const pctK = 1024
 // Sliding windows are exact: the frame's values sit in an indexable skip
 // list, O(log n) per row. States (tiles) are exact up to 1024 values and
 // then become a deterministic mergeable compactor sketch: level l holds
-// values of weight 2^l, and a full level (1024 values) is sorted and every
+// values of weight 2^l, and a level past 1024 values is sorted and every
 // other value, from an alternating offset, moves up one level. Each
 // compaction at level l shifts the rank of any value by at most 2^l, and
 // there are at most N/(1024·2^l) of them, so the rank of the returned value
@@ -150,7 +150,7 @@ func (s *percentileState) Add(r *Rows, a int64) {
 	}
 	s.levels[0] = append(s.levels[0], c.Float(i))
 	s.n++
-	if len(s.levels[0]) >= pctK {
+	if len(s.levels[0]) > pctK {
 		s.compact()
 	}
 }
@@ -165,11 +165,12 @@ func floatCmp(a, b float64) int {
 	return 0
 }
 
-// compact halves every full level into the next one, lowest first.
+// compact halves every level holding more than pctK values into the next
+// one, lowest first, so that up to pctK values stay exact.
 func (s *percentileState) compact() {
 	for l := 0; l < len(s.levels); l++ {
 		lv := s.levels[l]
-		if len(lv) < pctK {
+		if len(lv) <= pctK {
 			continue
 		}
 		slices.SortFunc(lv, floatCmp)
@@ -269,7 +270,7 @@ func (s *percentileState) UnmarshalBinary(data []byte) error {
 	for l := range nl {
 		p := d.byte()
 		m := d.count(8)
-		if d.err != nil || p > 1 || m >= pctK {
+		if d.err != nil || p > 1 || m > pctK {
 			return errCorrupt
 		}
 		lv := make([]float64, m)

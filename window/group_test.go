@@ -304,7 +304,7 @@ func TestGroupOperatorNegativeTimes(t *testing.T) {
 }
 
 // TestGroupOperatorApproxBounds: in a tumble window, approx_percentile is
-// exact up to 1023 values (1024: TestBugApproxPercentileExactUpTo1024) and approx_count_distinct up to 1000 distinct
+// exact up to 1024 values and approx_count_distinct up to 1000 distinct
 // values; beyond, they stay within their documented bounds (rank error
 // N·H/1024 with H = ⌈log2(N/1024)⌉+1; HyperLogLog standard error 1.6%,
 // checked at 5%).
@@ -381,13 +381,12 @@ func testutilNames(aggs []testutil.Agg) []string {
 	return out
 }
 
-// TestBugApproxPercentileExactUpTo1024 is a failing test of an engine bug:
-// approx_percentile documents (Def.Doc, pctK) that its states are exact up
-// to 1024 values, but a tumble window of exactly 1024 values already gives
-// a sketch estimate: the 1024th value fills level 0, which is compacted at
-// once. Minimal reproduction: the values 0..1023 in one window;
-// approx_percentile(price, 1.0) must be 1023 and (price, 0.5) 511.5.
-func TestBugApproxPercentileExactUpTo1024(t *testing.T) {
+// TestApproxPercentileExactUpTo1024 is a regression test: approx_percentile
+// documents that its states are exact up to 1024 values, but the 1024th
+// value used to fill level 0, which was compacted at once. The values
+// 0..1023 in one window: approx_percentile(price, 1.0) is 1023 and
+// (price, 0.5) 511.5.
+func TestApproxPercentileExactUpTo1024(t *testing.T) {
 	w := testutil.GroupWindow{Keys: []string{"user_id"}, Time: "ts", Size: 1000, Slide: 1000}
 	aggs := []testutil.Agg{{Func: "approx_percentile", Arg: "price", Param: 1.0}, {Func: "approx_percentile", Arg: "price", Param: 0.5}}
 	tab := &testutil.Table{Schema: testutil.MLEventSchema}
