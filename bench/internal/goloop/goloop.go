@@ -1,6 +1,7 @@
-// Package goloop computes the features-4 features with a hand-written Go
-// loop: what an engineer would write without an engine, and the floor the
-// engine's batch mode should approach.
+// Package goloop computes the features of the features-4 and ml-3
+// workloads (ML3, in ml3.go) with hand-written Go loops: what an engineer
+// would write without an engine, and the floor the engine's batch mode
+// should approach.
 //
 // The input must be ordered by event time (the generated event log is).
 // Each user keeps one deque of (ts, amount) covering the longest window

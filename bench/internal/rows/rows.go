@@ -8,6 +8,7 @@
 package rows
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/big"
@@ -158,6 +159,71 @@ func (t Table) SortedBy(name string) Table {
 		return cmpInt(x, y)
 	})
 	return out
+}
+
+// SortedByCols returns a copy of t whose rows are sorted by the named
+// columns, in order, comparing canonical values with Compare. It panics
+// when a column does not exist.
+func (t Table) SortedByCols(names ...string) Table {
+	cols := make([]int, len(names))
+	for i, n := range names {
+		if cols[i] = t.Col(n); cols[i] < 0 {
+			panic(fmt.Sprintf("rows: no column %q in %v", n, t.Names))
+		}
+	}
+	out := Table{Names: t.Names, Rows: slices.Clone(t.Rows)}
+	slices.SortStableFunc(out.Rows, func(a, b []any) int {
+		for _, c := range cols {
+			if r := Compare(a[c], b[c]); r != 0 {
+				return r
+			}
+		}
+		return 0
+	})
+	return out
+}
+
+// Compare orders canonical values: NULL first, then by value for two
+// values of the same type (int64, float64, string, bool, time.Time); values
+// of different types order by type name, so any mix sorts consistently.
+func Compare(a, b any) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil:
+		return -1
+	case b == nil:
+		return 1
+	}
+	switch x := a.(type) {
+	case int64:
+		if y, ok := b.(int64); ok {
+			return cmpInt(x, y)
+		}
+	case float64:
+		if y, ok := b.(float64); ok {
+			return cmp.Compare(x, y)
+		}
+	case string:
+		if y, ok := b.(string); ok {
+			return strings.Compare(x, y)
+		}
+	case bool:
+		if y, ok := b.(bool); ok {
+			switch {
+			case x == y:
+				return 0
+			case !x:
+				return -1
+			}
+			return 1
+		}
+	case time.Time:
+		if y, ok := b.(time.Time); ok {
+			return x.Compare(y)
+		}
+	}
+	return strings.Compare(fmt.Sprintf("%T", a), fmt.Sprintf("%T", b))
 }
 
 func cmpInt(a, b int64) int {

@@ -29,6 +29,9 @@ type Options struct {
 	// Parallelism is the number of window tasks; 0 keeps the engine's
 	// default.
 	Parallelism int
+	// LookupRetention keeps window state for lookups at times down to
+	// this far behind the watermark (volga.WithLookupRetention).
+	LookupRetention time.Duration
 }
 
 // Run compiles query with src bound to table and runs it, handing every
@@ -39,6 +42,13 @@ func Run(ctx context.Context, query, table string, src source.Source, o Options,
 		return err
 	}
 	return p.Run(ctx)
+}
+
+// Compile compiles query like Run without running it, for callers that
+// need the pipeline itself: its Lookup, Handler and Stats (the lookup
+// workload).
+func Compile(query, table string, src source.Source, o Options, fn func(context.Context, arrow.RecordBatch) error) (*volga.Pipeline, error) {
+	return compile(query, table, src, o, fn)
 }
 
 func compile(query, table string, src source.Source, o Options, fn func(context.Context, arrow.RecordBatch) error) (*volga.Pipeline, error) {
@@ -56,6 +66,9 @@ func compile(query, table string, src source.Source, o Options, fn func(context.
 	}
 	if o.Parallelism > 0 {
 		opts = append(opts, volga.WithParallelism(o.Parallelism))
+	}
+	if o.LookupRetention > 0 {
+		opts = append(opts, volga.WithLookupRetention(o.LookupRetention))
 	}
 	return volga.SQL(query, opts...)
 }

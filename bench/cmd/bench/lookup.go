@@ -1,0 +1,505 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/volga-go/volga"
+
+	"github.com/volga-go/volga/bench/internal/gen"
+	"github.com/volga-go/volga/bench/internal/volgarun"
+)
+
+// The lookup workload (BENCHMARKS.md): point lookups Lookup(user, t)
+// against the state of a pipeline that has ingested the features-4 events,
+// for four window lengths, in process and then over HTTP on loopback at a
+// fixed request rate while ingest continues.
+//
+// For each window length L (1 h, 1 d, 7 d, 30 d) one pipeline computes four
+// features of that window (sum, count, avg and max of amount, PARTITION BY
+// user_id), so a lookup of it returns exactly four features. It runs in
+// streaming mode (MaxOutOfOrder 0: the log is in event-time order) with
+// WithLookupRetention covering the whole log plus the continued ingest,
+// so a lookup may ask for any time of the log. Its source is the whole log
+// from memory, then a gate: the pipeline stays running (idle) while the
+// lookups are measured. Ingest is timed until the sink has received every
+// row. Then:
+//
+//   - in process: -lookups lookups (after 2 000 unrecorded warm-up ones)
+//     from one goroutine, for users uniform over all users and times
+//     uniform over the log's span, each timed alone; p50/p99/p999. A
+//     sample of 500 lookups is checked against a brute-force computation
+//     over the raw events (the frame ts in [t-L, t], peers at t included).
+//   - over HTTP (the 30-day pipeline only): Pipeline.Handler on a
+//     127.0.0.1 listener; an open-loop client sends -http-rate requests/s
+//     for -http-duration (request i is due at start + i/rate and its
+//     latency is counted from that due time, so a client or server that
+//     falls behind is charged for it), through 64 keep-alive connections.
+//     "Ingest running" means: while the load runs, the same pipeline keeps
+//     ingesting new events at -ingest-rate events/s (the log replayed with
+//     its event times shifted past its end, in batches of 500 rows), so
+//     lookups contend with window updates, watermark progress and tile
+//     building on the same state and the same 2 cores.
+//
+// Everything is bounded: the number of lookups, the HTTP duration, the
+// tail (at most rate * (duration + 5 s) events).
+
+// lookupWindows are the window lengths of the workload.
+var lookupWindows = []struct {
+	name, interval string
+	ms             int64
+}{
+	{"1h", "INTERVAL '1' HOUR", 3_600_000},
+	{"1d", "INTERVAL '1' DAY", 86_400_000},
+	{"7d", "INTERVAL '7' DAY", 7 * 86_400_000},
+	{"30d", "INTERVAL '30' DAY", 30 * 86_400_000},
+}
+
+func lookupQuery(name, interval string) string {
+	return fmt.Sprintf(`SELECT id, user_id, ts,
+       sum(amount) OVER w AS sum_%[1]s, count(*) OVER w AS n_%[1]s,
+       avg(amount) OVER w AS avg_%[1]s, max(amount) OVER w AS max_%[1]s
+FROM tx
+WINDOW w AS (PARTITION BY user_id ORDER BY ts RANGE BETWEEN %[2]s PRECEDING AND CURRENT ROW)`, name, interval)
+}
+
+const (
+	lookupWarmup   = 2_000
+	lookupChecked  = 500
+	httpClients    = 64
+	tailBatchRows  = 500
+	lookupRNGLabel = 0x6c6f6f6b7570 // "lookup"
+)
+
+// runLookup runs the lookup workload in this (child) process. Its Seconds
+// is the total ingest time of the four pipelines; its Lines the latency
+// report.
+func runLookup(ctx context.Context, c config) (result, error) {
+	schema, recs, err := gen.ReadParquet(c.Input.Log, []string{"id", "user_id", "ts", "amount"}, c.BatchRows)
+	if err != nil {
+		return result{}, err
+	}
+	cfg := gen.NewFeatures4(c.Events, c.Seed)
+	lo, hi := recs[0].Column(2).(*array.Timestamp).Value(0), lastTs(recs)
+	span := int64(hi - lo)
+	tailRows := int(float64(c.IngestRate) * (c.HTTPDuration + 5*time.Second).Seconds())
+	// Retention: the whole log, the continued ingest's advance of the
+	// watermark, and a day of margin.
+	retention := time.Duration(span)*time.Millisecond + time.Duration(float64(tailRows)/float64(c.Events)*float64(span))*time.Millisecond + 24*time.Hour
+	fmt.Fprintf(os.Stderr, "# lookup: %d events, %d users, span %s, retention %s\n",
+		c.Events, cfg.Users, time.Duration(span)*time.Millisecond, retention.Round(time.Hour))
+
+	var res result
+	p99 := map[string]float64{}
+	for _, w := range lookupWindows {
+		var tail []arrow.RecordBatch
+		if w.name == "30d" {
+			tail = shiftedTail(schema, recs, tailRows, span+1, int64(c.Events))
+		}
+		src := newGatedSource(schema, recs, tail, c.IngestRate)
+		p, err := volgarun.Compile(lookupQuery(w.name, w.interval), "tx", src,
+			volgarun.Options{Streaming: true, Parallelism: c.Parallelism, LookupRetention: retention},
+			func(context.Context, arrow.RecordBatch) error { return nil })
+		if err != nil {
+			return result{}, err
+		}
+		runCtx, cancel := context.WithCancel(ctx)
+		runErr := make(chan error, 1)
+		start := time.Now()
+		go func() { runErr <- p.Run(runCtx) }()
+		if err := waitRows(p, int64(c.Events), runErr); err != nil {
+			cancel()
+			return result{}, fmt.Errorf("window %s: ingest: %w", w.name, err)
+		}
+		ingest := time.Since(start).Seconds()
+		res.Seconds += ingest
+		fmt.Fprintf(os.Stderr, "# lookup window=%s ingest %.2fs (%.0f events/s)\n", w.name, ingest, float64(c.Events)/ingest)
+
+		if err := checkLookups(ctx, p, w.name, w.ms, recs, cfg.Users, c.Seed); err != nil {
+			cancel()
+			return result{}, fmt.Errorf("window %s: %w", w.name, err)
+		}
+		st, err := measureLookups(ctx, p, c.Lookups, cfg.Users, int64(lo), span, c.Seed)
+		if err != nil {
+			cancel()
+			return result{}, fmt.Errorf("window %s: %w", w.name, err)
+		}
+		lat := st.lat
+		p99[w.name] = pct(lat, 0.99)
+		res.Lines = append(res.Lines, fmt.Sprintf("workload=lookup window=%s mode=inproc lookups=%d ingest_s=%.2f p50_us=%.1f p99_us=%.1f p999_us=%.1f allocs_per_lookup=%.0f bytes_per_lookup=%.0f",
+			w.name, len(lat), ingest, pct(lat, 0.50), pct(lat, 0.99), pct(lat, 0.999), st.allocs, st.bytes))
+
+		if tail != nil {
+			line, err := measureHTTP(ctx, p, src, c, int64(lo), span)
+			if err != nil {
+				cancel()
+				return result{}, fmt.Errorf("http: %w", err)
+			}
+			res.Lines = append(res.Lines, line)
+		}
+		src.stop()
+		err = <-runErr
+		cancel()
+		if err != nil {
+			return result{}, fmt.Errorf("window %s: run: %w", w.name, err)
+		}
+		runtime.GC()
+	}
+	res.Lines = append(res.Lines, fmt.Sprintf("workload=lookup ratio=p99(30d)/p99(1h) value=%.2f", p99["30d"]/p99["1h"]))
+	return res, nil
+}
+
+func lastTs(recs []arrow.RecordBatch) arrow.Timestamp {
+	last := recs[len(recs)-1].Column(2).(*array.Timestamp)
+	return last.Value(last.Len() - 1)
+}
+
+// waitRows waits until the pipeline has emitted n rows (every ingested row
+// released by the watermark), or fails if the run ends first.
+func waitRows(p *volga.Pipeline, n int64, runErr chan error) error {
+	deadline := time.Now().Add(30 * time.Minute)
+	for p.Stats().RowsOut < n {
+		select {
+		case err := <-runErr:
+			return fmt.Errorf("pipeline ended after %d of %d rows: %v", p.Stats().RowsOut, n, err)
+		case <-time.After(5 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("only %d of %d rows after 30 minutes", p.Stats().RowsOut, n)
+		}
+	}
+	return nil
+}
+
+// lookupRequests returns n random (user, time) pairs, deterministic in
+// seed and salt: users uniform over [0, users), times uniform over
+// [lo, lo+span].
+func lookupRequests(n, users int, lo, span int64, seed, salt uint64) ([]int64, []time.Time) {
+	rng := rand.New(rand.NewPCG(seed, lookupRNGLabel+salt))
+	us, ts := make([]int64, n), make([]time.Time, n)
+	for i := range us {
+		us[i] = rng.Int64N(int64(users))
+		ts[i] = time.UnixMilli(lo + rng.Int64N(span+1))
+	}
+	return us, ts
+}
+
+// lookupStats are the latencies (microseconds, sorted) of the recorded
+// lookups and their heap allocations per lookup.
+type lookupStats struct {
+	lat           []float64
+	allocs, bytes float64
+}
+
+// measureLookups times n lookups (after a warm-up) from one goroutine.
+func measureLookups(ctx context.Context, p *volga.Pipeline, n, users int, lo, span int64, seed uint64) (lookupStats, error) {
+	us, ts := lookupRequests(n+lookupWarmup, users, lo, span, seed, 1)
+	keys := make([]map[string]any, len(us))
+	for i, u := range us {
+		keys[i] = map[string]any{"user_id": u}
+	}
+	lat := make([]float64, 0, n)
+	var m0, m1 runtime.MemStats
+	for i := range keys {
+		if i == lookupWarmup {
+			runtime.ReadMemStats(&m0)
+		}
+		t0 := time.Now()
+		r, err := p.Lookup(ctx, keys[i], ts[i], nil)
+		d := time.Since(t0)
+		if err != nil {
+			return lookupStats{}, fmt.Errorf("lookup user %d at %s: %w", us[i], ts[i].UTC().Format(time.RFC3339), err)
+		}
+		if len(r.Values) != 4 {
+			return lookupStats{}, fmt.Errorf("lookup returned %d features, want 4", len(r.Values))
+		}
+		if i >= lookupWarmup {
+			lat = append(lat, float64(d.Nanoseconds())/1e3)
+		}
+	}
+	runtime.ReadMemStats(&m1)
+	slices.Sort(lat)
+	// lat's own backing array was allocated before m0.
+	return lookupStats{lat: lat,
+		allocs: float64(m1.Mallocs-m0.Mallocs) / float64(n),
+		bytes:  float64(m1.TotalAlloc-m0.TotalAlloc) / float64(n)}, nil
+}
+
+// pct is the q-quantile of sorted (nearest rank).
+func pct(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// checkLookups compares lookupChecked lookups with the features computed
+// by brute force from the raw events of their users.
+func checkLookups(ctx context.Context, p *volga.Pipeline, name string, windowMs int64, recs []arrow.RecordBatch, users int, seed uint64) error {
+	lo := int64(recs[0].Column(2).(*array.Timestamp).Value(0))
+	span := int64(lastTs(recs)) - lo
+	us, ts := lookupRequests(lookupChecked, users, lo, span, seed, 2)
+	type ev struct {
+		ts     int64
+		amount float64
+	}
+	events := map[int64][]ev{}
+	for _, u := range us {
+		events[u] = nil
+	}
+	for _, rec := range recs {
+		uc := rec.Column(1).(*array.Int64).Int64Values()
+		tc := rec.Column(2).(*array.Timestamp).TimestampValues()
+		ac := rec.Column(3).(*array.Float64).Float64Values()
+		for i, u := range uc {
+			if evs, ok := events[u]; ok {
+				events[u] = append(evs, ev{int64(tc[i]), ac[i]})
+			}
+		}
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Max(math.Abs(a), math.Abs(b))) }
+	for i, u := range us {
+		t := ts[i].UnixMilli()
+		var n int64
+		sum, mx := 0.0, math.Inf(-1)
+		for _, e := range events[u] {
+			if e.ts >= t-windowMs && e.ts <= t {
+				n++
+				sum += e.amount
+				mx = math.Max(mx, e.amount)
+			}
+		}
+		r, err := p.Lookup(ctx, map[string]any{"user_id": u}, ts[i], nil)
+		if err != nil {
+			return err
+		}
+		got := func(f string) any { v, _ := r.Feature(f + "_" + name); return v }
+		ok := got("n") == n
+		if n == 0 {
+			ok = ok && got("sum") == nil && got("avg") == nil && got("max") == nil
+		} else {
+			s, ok1 := got("sum").(float64)
+			a, ok2 := got("avg").(float64)
+			m, ok3 := got("max").(float64)
+			ok = ok && ok1 && ok2 && ok3 && near(s, sum) && near(a, sum/float64(n)) && m == mx
+		}
+		if !ok {
+			return fmt.Errorf("lookup user %d at %s: got %v = %v, want n=%d sum=%v avg=%v max=%v (brute force over the raw events)",
+				u, ts[i].UTC().Format(time.RFC3339Nano), r.Names, r.Values, n, sum, sum/float64(n), mx)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "# lookup window=%s: %d lookups equal the brute-force features\n", name, len(us))
+	return nil
+}
+
+// measureHTTP serves p on a loopback listener, opens the source's gate so
+// that ingest continues at c.IngestRate, and drives c.HTTPRate requests/s
+// for c.HTTPDuration from an open-loop client. It returns the report line.
+func measureHTTP(ctx context.Context, p *volga.Pipeline, src *gatedSource, c config, lo, span int64) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	srv := &http.Server{Handler: p.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+	url := "http://" + ln.Addr().String() + "/v1/features"
+
+	n := int(float64(c.HTTPRate) * c.HTTPDuration.Seconds())
+	day := int64(86_400_000)
+	us, ts := lookupRequests(n, gen.NewFeatures4(c.Events, c.Seed).Users, lo+day, span-day, c.Seed, 3)
+	bodies := make([][]byte, n)
+	for i := range bodies {
+		bodies[i] = fmt.Appendf(nil, `{"key":{"user_id":%d},"at":%d}`, us[i], ts[i].UnixMilli())
+	}
+	client := &http.Client{
+		Timeout:   10 * time.Second,
+		Transport: &http.Transport{MaxIdleConns: httpClients, MaxIdleConnsPerHost: httpClients, MaxConnsPerHost: httpClients},
+	}
+	defer client.CloseIdleConnections()
+	// Warm the connections up (not recorded).
+	for i := range httpClients {
+		if _, err := httpLookup(ctx, client, url, bodies[i%n]); err != nil {
+			return "", fmt.Errorf("warm-up request: %w", err)
+		}
+	}
+
+	rowsBefore := p.Stats().RowsIn
+	src.open()
+	type job struct {
+		i   int
+		due time.Time
+	}
+	jobs := make(chan job, httpClients)
+	lat := make([]float64, n)
+	var failed atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	for range httpClients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				status, err := httpLookup(ctx, client, url, bodies[j.i])
+				lat[j.i] = float64(time.Since(j.due).Nanoseconds()) / 1e3
+				if err == nil && status != http.StatusOK {
+					err = fmt.Errorf("status %d", status)
+				}
+				if err != nil {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+				}
+			}
+		}()
+	}
+	start := time.Now()
+	interval := time.Duration(float64(time.Second) / float64(c.HTTPRate))
+	for i := range n {
+		due := start.Add(time.Duration(i) * interval)
+		if d := time.Until(due); d > 0 {
+			time.Sleep(d)
+		}
+		jobs <- job{i, due}
+	}
+	close(jobs)
+	wg.Wait()
+	elapsed := time.Since(start)
+	ingested := p.Stats().RowsIn - rowsBefore
+	slices.Sort(lat)
+	if e := firstErr.Load(); e != nil {
+		fmt.Fprintf(os.Stderr, "# lookup http: %d failed requests, first: %s\n", failed.Load(), e)
+	}
+	return fmt.Sprintf("workload=lookup window=30d mode=http rate=%d requests=%d errors=%d seconds=%.2f ingest_events_per_s=%.0f p50_us=%.0f p99_us=%.0f p999_us=%.0f",
+		c.HTTPRate, n, failed.Load(), elapsed.Seconds(), float64(ingested)/elapsed.Seconds(), pct(lat, 0.50), pct(lat, 0.99), pct(lat, 0.999)), nil
+}
+
+// httpLookup posts one lookup and reads the whole answer.
+func httpLookup(ctx context.Context, client *http.Client, url string, body []byte) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return 0, err
+	}
+	return resp.StatusCode, nil
+}
+
+// shiftedTail returns the first n events of recs again, in batches of
+// tailBatchRows, with event times shifted by shiftMs and ids by idShift:
+// new events continuing the log, with its distribution.
+func shiftedTail(schema *arrow.Schema, recs []arrow.RecordBatch, n int, shiftMs, idShift int64) []arrow.RecordBatch {
+	var out []arrow.RecordBatch
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	rows := 0
+	for _, rec := range recs {
+		ids := rec.Column(0).(*array.Int64).Int64Values()
+		users := rec.Column(1).(*array.Int64).Int64Values()
+		tss := rec.Column(2).(*array.Timestamp).TimestampValues()
+		amounts := rec.Column(3).(*array.Float64).Float64Values()
+		for i := range ids[:min(len(ids), n-rows)] {
+			b.Field(0).(*array.Int64Builder).Append(ids[i] + idShift)
+			b.Field(1).(*array.Int64Builder).Append(users[i])
+			b.Field(2).(*array.TimestampBuilder).Append(tss[i] + arrow.Timestamp(shiftMs))
+			b.Field(3).(*array.Float64Builder).Append(amounts[i])
+			rows++
+			if rows%tailBatchRows == 0 {
+				out = append(out, b.NewRecordBatch())
+			}
+		}
+	}
+	if rows%tailBatchRows != 0 {
+		out = append(out, b.NewRecordBatch())
+	}
+	return out
+}
+
+// gatedSource is a source.Source that returns the log's batches, then
+// waits at a gate: after open it returns the tail's batches, each at its
+// due time for a fixed event rate; after stop (or at the end of the tail)
+// it ends with io.EOF. It keeps a pipeline running and idle while lookups
+// are measured, and then ingesting at a known rate.
+type gatedSource struct {
+	schema     *arrow.Schema
+	log, tail  []arrow.RecordBatch
+	rate       int
+	next       int
+	gate, done chan struct{}
+	openOnce   sync.Once
+	stopOnce   sync.Once
+	opened     time.Time
+	tailRows   int
+}
+
+func newGatedSource(schema *arrow.Schema, log, tail []arrow.RecordBatch, rate int) *gatedSource {
+	return &gatedSource{schema: schema, log: log, tail: tail, rate: rate, gate: make(chan struct{}), done: make(chan struct{})}
+}
+
+func (s *gatedSource) Schema() *arrow.Schema { return s.schema }
+
+func (s *gatedSource) open() {
+	s.openOnce.Do(func() { s.opened = time.Now(); close(s.gate) })
+}
+
+func (s *gatedSource) stop() { s.stopOnce.Do(func() { close(s.done) }) }
+
+func (s *gatedSource) Read(ctx context.Context) (arrow.RecordBatch, error) {
+	if s.next < len(s.log) {
+		rec := s.log[s.next]
+		s.next++
+		rec.Retain()
+		return rec, nil
+	}
+	select {
+	case <-s.gate:
+	case <-s.done:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	i := s.next - len(s.log)
+	if i >= len(s.tail) {
+		return nil, io.EOF
+	}
+	due := s.opened.Add(time.Duration(float64(s.tailRows) / float64(s.rate) * float64(time.Second)))
+	timer := time.NewTimer(time.Until(due))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-s.done:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	rec := s.tail[i]
+	s.next++
+	s.tailRows += int(rec.NumRows())
+	rec.Retain()
+	return rec, nil
+}
+
+func (s *gatedSource) Close() error { return nil }
