@@ -84,6 +84,11 @@ type RunOptions struct {
 	// this far behind the watermark (see Live.Lookup); 0 keeps only what
 	// frames need.
 	LookupRetention time.Duration
+	// Name names the pipeline in logs and metrics (default DefaultName).
+	Name string
+	// Observer, when set, is told of the run's start and end and of
+	// lookups (metrics); see observe.go.
+	Observer Observer
 }
 
 // Stats counts rows through a running pipeline. Fields are updated
@@ -91,6 +96,7 @@ type RunOptions struct {
 type Stats struct {
 	rowsIn, rowsOut, late, lateApplied, deadLetters, filtered atomic.Int64
 	watermark                                                 atomic.Int64
+	sourceDead                                                atomic.Int64
 }
 
 // StatsSnapshot is a point-in-time copy of Stats.
@@ -104,6 +110,9 @@ type StatsSnapshot struct {
 	LateDropped, LateApplied int64
 	// DeadLetters counts rows the engine could not process.
 	DeadLetters int64
+	// SourceDeadLetters counts records the source could not decode, for
+	// sources that count them (a DeadLetters() int64 method).
+	SourceDeadLetters int64
 	// Watermark is the source watermark (ms), math.MinInt64 before any.
 	Watermark int64
 }
@@ -113,7 +122,7 @@ func (s *Stats) Snapshot() StatsSnapshot {
 	return StatsSnapshot{
 		RowsIn: s.rowsIn.Load(), RowsOut: s.rowsOut.Load(), Filtered: s.filtered.Load(),
 		LateDropped: s.late.Load(), LateApplied: s.lateApplied.Load(), DeadLetters: s.deadLetters.Load(),
-		Watermark: s.watermark.Load(),
+		Watermark: s.watermark.Load(), SourceDeadLetters: s.sourceDead.Load(),
 	}
 }
 
@@ -150,7 +159,7 @@ func (c *Compiled) Run(ctx context.Context, src source.Source, out sink.Sink, op
 		return fmt.Errorf("volga: source schema %s does not match the schema the pipeline was compiled for %s", src.Schema(), c.Source)
 	}
 	r := &runner{c: c, opt: opt, src: src, out: out, stats: opt.Stats}
-	return r.run(ctx)
+	return r.runObserved(ctx)
 }
 
 type runner struct {
@@ -318,8 +327,12 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 		}
 		return nil
 	}
+	counted, _ := r.src.(interface{ DeadLetters() int64 })
 	for {
 		rec, err := r.src.Read(ctx)
+		if counted != nil { // read here: a source's count may not be safe to read elsewhere
+			r.stats.sourceDead.Store(counted.DeadLetters())
+		}
 		if err == io.EOF {
 			break
 		}
@@ -327,7 +340,7 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("volga: reading source: %w", err)
+			return &operatorError{op: "source", err: fmt.Errorf("volga: reading source: %w", err)}
 		}
 		r.stats.rowsIn.Add(rec.NumRows())
 		p := 0
@@ -659,7 +672,7 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 			outs, lateRec, err := op.Push(m.rec)
 			m.rec.Release()
 			if err != nil {
-				return fmt.Errorf("volga: window operator: %w", err)
+				return &operatorError{op: "window", stage: s, task: id, err: fmt.Errorf("volga: window operator: %w", err)}
 			}
 			if lateRec != nil {
 				select {
@@ -679,7 +692,7 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 				cur = wm
 				outs, err := op.Advance(ctx, wm)
 				if err != nil {
-					return fmt.Errorf("volga: window operator: %w", err)
+					return &operatorError{op: "window", stage: s, task: id, err: fmt.Errorf("volga: window operator: %w", err)}
 				}
 				if err := forward(outs); err != nil {
 					return err
@@ -742,7 +755,7 @@ func (r *runner) merge(ctx context.Context, in chan msg, late chan arrow.RecordB
 		out := arrowutil.Select(c.Output, rec, c.outIdx)
 		defer out.Release()
 		if err := r.out.Write(ctx, out); err != nil {
-			return fmt.Errorf("volga: writing output: %w", err)
+			return &operatorError{op: "sink", err: fmt.Errorf("volga: writing output: %w", err)}
 		}
 		r.stats.rowsOut.Add(out.NumRows())
 		return nil

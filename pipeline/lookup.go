@@ -37,6 +37,7 @@ type Live struct {
 	c    *Compiled
 	seed maphash.Seed
 	ops  [][]*window.Operator // [stage][task]
+	obs  Observer             // told of each lookup; see setObserver
 }
 
 // LookupResult holds the features of one key at one time.
@@ -128,7 +129,13 @@ func (c *Compiled) LookupKeys() []string {
 // is a candidate row (source column -> value) counted in its own frame as
 // if it had been ingested, without being stored. A key with no rows gets
 // the empty-frame values.
-func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row map[string]any) (LookupResult, error) {
+func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row map[string]any) (_ LookupResult, err error) {
+	l.mu.RLock()
+	obs := l.obs
+	l.mu.RUnlock()
+	if obs != nil {
+		defer func(start time.Time) { obs.LookupDone(time.Since(start), err) }(time.Now())
+	}
 	if err := ctx.Err(); err != nil {
 		return LookupResult{}, err
 	}

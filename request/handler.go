@@ -57,6 +57,7 @@ type handler struct {
 	svc     Service
 	maxBody int64
 	log     *slog.Logger
+	metrics *Metrics // nil: not instrumented
 }
 
 // statusError is an error with the HTTP status it is answered with.
@@ -74,6 +75,10 @@ func badRequest(format string, args ...any) error {
 // ServeHTTP routes a request and recovers from panics.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rw := &trackingWriter{ResponseWriter: w}
+	if h.metrics != nil {
+		// Deferred first, so it runs last: after a panic's 500.
+		defer func(start time.Time) { h.metrics.observe(r.URL.Path, rw.status, time.Since(start)) }(time.Now())
+	}
 	defer func() {
 		p := recover()
 		if p == nil {
@@ -347,19 +352,27 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 }
 
 // trackingWriter records whether a response has started, so the panic
-// handler knows whether it can still send a status.
+// handler knows whether it can still send a status, and the status sent,
+// for metrics.
 type trackingWriter struct {
 	http.ResponseWriter
-	wrote bool
+	wrote  bool
+	status int
 }
 
 func (t *trackingWriter) WriteHeader(code int) {
 	t.wrote = true
+	if t.status == 0 {
+		t.status = code
+	}
 	t.ResponseWriter.WriteHeader(code)
 }
 
 func (t *trackingWriter) Write(b []byte) (int, error) {
 	t.wrote = true
+	if t.status == 0 {
+		t.status = http.StatusOK
+	}
 	return t.ResponseWriter.Write(b)
 }
 

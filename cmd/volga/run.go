@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,7 +22,7 @@ import (
 	"github.com/volga-go/volga/source"
 )
 
-const runSynopsis = "run --sql FILE --source NAME=PATH [--source ...] [--mode batch|stream] [--max-out-of-order DURATION] [--parallelism N] [--sink PATH]"
+const runSynopsis = "run --sql FILE --source NAME=PATH [--source ...] [--mode batch|stream] [--max-out-of-order DURATION] [--parallelism N] [--sink PATH] [--log-level LEVEL]"
 
 var runCommand = &command{
 	name:    "run",
@@ -42,6 +43,7 @@ type runConfig struct {
 	format          string
 	lateSink        string
 	batchSize       int
+	logLevel        slog.Level
 }
 
 // binding is one --source NAME=PATH.
@@ -117,6 +119,42 @@ func (f durationFlag) Set(v string) error {
 	return nil
 }
 
+// logLevelFlag parses --log-level: debug, info, warn or error.
+type logLevelFlag struct{ l *slog.Level }
+
+func (f logLevelFlag) String() string {
+	if f.l == nil {
+		return "warn"
+	}
+	return strings.ToLower(f.l.String())
+}
+
+func (f logLevelFlag) Set(v string) error {
+	switch l := strings.ToLower(v); l {
+	case "debug", "info", "warn", "error":
+		return f.l.UnmarshalText([]byte(l))
+	}
+	return errors.New("want debug, info, warn or error")
+}
+
+// newLogger logs to w at level and above, as text. Lines of the
+// pipeline's log and the command's own messages share w, hence the lock.
+func newLogger(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// syncWriter serializes writes to w from several goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
 func newRunFlags(cfg *runConfig) *flag.FlagSet {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported on one line by the caller
@@ -130,6 +168,8 @@ func newRunFlags(cfg *runConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.sinkPath, "sink", "-", "output `PATH`: .csv, .jsonl, .ndjson or .parquet; - is standard output")
 	fs.StringVar(&cfg.format, "format", "", "`csv|jsonl`: the format of standard output (default csv)")
 	fs.StringVar(&cfg.lateSink, "late-sink", "", "stream mode: write late rows that were dropped to `PATH` (.csv, .jsonl, ...)")
+	cfg.logLevel = slog.LevelWarn
+	fs.Var(logLevelFlag{&cfg.logLevel}, "log-level", "log the pipeline's messages at this `LEVEL` and above to standard error: debug, info, warn or error")
 	return fs
 }
 
@@ -247,7 +287,9 @@ func runPipeline(ctx context.Context, e *env, cfg *runConfig) (err error) {
 	}
 
 	// Dead letters arrive from the source's reading goroutine and from the
-	// engine (rows without an event time); stderr is shared, so lock.
+	// engine (rows without an event time), log lines from the engine;
+	// stderr is shared, so lock.
+	stderr := &syncWriter{w: e.stderr}
 	var mu sync.Mutex
 	var dead int64
 	report := func(d source.DeadLetter) {
@@ -258,7 +300,7 @@ func runPipeline(ctx context.Context, e *env, cfg *runConfig) (err error) {
 		if d.Offset > 0 {
 			where += ":" + strconv.FormatInt(d.Offset, 10)
 		}
-		fmt.Fprintf(e.stderr, "volga: dead letter: %s: %s\n", where, oneLine(d.Reason))
+		fmt.Fprintf(stderr, "volga: dead letter: %s: %s\n", where, oneLine(d.Reason))
 	}
 
 	src, err := source.Open(bound.path, source.WithDeadLetter(report), source.WithBatchSize(cfg.batchSize))
@@ -278,6 +320,7 @@ func runPipeline(ctx context.Context, e *env, cfg *runConfig) (err error) {
 		volga.WithMode(cfg.mode),
 		volga.WithParallelism(cfg.parallelism),
 		volga.WithDeadLetters(report),
+		volga.WithLogger(newLogger(stderr, cfg.logLevel)),
 	}
 	if cfg.mode == volga.Streaming {
 		opts = append(opts, volga.WithMaxOutOfOrder(cfg.maxOutOfOrder), volga.WithAllowedLateness(cfg.allowedLateness))

@@ -11,12 +11,16 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/volga-go/volga"
 	"github.com/volga-go/volga/request"
 	"github.com/volga-go/volga/source"
 )
 
-const serveSynopsis = "serve --sql FILE --source NAME=PATH --listen ADDR [--mode batch|stream] [--max-out-of-order DURATION] [--parallelism N] [--lookup-retention DURATION] [--max-body BYTES]"
+const serveSynopsis = "serve --sql FILE --source NAME=PATH --listen ADDR [--mode batch|stream] [--max-out-of-order DURATION] [--parallelism N] [--lookup-retention DURATION] [--max-body BYTES] [--log-level LEVEL]"
 
 var serveCommand = &command{
 	name:    "serve",
@@ -40,6 +44,7 @@ type serveConfig struct {
 	parallelism   int
 	maxBody       int64
 	retention     time.Duration
+	logLevel      slog.Level
 }
 
 func newServeFlags(cfg *serveConfig) *flag.FlagSet {
@@ -53,13 +58,15 @@ func newServeFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.IntVar(&cfg.parallelism, "parallelism", 1, "number of window tasks, rows hash-partitioned by key (`N` >= 1)")
 	fs.Int64Var(&cfg.maxBody, "max-body", request.DefaultMaxBodyBytes, "largest request body accepted, in `BYTES`")
 	fs.Var(durationFlag{&cfg.retention}, "lookup-retention", "answer lookups at times down to `DURATION` before the newest event (default: each key's newest event on); memory grows with it")
+	cfg.logLevel = slog.LevelWarn
+	fs.Var(logLevelFlag{&cfg.logLevel}, "log-level", "log at this `LEVEL` and above to standard error: debug, info, warn or error")
 	return fs
 }
 
 func printServeUsage(w io.Writer) {
 	var cfg serveConfig
 	printCommandUsage(w, serveSynopsis,
-		"Ingests the file bound to the query's table to its end, then serves the query's\nwindowed features as of any time over HTTP: POST /v1/features with\n{\"key\": {...}, \"at\": \"RFC 3339 time\"}, and GET /healthz. SIGINT or SIGTERM\nstops the server gracefully (exit status 0).",
+		"Ingests the file bound to the query's table to its end, then serves the query's\nwindowed features as of any time over HTTP: POST /v1/features with\n{\"key\": {...}, \"at\": \"RFC 3339 time\"}, GET /healthz, and Prometheus metrics\non GET /metrics. SIGINT or SIGTERM\nstops the server gracefully (exit status 0).",
 		newServeFlags(&cfg), "volga serve --sql spend.sql --source tx=tx.csv --listen :8080")
 }
 
@@ -106,6 +113,11 @@ func serve(ctx context.Context, e *env, cfg *serveConfig, ready func(string)) er
 	if err != nil {
 		return err
 	}
+	logger := newLogger(e.stderr, cfg.logLevel)
+	// A registry of this server's own: the pipeline's metrics, its HTTP
+	// handler's, and the process's.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	dead := &deadLetters{e: e}
 	src, err := source.Open(q.table.path, source.WithDeadLetter(dead.report))
 	if err != nil {
@@ -118,6 +130,8 @@ func serve(ctx context.Context, e *env, cfg *serveConfig, ready func(string)) er
 		volga.WithParallelism(cfg.parallelism),
 		volga.WithDeadLetters(dead.report),
 		volga.WithLookupRetention(cfg.retention),
+		volga.WithLogger(logger),
+		volga.WithMetrics(reg),
 	}
 	if cfg.mode == volga.Streaming {
 		opts = append(opts, volga.WithMaxOutOfOrder(cfg.maxOutOfOrder))
@@ -148,9 +162,17 @@ func serve(ctx context.Context, e *env, cfg *serveConfig, ready func(string)) er
 	addr := ln.Addr().String()
 	fmt.Fprintf(e.stderr, "volga: ingested %d rows, serving on %s\n", st.RowsIn, addr)
 
-	logger := slog.New(slog.NewTextHandler(e.stderr, nil))
+	hm, err := request.NewMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"pipeline": volga.DefaultName}, reg))
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", p.Handler(request.WithMaxBodyBytes(cfg.maxBody), request.WithLogger(logger), request.WithMetrics(hm)))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError),
+	}))
 	srv := &http.Server{
-		Handler:           p.Handler(request.WithMaxBodyBytes(cfg.maxBody), request.WithLogger(logger)),
+		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}

@@ -1,0 +1,75 @@
+package request
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// panicky is a Service whose lookups panic.
+type panicky struct{}
+
+func (panicky) KeyColumns() []string { return []string{"k"} }
+func (panicky) Lookup(context.Context, map[string]any, time.Time, map[string]any) (Features, error) {
+	panic("boom")
+}
+
+func TestMetricsCountPanicsAs500(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := NewHandler(panicky{}, WithMetrics(m))
+	for _, path := range []string{FeaturesPath, "/x/" + strings.Repeat("y", 10)} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader(`{"key": {"k": 1}, "at": 0}`)))
+	}
+	const want = `
+# HELP volga_http_requests_total HTTP requests answered by the lookup handler, by path and status code.
+# TYPE volga_http_requests_total counter
+volga_http_requests_total{code="404",handler="other"} 1
+volga_http_requests_total{code="500",handler="/v1/features"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "volga_http_requests_total"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(m.duration); n != 2 {
+		t.Errorf("%d duration series, want 2", n)
+	}
+}
+
+func TestNewMetricsErrors(t *testing.T) {
+	if _, err := NewMetrics(nil); err == nil {
+		t.Error("NewMetrics(nil) succeeded")
+	}
+	reg := prometheus.NewRegistry()
+	if _, err := NewMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	_, err := NewMetrics(reg)
+	if are := (prometheus.AlreadyRegisteredError{}); !errors.As(err, &are) {
+		t.Fatalf("second NewMetrics on one registry: %v, want an AlreadyRegisteredError", err)
+	}
+	// A registration that fails half-way leaves nothing behind.
+	reg = prometheus.NewRegistry()
+	blocker := prometheus.NewCounter(prometheus.CounterOpts{Name: "volga_http_request_duration_seconds", Help: "x"})
+	reg.MustRegister(blocker)
+	if _, err := NewMetrics(reg); err == nil {
+		t.Fatal("NewMetrics over a conflicting metric succeeded")
+	}
+	same := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "volga_http_requests_total",
+		Help: "HTTP requests answered by the lookup handler, by path and status code.",
+	}, []string{"handler", "code"})
+	if err := reg.Register(same); err != nil {
+		t.Fatalf("the request counter of the failed NewMetrics is still registered: %v", err)
+	}
+}
