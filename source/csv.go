@@ -7,10 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/volga-go/volga/internal/textrow"
 )
 
 // recorder keeps the bytes an encoding/csv reader consumed, so that a
@@ -62,9 +63,7 @@ type csvRow struct {
 // and Seeker. See NewCSV.
 type CSV struct {
 	textSource
-	path   string    // "" when reading from a caller's io.Reader
-	file   *os.File  // the file NewCSV opened
-	in     io.Reader // the input at its start
+	path   string // "" when reading from a caller's io.Reader
 	rec    *recorder
 	cr     *csv.Reader
 	base   position // position where cr started
@@ -88,31 +87,18 @@ type CSV struct {
 // number and reason, and reading continues. The returned source must be
 // closed.
 func NewCSV(path string, opts ...Option) (*CSV, error) {
-	f, err := os.Open(path)
+	c, err := openText(path, opts, newCSV)
 	if err != nil {
-		return nil, fmt.Errorf("source: %w", err)
-	}
-	o := newOptions(opts)
-	if o.name == "" {
-		o.name = path
-	}
-	c, err := newCSV(f, o)
-	if err != nil {
-		f.Close()
 		return nil, err
 	}
-	c.path, c.file = path, f
+	c.path = path
 	return c, nil
 }
 
 // NewCSVReader is NewCSV over an io.Reader. Seek works when r is also an
 // io.Seeker and reading starts at its offset 0; Close does not close r.
 func NewCSVReader(r io.Reader, opts ...Option) (*CSV, error) {
-	o := newOptions(opts)
-	if o.name == "" {
-		o.name = "reader"
-	}
-	return newCSV(r, o)
+	return newCSV(r, readerOptions(opts))
 }
 
 func newCSV(r io.Reader, o options) (c *CSV, err error) {
@@ -121,8 +107,8 @@ func newCSV(r io.Reader, o options) (c *CSV, err error) {
 			err = fmt.Errorf("source: %s: internal error: %v", o.name, p)
 		}
 	}()
-	c = &CSV{in: r}
-	c.name, c.opts = o.name, o
+	c = &CSV{}
+	c.name, c.opts, c.in = o.name, o, r
 	c.step = c.stepRow
 	c.restart(r, position{offset: 0, line: 1})
 
@@ -209,7 +195,7 @@ func (c *CSV) readRow() (csvRow, error) {
 
 // infer reads up to sampleRows rows ahead and derives the schema.
 func (c *CSV) infer() (*arrow.Schema, error) {
-	types := make([]inferred, len(c.header))
+	types := make([]textrow.Inferred, len(c.header))
 	for len(c.ahead) < c.opts.sampleRows {
 		row, err := c.readRow()
 		if err == io.EOF {
@@ -221,7 +207,7 @@ func (c *CSV) infer() (*arrow.Schema, error) {
 		row.raw = bytes.Clone(row.raw)
 		if row.reason == "" {
 			for i, s := range row.fields {
-				types[i] = types[i].merge(classify(kindText, s))
+				types[i] = types[i].Merge(textrow.Classify(textrow.Text, s))
 			}
 			row.fields = append([]string(nil), row.fields...)
 		} else {
@@ -231,7 +217,7 @@ func (c *CSV) infer() (*arrow.Schema, error) {
 	}
 	fields := make([]arrow.Field, len(c.header))
 	for i, h := range c.header {
-		fields[i] = arrow.Field{Name: h, Type: types[i].dataType(), Nullable: true}
+		fields[i] = arrow.Field{Name: h, Type: types[i].DataType(), Nullable: true}
 	}
 	return arrow.NewSchema(fields, nil), nil
 }
@@ -273,7 +259,7 @@ func (c *CSV) stepRow() (bool, error) {
 		return false, nil
 	}
 	for j, col := range c.cols {
-		if err := col.parse(kindText, row.fields[c.index[j]]); err != nil {
+		if err := col.Parse(textrow.Text, row.fields[c.index[j]]); err != nil {
 			c.deadLetter(row.raw, row.line, err.Error())
 			return false, nil
 		}
@@ -289,39 +275,17 @@ func (c *CSV) Read(ctx context.Context) (arrow.RecordBatch, error) { return c.re
 // the row that followed it. Reading from an io.Reader that is not an
 // io.Seeker returns ErrNotSeekable.
 func (c *CSV) Seek(pos []byte) error {
-	if c.closed {
-		return ErrClosed
-	}
-	p, err := decodePosition(pos)
+	p, err := c.seekInput(pos)
 	if err != nil {
 		return err
 	}
-	if p.offset < c.start.offset {
-		p = c.start
-	}
-	s, ok := c.in.(io.Seeker)
-	if !ok {
-		return ErrNotSeekable
-	}
-	if _, err := s.Seek(p.offset, io.SeekStart); err != nil {
-		return fmt.Errorf("source: %s: %w", c.name, err)
-	}
-	c.reset()
 	c.ahead = nil
 	c.restart(c.in, p)
-	c.pos = p
 	return nil
 }
 
 // Close releases the source and closes the file NewCSV opened.
 func (c *CSV) Close() error {
-	if c.closed {
-		return nil
-	}
-	c.close()
 	c.ahead = nil
-	if c.file != nil {
-		return c.file.Close()
-	}
-	return nil
+	return c.closeInput()
 }

@@ -5,13 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/volga-go/volga/internal/textrow"
 )
 
 // jsonRow is one line read ahead of Read (while sampling for inference).
@@ -26,14 +25,10 @@ type jsonRow struct {
 // and Seeker. See NewJSONL.
 type JSONL struct {
 	textSource
-	file  *os.File
-	in    io.Reader
 	br    *bufio.Reader
 	next  position // of the next line in br
 	buf   []byte
-	index map[string]int // key -> schema column
-	gen   []uint32       // per column: the row generation it was last set in
-	row   uint32
+	dec   *textrow.Decoder
 	ahead []jsonRow
 }
 
@@ -51,31 +46,13 @@ type JSONL struct {
 // the schema go to the dead-letter function with their line number and
 // reason, and reading continues. The returned source must be closed.
 func NewJSONL(path string, opts ...Option) (*JSONL, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("source: %w", err)
-	}
-	o := newOptions(opts)
-	if o.name == "" {
-		o.name = path
-	}
-	j, err := newJSONL(f, o)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	j.file = f
-	return j, nil
+	return openText(path, opts, newJSONL)
 }
 
 // NewJSONLReader is NewJSONL over an io.Reader. Seek works when r is also
 // an io.Seeker and reading starts at its offset 0; Close does not close r.
 func NewJSONLReader(r io.Reader, opts ...Option) (*JSONL, error) {
-	o := newOptions(opts)
-	if o.name == "" {
-		o.name = "reader"
-	}
-	return newJSONL(r, o)
+	return newJSONL(r, readerOptions(opts))
 }
 
 func newJSONL(r io.Reader, o options) (j *JSONL, err error) {
@@ -84,8 +61,8 @@ func newJSONL(r io.Reader, o options) (j *JSONL, err error) {
 			err = fmt.Errorf("source: %s: internal error: %v", o.name, p)
 		}
 	}()
-	j = &JSONL{in: r}
-	j.name, j.opts = o.name, o
+	j = &JSONL{}
+	j.name, j.opts, j.in = o.name, o, r
 	j.step = j.stepRow
 	j.start = position{offset: 0, line: 1}
 	j.restart(j.start)
@@ -100,11 +77,7 @@ func newJSONL(r io.Reader, o options) (j *JSONL, err error) {
 	if err := j.init(schema); err != nil {
 		return nil, err
 	}
-	j.index = make(map[string]int, schema.NumFields())
-	for i, f := range schema.Fields() {
-		j.index[f.Name] = i
-	}
-	j.gen = make([]uint32, schema.NumFields())
+	j.dec = textrow.NewDecoder(j.cols)
 	return j, nil
 }
 
@@ -149,11 +122,7 @@ func (j *JSONL) readLine() ([]byte, int64, error) {
 
 // infer reads up to sampleRows lines ahead and derives the schema.
 func (j *JSONL) infer() (*arrow.Schema, error) {
-	var (
-		names []string
-		types []inferred
-		slot  = map[string]int{}
-	)
+	var in textrow.Inference
 	for len(j.ahead) < j.opts.sampleRows {
 		line, num, err := j.readLine()
 		if err == io.EOF {
@@ -164,26 +133,11 @@ func (j *JSONL) infer() (*arrow.Schema, error) {
 		}
 		row := jsonRow{line: string(line), num: num, end: j.next, valid: json.Valid(line)}
 		j.ahead = append(j.ahead, row)
-		if !row.valid {
-			continue
+		if row.valid {
+			in.Object(row.line)
 		}
-		_ = scanObject(row.line, func(key string, k valueKind, v string) error {
-			i, ok := slot[key]
-			if !ok {
-				i = len(names)
-				slot[key] = i
-				names = append(names, key)
-				types = append(types, inferUnknown)
-			}
-			types[i] = types[i].merge(classify(k, v))
-			return nil
-		})
 	}
-	fields := make([]arrow.Field, len(names))
-	for i, n := range names {
-		fields[i] = arrow.Field{Name: n, Type: types[i].dataType(), Nullable: true}
-	}
-	return arrow.NewSchema(fields, nil), nil
+	return in.Schema(), nil
 }
 
 func (j *JSONL) stepRow() (bool, error) {
@@ -202,30 +156,12 @@ func (j *JSONL) stepRow() (bool, error) {
 	}
 	j.pos = row.end
 	if !row.valid {
-		j.deadLetter([]byte(row.line), row.num, "invalid JSON")
+		j.deadLetter([]byte(row.line), row.num, textrow.ErrInvalidJSON.Error())
 		return false, nil
 	}
-	j.row++
-	if j.row == 0 { // wrapped: clear the generations
-		clear(j.gen)
-		j.row = 1
-	}
-	err := scanObject(row.line, func(key string, k valueKind, v string) error {
-		i, ok := j.index[key]
-		if !ok {
-			return nil
-		}
-		j.gen[i] = j.row
-		return j.cols[i].parse(k, v)
-	})
-	if err != nil {
+	if err := j.dec.Decode(row.line); err != nil {
 		j.deadLetter([]byte(row.line), row.num, err.Error())
 		return false, nil
-	}
-	for i, c := range j.cols {
-		if j.gen[i] != j.row {
-			c.setNull()
-		}
 	}
 	j.appendPending()
 	return true, nil
@@ -238,149 +174,17 @@ func (j *JSONL) Read(ctx context.Context) (arrow.RecordBatch, error) { return j.
 // the row that followed it. Reading from an io.Reader that is not an
 // io.Seeker returns ErrNotSeekable.
 func (j *JSONL) Seek(pos []byte) error {
-	if j.closed {
-		return ErrClosed
-	}
-	p, err := decodePosition(pos)
+	p, err := j.seekInput(pos)
 	if err != nil {
 		return err
 	}
-	s, ok := j.in.(io.Seeker)
-	if !ok {
-		return ErrNotSeekable
-	}
-	if _, err := s.Seek(p.offset, io.SeekStart); err != nil {
-		return fmt.Errorf("source: %s: %w", j.name, err)
-	}
-	j.reset()
 	j.ahead = nil
 	j.restart(p)
-	j.pos = p
 	return nil
 }
 
 // Close releases the source and closes the file NewJSONL opened.
 func (j *JSONL) Close() error {
-	if j.closed {
-		return nil
-	}
-	j.close()
 	j.ahead = nil
-	if j.file != nil {
-		return j.file.Close()
-	}
-	return nil
-}
-
-var errNotObject = errors.New("not a JSON object")
-
-// scanObject calls fn for each member of the JSON object s, which must be
-// valid JSON (checked by the caller with json.Valid). Values are passed as
-// substrings of s, except strings with escapes, which are decoded.
-func scanObject(s string, fn func(key string, k valueKind, v string) error) error {
-	i := skipSpace(s, 0)
-	if i >= len(s) || s[i] != '{' {
-		return errNotObject
-	}
-	i = skipSpace(s, i+1)
-	if i < len(s) && s[i] == '}' {
-		return nil
-	}
-	for i < len(s) {
-		key, next, err := scanString(s, i)
-		if err != nil {
-			return err
-		}
-		i = skipSpace(s, next)
-		i = skipSpace(s, i+1) // ':'
-		var (
-			k   valueKind
-			val string
-		)
-		switch c := s[i]; {
-		case c == '"':
-			val, next, err = scanString(s, i)
-			if err != nil {
-				return err
-			}
-			k = kindString
-		case c == 't':
-			k, val, next = kindBool, "true", i+4
-		case c == 'f':
-			k, val, next = kindBool, "false", i+5
-		case c == 'n':
-			k, val, next = kindNull, "", i+4
-		case c == '{' || c == '[':
-			next = skipNested(s, i)
-			k, val = kindNested, s[i:next]
-		default:
-			next = i
-			for next < len(s) && strings.IndexByte("+-0123456789.eE", s[next]) >= 0 {
-				next++
-			}
-			k, val = kindNumber, s[i:next]
-		}
-		if err := fn(key, k, val); err != nil {
-			return err
-		}
-		i = skipSpace(s, next)
-		if i >= len(s) || s[i] == '}' {
-			return nil
-		}
-		i = skipSpace(s, i+1) // ','
-	}
-	return nil
-}
-
-func skipSpace(s string, i int) int {
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// scanString reads the string literal starting at s[i] == '"' and returns
-// its value and the index after the closing quote.
-func scanString(s string, i int) (string, int, error) {
-	escaped := false
-	for j := i + 1; j < len(s); j++ {
-		switch s[j] {
-		case '\\':
-			escaped = true
-			j++
-		case '"':
-			if !escaped {
-				return s[i+1 : j], j + 1, nil
-			}
-			var v string
-			if err := json.Unmarshal([]byte(s[i:j+1]), &v); err != nil {
-				return "", 0, err
-			}
-			return v, j + 1, nil
-		}
-	}
-	return "", 0, errors.New("unterminated string")
-}
-
-// skipNested returns the index after the object or array starting at i.
-func skipNested(s string, i int) int {
-	depth := 0
-	for ; i < len(s); i++ {
-		switch s[i] {
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth == 0 {
-				return i + 1
-			}
-		case '"':
-			_, next, err := scanString(s, i)
-			if err != nil {
-				return len(s)
-			}
-			i = next - 1
-		}
-	}
-	return len(s)
+	return j.closeInput()
 }

@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/volga-go/volga/internal/textrow"
 )
 
 // ErrClosed is returned by Read after Close.
@@ -52,8 +55,10 @@ func decodePosition(b []byte) (position, error) {
 type textSource struct {
 	name   string
 	opts   options
+	in     io.Reader // the input at its start
+	file   *os.File  // the file the constructor opened, closed by Close
 	schema *arrow.Schema
-	cols   []*column
+	cols   []*textrow.Column
 	bld    *array.RecordBuilder
 	dead   int64
 	pos    position // after the last row consumed
@@ -70,12 +75,12 @@ type textSource struct {
 func (t *textSource) init(schema *arrow.Schema) error {
 	t.schema = schema
 	t.bld = array.NewRecordBuilder(t.opts.mem, schema)
-	t.cols = make([]*column, schema.NumFields())
+	t.cols = make([]*textrow.Column, schema.NumFields())
 	for i, f := range schema.Fields() {
-		c, err := newColumn(f, t.bld.Field(i))
-		if err != nil {
+		c, ok := textrow.NewColumn(f, t.bld.Field(i))
+		if !ok {
 			t.bld.Release()
-			return err
+			return fmt.Errorf("source: column %q: type %s is not supported by text sources", f.Name, f.Type)
 		}
 		t.cols[i] = c
 	}
@@ -85,7 +90,7 @@ func (t *textSource) init(schema *arrow.Schema) error {
 // appendPending appends the decoded row to the builders.
 func (t *textSource) appendPending() {
 	for _, c := range t.cols {
-		c.append()
+		c.Append()
 	}
 }
 
@@ -151,12 +156,81 @@ func (t *textSource) reset() {
 	t.done = false
 }
 
-func (t *textSource) close() {
-	if !t.closed {
-		t.closed = true
-		t.bld.Release()
+// closeInput releases the builders and closes the file the constructor
+// opened, once.
+func (t *textSource) closeInput() error {
+	if t.closed {
+		return nil
 	}
+	t.closed = true
+	t.bld.Release()
+	if t.file != nil {
+		return t.file.Close()
+	}
+	return nil
 }
+
+// seekInput moves the input to pos, a position from Position, for Seek:
+// it rejects a closed source, an invalid position and an input that is
+// not an io.Seeker, moves a position before the first data row to that
+// row, and discards the partly built batch. The caller restarts reading
+// at the returned position.
+func (t *textSource) seekInput(pos []byte) (position, error) {
+	if t.closed {
+		return position{}, ErrClosed
+	}
+	p, err := decodePosition(pos)
+	if err != nil {
+		return position{}, err
+	}
+	if p.offset < t.start.offset {
+		p = t.start
+	}
+	s, ok := t.in.(io.Seeker)
+	if !ok {
+		return position{}, ErrNotSeekable
+	}
+	if _, err := s.Seek(p.offset, io.SeekStart); err != nil {
+		return position{}, fmt.Errorf("source: %s: %w", t.name, err)
+	}
+	t.reset()
+	t.pos = p
+	return p, nil
+}
+
+// openText opens the file at path and builds a text source over it with
+// build; the source is named after the path unless WithName names it. The
+// source's Close closes the file.
+func openText[S interface{ text() *textSource }](path string, opts []Option, build func(io.Reader, options) (S, error)) (S, error) {
+	var zero S
+	f, err := os.Open(path)
+	if err != nil {
+		return zero, fmt.Errorf("source: %w", err)
+	}
+	o := newOptions(opts)
+	if o.name == "" {
+		o.name = path
+	}
+	s, err := build(f, o)
+	if err != nil {
+		f.Close()
+		return zero, err
+	}
+	s.text().file = f
+	return s, nil
+}
+
+// readerOptions are the options of a text source over a caller's reader.
+func readerOptions(opts []Option) options {
+	o := newOptions(opts)
+	if o.name == "" {
+		o.name = "reader"
+	}
+	return o
+}
+
+// text gives openText the shared part of the source it built.
+func (t *textSource) text() *textSource { return t }
 
 // Position returns the position of the next row Read would return.
 func (t *textSource) Position() ([]byte, error) { return t.pos.encode(), nil }

@@ -40,26 +40,6 @@ func TestPositionRoundTrip(t *testing.T) {
 	}
 }
 
-func TestScanObject(t *testing.T) {
-	mem, err := scanObject([]byte(` {"b":1, "a":{"x":[1,"}"]}, "c":"q\"uote"} `), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(mem) != 3 || mem[0].key != "b" || mem[1].key != "a" || string(mem[1].raw) != `{"x":[1,"}"]}` || mem[2].key != "c" {
-		t.Fatalf("%+v", mem)
-	}
-	for in, want := range map[string]string{
-		`{"a":1`: "invalid JSON",
-		`[1]`:    "not a JSON object",
-		`"s"`:    "not a JSON object",
-		``:       "invalid JSON",
-	} {
-		if _, err := scanObject([]byte(in), nil); err == nil || err.Error() != want {
-			t.Errorf("scanObject(%q) = %v, want %s", in, err, want)
-		}
-	}
-}
-
 func TestDecodeTypes(t *testing.T) {
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "i8", Type: arrow.PrimitiveTypes.Int8, Nullable: true},

@@ -462,7 +462,7 @@ func (s *Source) runGroup() {
 func (s *Source) Schema() *arrow.Schema { return s.dec.schema }
 
 // TimeColumn returns the name of the event-time column.
-func (s *Source) TimeColumn() string { return s.dec.cols[s.dec.timeCol].name }
+func (s *Source) TimeColumn() string { return s.dec.cols[s.dec.timeCol].Name() }
 
 // Partitions returns the number of partitions of the topic. Partition IDs
 // are 0 to Partitions()-1.

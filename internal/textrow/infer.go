@@ -1,0 +1,207 @@
+package textrow
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// Inferred is the type that the values sampled for a column suggest so
+// far. The zero value, InferUnknown, is the type of a column seen only as
+// NULL.
+type Inferred uint8
+
+const (
+	InferUnknown   Inferred = iota // only NULLs seen
+	InferInt                       // int64
+	InferFloat                     // float64
+	InferBool                      // bool
+	InferTimestamp                 // timestamp[ms, UTC]
+	InferString                    // string
+)
+
+// Merge widens a by b: int and float make float; any other mix of known
+// types makes string.
+func (a Inferred) Merge(b Inferred) Inferred {
+	switch {
+	case a == InferUnknown:
+		return b
+	case b == InferUnknown || a == b:
+		return a
+	case (a == InferInt && b == InferFloat) || (a == InferFloat && b == InferInt):
+		return InferFloat
+	}
+	return InferString
+}
+
+// DataType is the Arrow type of a column inferred as a. A column seen only
+// as NULL is string.
+func (a Inferred) DataType() arrow.DataType {
+	switch a {
+	case InferInt:
+		return arrow.PrimitiveTypes.Int64
+	case InferFloat:
+		return arrow.PrimitiveTypes.Float64
+	case InferBool:
+		return arrow.FixedWidthTypes.Boolean
+	case InferTimestamp:
+		return arrow.FixedWidthTypes.Timestamp_ms
+	}
+	return arrow.BinaryTypes.String
+}
+
+// Classify infers the type of one raw value s of kind k.
+//
+// JSON values are typed by their JSON type: a number is int when it is an
+// integer that fits int64 and float otherwise; a string is a timestamp
+// when it holds an RFC 3339 date-time, unknown when empty, and string
+// otherwise; objects and arrays are strings. Untyped text is an int, a
+// float (decimal notation, not NaN or Inf), true/false (any case), an RFC
+// 3339 date-time or a string, in that order; empty text is unknown.
+func Classify(k Kind, s string) Inferred {
+	switch k {
+	case Null:
+		return InferUnknown
+	case Bool:
+		return InferBool
+	case Nested:
+		return InferString
+	case Number:
+		if isInteger(s) {
+			if _, err := strconv.ParseInt(s, 10, 64); err == nil {
+				return InferInt
+			}
+		}
+		return InferFloat
+	case String:
+		if s == "" {
+			return InferUnknown
+		}
+		if looksTimestamp(s) {
+			return InferTimestamp
+		}
+		return InferString
+	}
+	// Untyped text.
+	switch {
+	case s == "":
+		return InferUnknown
+	case isInteger(s):
+		if _, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return InferInt
+		}
+		return InferFloat // too large for int64
+	case isDecimal(s):
+		return InferFloat
+	case strings.EqualFold(s, "true") || strings.EqualFold(s, "false"):
+		return InferBool
+	case looksTimestamp(s):
+		return InferTimestamp
+	}
+	return InferString
+}
+
+// Inference derives a schema from sampled JSON objects: the columns are
+// the keys in the order first seen, each typed by merging the Classify of
+// its values. The zero value is ready to use.
+type Inference struct {
+	names []string
+	types []Inferred
+	slot  map[string]int
+}
+
+// Object adds the members of the JSON object s, which must be valid JSON.
+// A value that is not an object adds nothing.
+func (in *Inference) Object(s string) {
+	if in.slot == nil {
+		in.slot = map[string]int{}
+	}
+	_ = ScanObject(s, func(key string, k Kind, v string) error {
+		in.add(key, Classify(k, v))
+		return nil
+	})
+}
+
+func (in *Inference) add(key string, t Inferred) {
+	i, ok := in.slot[key]
+	if !ok {
+		i = len(in.names)
+		in.slot[key] = i
+		in.names = append(in.names, key)
+		in.types = append(in.types, InferUnknown)
+	}
+	in.types[i] = in.types[i].Merge(t)
+}
+
+// Schema returns the schema inferred so far; every field is nullable.
+func (in *Inference) Schema() *arrow.Schema {
+	fields := make([]arrow.Field, len(in.names))
+	for i, n := range in.names {
+		fields[i] = arrow.Field{Name: n, Type: in.types[i].DataType(), Nullable: true}
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+// isInteger reports whether s is an optional sign followed by digits.
+func isInteger(s string) bool {
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		s = s[1:]
+	}
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// isDecimal reports whether s is a decimal number in the usual notation:
+// [sign] digits [. digits] [e [sign] digits], with digits on at least one
+// side of the point. Words such as NaN or Inf are not numbers here.
+func isDecimal(s string) bool {
+	i := 0
+	if i < len(s) && (s[i] == '-' || s[i] == '+') {
+		i++
+	}
+	digits := 0
+	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		digits++
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+			digits++
+		}
+	}
+	if digits == 0 {
+		return false
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '-' || s[i] == '+') {
+			i++
+		}
+		exp := 0
+		for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+			exp++
+		}
+		if exp == 0 {
+			return false
+		}
+	}
+	return i == len(s)
+}
+
+// looksTimestamp reports whether s is an RFC 3339 date-time.
+func looksTimestamp(s string) bool {
+	if len(s) < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' {
+		return false
+	}
+	_, err := time.Parse(time.RFC3339Nano, s)
+	return err == nil
+}

@@ -1,0 +1,110 @@
+package textrow
+
+import (
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+func TestClassify(t *testing.T) {
+	for _, c := range []struct {
+		k    Kind
+		s    string
+		want Inferred
+	}{
+		{Null, "", InferUnknown},
+		{Bool, "true", InferBool},
+		{Nested, "[1]", InferString},
+		{Number, "-12", InferInt},
+		{Number, "99999999999999999999", InferFloat},
+		{Number, "1.5", InferFloat},
+		{Number, "1e3", InferFloat},
+		{String, "", InferUnknown},
+		{String, "12", InferString},
+		{String, "2024-01-03T10:00:00Z", InferTimestamp},
+		{String, "2024-01-03T10:00:00.5+02:00", InferTimestamp},
+		{String, "2024-01-03", InferString},
+		{Text, "", InferUnknown},
+		{Text, "+12", InferInt},
+		{Text, "99999999999999999999", InferFloat},
+		{Text, ".5", InferFloat},
+		{Text, "1.5e-3", InferFloat},
+		{Text, "1e", InferString},
+		{Text, "NaN", InferString},
+		{Text, "Inf", InferString},
+		{Text, "TRUE", InferBool},
+		{Text, "false", InferBool},
+		{Text, "2024-01-03T10:00:00Z", InferTimestamp},
+		{Text, "2024-13-03T10:00:00Z", InferString},
+		{Text, "hello", InferString},
+	} {
+		if got := Classify(c.k, c.s); got != c.want {
+			t.Errorf("Classify(%d, %q) = %d, want %d", c.k, c.s, got, c.want)
+		}
+	}
+}
+
+func TestMerge(t *testing.T) {
+	all := []Inferred{InferUnknown, InferInt, InferFloat, InferBool, InferTimestamp, InferString}
+	for _, a := range all {
+		for _, b := range all {
+			var want Inferred
+			switch {
+			case a == InferUnknown:
+				want = b
+			case b == InferUnknown || a == b:
+				want = a
+			case (a == InferInt || a == InferFloat) && (b == InferInt || b == InferFloat):
+				want = InferFloat
+			default:
+				want = InferString
+			}
+			if got := a.Merge(b); got != want {
+				t.Errorf("%d.Merge(%d) = %d, want %d", a, b, got, want)
+			}
+			if a.Merge(b) != b.Merge(a) {
+				t.Errorf("Merge(%d, %d) is not symmetric", a, b)
+			}
+		}
+	}
+	if !arrow.TypeEqual(InferUnknown.DataType(), arrow.BinaryTypes.String) {
+		t.Errorf("a column seen only as NULL is %s", InferUnknown.DataType())
+	}
+}
+
+func TestInference(t *testing.T) {
+	var in Inference
+	if s := in.Schema(); s.NumFields() != 0 {
+		t.Fatalf("empty inference: %v", s)
+	}
+	for _, v := range []string{
+		`{"a":1,"b":1,"c":"2024-01-03T10:00:00Z","d":true,"e":null}`,
+		`{"a":2,"b":1.5,"c":"x","d":1,"e":"","f":"2024-01-03T10:00:00Z"}`,
+		`{"a":99999999999999999999,"g":{"x":1}}`,
+		`[1, 2]`,
+	} {
+		in.Object(v)
+	}
+	want := []struct {
+		name string
+		dt   arrow.DataType
+	}{
+		{"a", arrow.PrimitiveTypes.Float64},
+		{"b", arrow.PrimitiveTypes.Float64},
+		{"c", arrow.BinaryTypes.String},
+		{"d", arrow.BinaryTypes.String},
+		{"e", arrow.BinaryTypes.String},
+		{"f", arrow.FixedWidthTypes.Timestamp_ms},
+		{"g", arrow.BinaryTypes.String},
+	}
+	s := in.Schema()
+	if s.NumFields() != len(want) {
+		t.Fatalf("%v", s)
+	}
+	for i, w := range want {
+		f := s.Field(i)
+		if f.Name != w.name || !arrow.TypeEqual(f.Type, w.dt) || !f.Nullable {
+			t.Errorf("field %d: %s %s (nullable %t), want %s %s", i, f.Name, f.Type, f.Nullable, w.name, w.dt)
+		}
+	}
+}
