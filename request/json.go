@@ -5,11 +5,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/volga-go/volga/internal/jsonvalue"
 )
 
 // AppendJSON appends v, a feature value as described at Features.Values,
@@ -47,9 +47,9 @@ func AppendJSON(dst []byte, v any) []byte {
 	case uint64:
 		return strconv.AppendUint(dst, x, 10)
 	case float32:
-		return appendFloat(dst, float64(x), 32)
+		return jsonvalue.AppendFloat(dst, float64(x), 32)
 	case float64:
-		return appendFloat(dst, x, 64)
+		return jsonvalue.AppendFloat(dst, x, 64)
 	case json.Number:
 		if json.Valid([]byte(x)) && x != "" {
 			return append(dst, x...)
@@ -60,7 +60,7 @@ func AppendJSON(dst []byte, v any) []byte {
 	case []byte:
 		return appendString(dst, base64.StdEncoding.EncodeToString(x))
 	case time.Time:
-		return appendString(dst, formatTime(x))
+		return appendTime(dst, x)
 	case time.Duration:
 		return appendString(dst, x.String())
 	case []any:
@@ -123,49 +123,18 @@ func keyText(k any) string {
 	return string(b)
 }
 
-func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+// formatTime renders t as RFC 3339 text in UTC (see jsonvalue.AppendTime).
+func formatTime(t time.Time) string { return string(jsonvalue.AppendTime(nil, t)) }
 
-func appendFloat(dst []byte, f float64, bits int) []byte {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return append(dst, "null"...)
-	}
-	return strconv.AppendFloat(dst, f, 'g', -1, bits)
-}
-
-// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
-func appendString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				dst = append(dst, '\\', c)
-			case c == '\n':
-				dst = append(dst, '\\', 'n')
-			case c == '\r':
-				dst = append(dst, '\\', 'r')
-			case c == '\t':
-				dst = append(dst, '\\', 't')
-			case c < 0x20:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			default:
-				dst = append(dst, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, "\ufffd"...)
-		} else {
-			dst = append(dst, s[i:i+size]...)
-		}
-		i += size
-	}
+// appendTime appends t as a JSON string: RFC 3339 in UTC, which needs no
+// escaping.
+func appendTime(dst []byte, t time.Time) []byte {
+	dst = jsonvalue.AppendTime(append(dst, '"'), t)
 	return append(dst, '"')
 }
+
+// appendString appends s as a JSON string; invalid UTF-8 becomes U+FFFD.
+func appendString(dst []byte, s string) []byte { return jsonvalue.AppendString(dst, s) }
 
 // appendWatermark renders a watermark: null, "+inf" or an RFC 3339 time.
 func appendWatermark(dst []byte, wm int64) []byte {
@@ -175,7 +144,7 @@ func appendWatermark(dst []byte, wm int64) []byte {
 	case EndWatermark:
 		return appendString(dst, "+inf")
 	}
-	return appendString(dst, formatTime(time.UnixMilli(wm)))
+	return appendTime(dst, time.UnixMilli(wm))
 }
 
 // parseWatermark is the inverse of appendWatermark.
@@ -211,7 +180,7 @@ func appendResult(dst []byte, keyCols []string, key map[string]any, at time.Time
 		dst = AppendJSON(dst, key[c])
 	}
 	dst = append(dst, `},"at":`...)
-	dst = appendString(dst, formatTime(at))
+	dst = appendTime(dst, at)
 	dst = append(dst, `,"watermark":`...)
 	dst = appendWatermark(dst, f.Watermark)
 	dst = append(dst, `,"features":{`...)

@@ -3,14 +3,14 @@ package sink
 import (
 	"cmp"
 	"encoding/base64"
-	"math"
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/volga-go/volga/internal/jsonvalue"
 )
 
 // FormatValue renders row i of arr as text, following the rendering rules
@@ -80,7 +80,7 @@ func AppendText(dst []byte, arr arrow.Array, i int) []byte {
 		return base64.StdEncoding.AppendEncode(dst, a.Value(i))
 	case *array.Timestamp:
 		unit := a.DataType().(*arrow.TimestampType).Unit
-		return a.Value(i).ToTime(unit).AppendFormat(dst, time.RFC3339Nano)
+		return jsonvalue.AppendTime(dst, a.Value(i).ToTime(unit))
 	case *array.Date32:
 		return a.Value(i).ToTime().AppendFormat(dst, time.DateOnly)
 	case *array.Date64:
@@ -214,11 +214,11 @@ func AppendJSON(dst []byte, arr arrow.Array, i int) []byte {
 		*array.Uint8, *array.Uint16, *array.Uint32, *array.Uint64:
 		return AppendText(dst, arr, i)
 	case *array.Float16:
-		return appendJSONFloat(dst, float64(a.Value(i).Float32()), 32)
+		return jsonvalue.AppendFloat(dst, float64(a.Value(i).Float32()), 32)
 	case *array.Float32:
-		return appendJSONFloat(dst, float64(a.Value(i)), 32)
+		return jsonvalue.AppendFloat(dst, float64(a.Value(i)), 32)
 	case *array.Float64:
-		return appendJSONFloat(dst, a.Value(i), 64)
+		return jsonvalue.AppendFloat(dst, a.Value(i), 64)
 	case *array.Decimal128, *array.Decimal256, *array.Decimal32, *array.Decimal64:
 		return append(dst, arr.ValueStr(i)...)
 	case *array.Map:
@@ -231,7 +231,7 @@ func AppendJSON(dst []byte, arr arrow.Array, i int) []byte {
 				dst = append(dst, ',')
 			}
 			scratch = AppendText(scratch[:0], keys, j)
-			dst = appendJSONString(dst, scratch)
+			dst = jsonvalue.AppendString(dst, scratch)
 			dst = append(dst, ':')
 			dst = AppendJSON(dst, items, j)
 		}
@@ -254,7 +254,7 @@ func AppendJSON(dst []byte, arr arrow.Array, i int) []byte {
 			if f > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendJSONString(dst, []byte(st.Field(f).Name))
+			dst = jsonvalue.AppendString(dst, st.Field(f).Name)
 			dst = append(dst, ':')
 			dst = AppendJSON(dst, a.Field(f), i)
 		}
@@ -266,51 +266,7 @@ func AppendJSON(dst []byte, arr arrow.Array, i int) []byte {
 	start := len(dst)
 	dst = AppendText(dst, arr, i)
 	text := slices.Clone(dst[start:])
-	return appendJSONString(dst[:start], text)
-}
-
-func appendJSONFloat(dst []byte, f float64, bits int) []byte {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return append(dst, "null"...)
-	}
-	return strconv.AppendFloat(dst, f, 'g', -1, bits)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string literal. Invalid UTF-8 is
-// replaced by U+FFFD so the output is always valid JSON.
-func appendJSONString(dst, s []byte) []byte {
-	dst = append(dst, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				dst = append(dst, '\\', c)
-			case c == '\n':
-				dst = append(dst, '\\', 'n')
-			case c == '\r':
-				dst = append(dst, '\\', 'r')
-			case c == '\t':
-				dst = append(dst, '\\', 't')
-			case c < 0x20:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			default:
-				dst = append(dst, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRune(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, "\ufffd"...)
-		} else {
-			dst = append(dst, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(dst, '"')
+	return jsonvalue.AppendString(dst[:start], text)
 }
 
 // MapEntry is one key/value pair of an Arrow map, as returned by Value.

@@ -200,18 +200,6 @@ func TestAppendJSON(t *testing.T) {
 	}
 }
 
-func TestAppendJSONStringEscapes(t *testing.T) {
-	in := "tab\there\nnul\x00 \xff é \u2028"
-	got := appendJSONString(nil, []byte(in))
-	var back string
-	if err := json.Unmarshal(got, &back); err != nil {
-		t.Fatalf("%s: %v", got, err)
-	}
-	if want := "tab\there\nnul\x00 \ufffd é \u2028"; back != want {
-		t.Fatalf("round trip: got %q, want %q", back, want)
-	}
-}
-
 func TestValueAndRows(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)

@@ -9,6 +9,8 @@ import (
 	"os"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/volga-go/volga/internal/jsonvalue"
 )
 
 // textWriter is what the CSV and JSON-lines sinks share: a buffered
@@ -209,7 +211,7 @@ func (j *JSONL) Write(ctx context.Context, rec arrow.RecordBatch) error {
 	}
 	if first {
 		for _, f := range rec.Schema().Fields() {
-			k := appendJSONString(nil, []byte(f.Name))
+			k := jsonvalue.AppendString(nil, f.Name)
 			j.keys = append(j.keys, append(k, ':'))
 		}
 	}
