@@ -8,6 +8,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/volga-go/volga/internal/values"
 )
 
 // ValueError reports a value that does not parse as its column's type.
@@ -94,7 +96,7 @@ func (c *Column) IsNull() bool { return c.null }
 // SetTime makes t the pending value of a timestamp column, in the
 // column's unit.
 func (c *Column) SetTime(t time.Time) {
-	c.null, c.i = false, toUnit(t, c.unit)
+	c.null, c.i = false, values.Units(t, c.unit)
 }
 
 // Parse parses s, a value of kind k, into the pending value. It returns a
@@ -140,7 +142,7 @@ func (c *Column) Parse(k Kind, s string) error {
 		}
 		var t time.Time
 		if t, err = time.Parse(time.RFC3339Nano, s); err == nil {
-			c.i = toUnit(t, c.unit)
+			c.i = values.Units(t, c.unit)
 		}
 	case arrow.DATE32:
 		var t time.Time
@@ -159,19 +161,6 @@ func (c *Column) fail(s string) error {
 		s = s[:64] + "..."
 	}
 	return &ValueError{Column: c.name, Value: s, Type: c.dt}
-}
-
-// toUnit converts t to a count of u since the Unix epoch.
-func toUnit(t time.Time, u arrow.TimeUnit) int64 {
-	switch u {
-	case arrow.Second:
-		return t.Unix()
-	case arrow.Millisecond:
-		return t.UnixMilli()
-	case arrow.Microsecond:
-		return t.UnixMicro()
-	}
-	return t.UnixNano()
 }
 
 // Append appends the pending value to the builder.
