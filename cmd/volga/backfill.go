@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/volga-go/volga"
-	"github.com/volga-go/volga/source"
 )
 
 const backfillSynopsis = "backfill --sql FILE --source NAME=PATH --spine PATH [--sink PATH] [--strict] [--parallelism N]"
@@ -34,9 +33,9 @@ func newBackfillFlags(cfg *backfillConfig) *flag.FlagSet {
 	fs := flag.NewFlagSet("backfill", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&cfg.sqlFile, "sql", "", "`FILE` holding the query (- reads standard input)")
-	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to the events: a .csv, .jsonl, .ndjson, .json or .parquet file")
+	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to the events: a .csv, .jsonl, .ndjson, .json or .parquet file, or a Kafka topic kafka://HOST:PORT/TOPIC?group=G&time_field=ts")
 	fs.StringVar(&cfg.spine, "spine", "", "`PATH` of the spine: the key columns and the time column of the query, plus labels passed through")
-	fs.StringVar(&cfg.sinkPath, "sink", "-", "output `PATH`: .csv, .jsonl, .ndjson or .parquet; - is standard output")
+	fs.StringVar(&cfg.sinkPath, "sink", "-", "output `PATH`: .csv, .jsonl, .ndjson or .parquet, or a Kafka topic kafka://HOST:PORT/TOPIC?key=COLS; - is standard output")
 	fs.StringVar(&cfg.format, "format", "", "`csv|jsonl`: the format of standard output (default csv)")
 	fs.BoolVar(&cfg.strict, "strict", false, "count only events strictly before each spine row's time (ts < t), not those at it")
 	fs.IntVar(&cfg.parallelism, "parallelism", 1, "number of window tasks, rows hash-partitioned by key (`N` >= 1)")
@@ -98,12 +97,12 @@ func backfill(ctx context.Context, e *env, cfg *backfillConfig) error {
 	}
 	dead := &deadLetters{e: e}
 	defer dead.summary()
-	events, err := source.Open(q.table.path, source.WithDeadLetter(dead.report))
+	events, err := openSource(q.table.path, true, dead.report)
 	if err != nil {
 		return err
 	}
 	defer events.Close()
-	spine, err := source.Open(cfg.spine, source.WithDeadLetter(dead.report))
+	spine, err := openSource(cfg.spine, true, dead.report)
 	if err != nil {
 		return err
 	}

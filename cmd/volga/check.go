@@ -10,7 +10,6 @@ import (
 
 	"github.com/volga-go/volga"
 	"github.com/volga-go/volga/request"
-	"github.com/volga-go/volga/source"
 )
 
 const checkSynopsis = "check --sql FILE --source NAME=PATH --log PATH [--tolerance X] [--examples N]"
@@ -109,7 +108,7 @@ func check(ctx context.Context, e *env, cfg *checkConfig) (*request.Report, erro
 	}
 	dead := &deadLetters{e: e}
 	defer dead.summary()
-	events, err := source.Open(q.table.path, source.WithDeadLetter(dead.report))
+	events, err := openSource(q.table.path, true, dead.report)
 	if err != nil {
 		return nil, err
 	}

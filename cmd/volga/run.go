@@ -159,13 +159,13 @@ func newRunFlags(cfg *runConfig) *flag.FlagSet {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported on one line by the caller
 	fs.StringVar(&cfg.sqlFile, "sql", "", "`FILE` holding the query (- reads standard input)")
-	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to a .csv, .jsonl, .ndjson, .json or .parquet file")
+	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to a .csv, .jsonl, .ndjson, .json or .parquet file, or a Kafka topic kafka://HOST:PORT/TOPIC?group=G&time_field=ts")
 	fs.Var(modeFlag{&cfg.mode}, "mode", "`batch|stream`: read to the end and keep input order, or emit rows as the watermark passes them (default batch)")
 	fs.Var(durationFlag{&cfg.maxOutOfOrder}, "max-out-of-order", "stream mode: how far behind the newest event time a row may arrive and still be on time (`DURATION`, e.g. 5s)")
 	fs.Var(durationFlag{&cfg.allowedLateness}, "allowed-lateness", "stream mode: apply late rows up to this `DURATION` behind the watermark instead of dropping them")
 	fs.IntVar(&cfg.parallelism, "parallelism", 1, "number of window tasks, rows hash-partitioned by key (`N` >= 1)")
 	fs.IntVar(&cfg.batchSize, "batch-size", source.DefaultBatchSize, "rows per batch read from the source (`N` >= 1); in stream mode the watermark advances between batches")
-	fs.StringVar(&cfg.sinkPath, "sink", "-", "output `PATH`: .csv, .jsonl, .ndjson or .parquet; - is standard output")
+	fs.StringVar(&cfg.sinkPath, "sink", "-", "output `PATH`: .csv, .jsonl, .ndjson or .parquet, or a Kafka topic kafka://HOST:PORT/TOPIC?key=COLS; - is standard output")
 	fs.StringVar(&cfg.format, "format", "", "`csv|jsonl`: the format of standard output (default csv)")
 	fs.StringVar(&cfg.lateSink, "late-sink", "", "stream mode: write late rows that were dropped to `PATH` (.csv, .jsonl, ...)")
 	cfg.logLevel = slog.LevelWarn
@@ -232,14 +232,14 @@ func parseRunArgs(args []string) (*runConfig, error) {
 // checkSinkPath rejects an output path whose format cannot be told from
 // its extension before anything runs.
 func checkSinkPath(p string) error {
-	if p == "" || p == "-" {
+	if p == "" || p == "-" || isKafka(p) {
 		return nil
 	}
 	switch strings.ToLower(filepath.Ext(p)) {
 	case ".csv", ".jsonl", ".ndjson", ".parquet":
 		return nil
 	}
-	return usagef("run: cannot tell the output format of %q from its extension: use .csv, .jsonl, .ndjson or .parquet", p)
+	return usagef("run: cannot tell the output format of %q from its extension: use .csv, .jsonl, .ndjson or .parquet (or a kafka:// URL)", p)
 }
 
 func runMain(ctx context.Context, e *env, args []string) int {
@@ -303,7 +303,7 @@ func runPipeline(ctx context.Context, e *env, cfg *runConfig) (err error) {
 		fmt.Fprintf(stderr, "volga: dead letter: %s: %s\n", where, oneLine(d.Reason))
 	}
 
-	src, err := source.Open(bound.path, source.WithDeadLetter(report), source.WithBatchSize(cfg.batchSize))
+	src, err := openSource(bound.path, cfg.mode == volga.Batch, report, source.WithBatchSize(cfg.batchSize))
 	if err != nil {
 		return err
 	}
@@ -411,7 +411,7 @@ func queryError(file string, err error) error {
 // its rows as they are emitted.
 func openSink(path, format string, stdout io.Writer, flushEach bool) (sink.Sink, bool, error) {
 	if path != "-" && path != "" {
-		s, err := sink.Open(path)
+		s, err := openOutput(path)
 		return s, false, err
 	}
 	if strings.EqualFold(format, "jsonl") {

@@ -17,7 +17,6 @@ import (
 
 	"github.com/volga-go/volga"
 	"github.com/volga-go/volga/request"
-	"github.com/volga-go/volga/source"
 )
 
 const serveSynopsis = "serve --sql FILE --source NAME=PATH --listen ADDR [--mode batch|stream] [--max-out-of-order DURATION] [--parallelism N] [--lookup-retention DURATION] [--max-body BYTES] [--log-level LEVEL]"
@@ -51,7 +50,7 @@ func newServeFlags(cfg *serveConfig) *flag.FlagSet {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&cfg.sqlFile, "sql", "", "`FILE` holding the query (- reads standard input)")
-	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to a .csv, .jsonl, .ndjson, .json or .parquet file")
+	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to a .csv, .jsonl, .ndjson, .json or .parquet file, or a Kafka topic kafka://HOST:PORT/TOPIC?group=G&time_field=ts")
 	fs.StringVar(&cfg.listen, "listen", "localhost:8080", "`ADDR`ess to serve HTTP on, host:port (port 0 picks a free one)")
 	fs.Var(modeFlag{&cfg.mode}, "mode", "`batch|stream`: how the file is ingested; batch accepts any order, stream drops rows more than --max-out-of-order late (default batch)")
 	fs.Var(durationFlag{&cfg.maxOutOfOrder}, "max-out-of-order", "stream mode: how far behind the newest event time a row may arrive and still be on time (`DURATION`)")
@@ -119,7 +118,7 @@ func serve(ctx context.Context, e *env, cfg *serveConfig, ready func(string)) er
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	dead := &deadLetters{e: e}
-	src, err := source.Open(q.table.path, source.WithDeadLetter(dead.report))
+	src, err := openSource(q.table.path, cfg.mode == volga.Batch, dead.report)
 	if err != nil {
 		return err
 	}
