@@ -1,0 +1,27 @@
+// Package pipeline turns a feature definition into running operators.
+//
+// A pipeline is described once, as a logical Plan, by either front end:
+// ParseSQL for the SQL dialect (one SELECT over one table, with OVER
+// windows or GROUP BY tumble/hop), or the fluent Builder (From, EventTime,
+// Where, Select, Agg with Over(...).Range/Rows/Unbounded/ExcludeCurrent).
+// Both produce the same Plan, so a pipeline written either way runs
+// identically.
+//
+// Compile binds a Plan to a source schema: it resolves columns and
+// functions (errors are *SQLError values that name the offending text and
+// its line and column), lays out the columns the operators work on, and
+// groups windows by PARTITION BY key set into stages. Compiled.Run then
+// executes it: a reader goroutine prepares source batches (WHERE,
+// computed columns, event time normalised to milliseconds, an arrival
+// sequence) and keeps watermarks, one generator per source partition; a
+// window task per partition of each stage (rows hash-partitioned by key)
+// runs a window.Operator or window.GroupOperator; an ordering merger
+// writes to the sink. Goroutines are joined by bounded channels that carry
+// batches and watermarks in-band, so a slow sink slows the source down,
+// and errors and cancellation stop every goroutine (errgroup).
+//
+// Live serves point-in-time lookups against a running or finished
+// pipeline's state, and Backfill computes training data for a spine of
+// (key, time) rows in one pass. Most programs use these through the front
+// door, package volga.
+package pipeline

@@ -1,0 +1,22 @@
+// Package window holds the window operators: the state machines that keep
+// each key's rows and aggregates and emit features as the watermark
+// advances.
+//
+// Operator serves sliding (OVER) windows. Push buffers rows; Advance(wm)
+// releases every pending row with event time <= wm, puts each key's rows
+// in (event time, arrival) order, appends them to the key's retained rows
+// and slides every frame (RANGE, RANGE ... AND e PRECEDING, UNBOUNDED,
+// ROWS, EXCLUDE CURRENT ROW) over them through the aggregates' agg.Window
+// contract: retraction for retractable aggregates, deques or two-stack
+// queues for the others, so a row costs O(1) amortised whatever the
+// frame's length. Rows are dropped once no frame, allowed lateness or
+// lookup retention needs them. Batch mode is the same operator released
+// once by the End watermark. Late rows are returned to the caller, or
+// applied within the allowed lateness. Probe rows (backfill spines) get
+// frames without being stored. Lookup answers point-in-time queries under
+// a read lock, merging pre-aggregated tiles for long frames.
+//
+// GroupOperator serves tumbling and hopping windows (GROUP BY key,
+// tumble/hop): one set of aggregate states per key and epoch-aligned
+// window, emitted once the watermark shows the window complete.
+package window
