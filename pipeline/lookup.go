@@ -37,13 +37,21 @@ type Live struct {
 	c    *Compiled
 	seed maphash.Seed
 	ops  [][]*window.Operator // [stage][task]
-	obs  Observer             // told of each lookup; see setObserver
+	// Per stage, computed once: the key columns' names and types, and a
+	// pool of result builders (a lookup takes one set and gives it back).
+	keyNames [][]string
+	keyTypes [][]arrow.DataType
+	builders []sync.Pool
+	// names are the feature names, shared by every result.
+	names []string
+	obs   Observer // told of each lookup; see setObserver
 }
 
 // LookupResult holds the features of one key at one time.
 type LookupResult struct {
 	// Names are the feature names (the aggregate items of the query, in
-	// SELECT order) and Values their values: int64, float64, string, bool,
+	// SELECT order; shared between results: do not modify) and Values
+	// their values: int64, float64, string, bool,
 	// time.Time, nil for NULL, []any for lists, map[string]any for maps
 	// and structs.
 	Names  []string
@@ -68,8 +76,35 @@ func (l *Live) start(c *Compiled, seed maphash.Seed, n int) {
 	defer l.mu.Unlock()
 	l.c, l.seed = c, seed
 	l.ops = make([][]*window.Operator, len(c.stages))
-	for s := range l.ops {
+	l.keyNames = make([][]string, len(c.stages))
+	l.keyTypes = make([][]arrow.DataType, len(c.stages))
+	l.builders = make([]sync.Pool, len(c.stages))
+	for s, st := range c.stages {
 		l.ops[s] = make([]*window.Operator, n)
+		for _, col := range st.cfg.KeyCols {
+			f := c.prep.Field(col)
+			l.keyNames[s] = append(l.keyNames[s], f.Name)
+			l.keyTypes[s] = append(l.keyTypes[s], f.Type)
+		}
+		var types []arrow.DataType
+		for _, w := range st.cfg.Windows {
+			for _, f := range w.Aggs {
+				types = append(types, f.ResultType())
+			}
+		}
+		l.builders[s].New = func() any {
+			bld := make([]array.Builder, len(types))
+			for i, rt := range types {
+				bld[i] = array.NewBuilder(memory.DefaultAllocator, rt)
+			}
+			return bld
+		}
+	}
+	l.names = nil
+	for _, it := range c.Plan.Items {
+		if it.Agg != nil {
+			l.names = append(l.names, it.Name)
+		}
 	}
 }
 
@@ -157,18 +192,16 @@ func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row
 		defer cand.Release()
 	}
 	t := at.UnixMilli()
-	res := LookupResult{Watermark: window.End}
-	values := map[int]any{} // item -> value
+	res := LookupResult{Watermark: window.End, Names: l.names}
+	values := make([]any, len(c.Plan.Items)) // by item
 	var buf []byte
 	for s, st := range c.stages {
-		types := make([]arrow.DataType, len(st.cfg.KeyCols))
-		vals := make([]any, len(st.cfg.KeyCols))
-		for j, col := range st.cfg.KeyCols {
-			f := c.prep.Field(col)
-			types[j] = f.Type
-			v, ok := lookupValue(key, f.Name)
+		types := l.keyTypes[s]
+		vals := make([]any, len(types))
+		for j, name := range l.keyNames[s] {
+			v, ok := lookupValue(key, name)
 			if !ok {
-				return LookupResult{}, fmt.Errorf("volga: lookup key has no value for column %q (key columns: %s)", f.Name, strings.Join(c.LookupKeys(), ", "))
+				return LookupResult{}, fmt.Errorf("volga: lookup key has no value for column %q (key columns: %s)", name, strings.Join(c.LookupKeys(), ", "))
 			}
 			vals[j] = v
 		}
@@ -193,14 +226,14 @@ func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row
 				candRows.Cols[j].AppendArrow(cand.Column(pc), nil)
 			}
 		}
-		rts := op.ResultTypes()
-		bld := make([]array.Builder, len(rts))
-		for i, rt := range rts {
-			bld[i] = array.NewBuilder(memory.DefaultAllocator, rt)
-		}
+		bld := l.builders[s].Get().([]array.Builder)
 		wm, err := op.Lookup(buf, t, candRows, bld)
 		if err != nil {
-			arrowutil.ReleaseAll(bld)
+			// Drop what a failed lookup may have appended.
+			for _, b := range bld {
+				b.NewArray().Release()
+			}
+			l.builders[s].Put(bld)
 			return LookupResult{}, fmt.Errorf("volga: lookup: %w", err)
 		}
 		res.Watermark = min(res.Watermark, wm)
@@ -208,12 +241,12 @@ func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row
 			arr := b.NewArray()
 			values[st.items[i]] = goValue(arr, 0)
 			arr.Release()
-			b.Release()
 		}
+		l.builders[s].Put(bld)
 	}
+	res.Values = make([]any, 0, len(l.names))
 	for k, it := range c.Plan.Items {
 		if it.Agg != nil {
-			res.Names = append(res.Names, it.Name)
 			res.Values = append(res.Values, values[k])
 		}
 	}

@@ -65,7 +65,7 @@ type Config struct {
 	BatchOrder bool
 	// TileSize is the tile length (ms) lookups over RANGE frames use; 0
 	// picks one from each frame's length (see TileSize). TileMinRows is the
-	// frame size from which lookups use tiles (0: 64; -1: never).
+	// frame size from which lookups use tiles (0: 256; -1: never).
 	TileSize    int64
 	TileMinRows int
 	// Retention keeps rows for lookups at times down to Retention (ms)

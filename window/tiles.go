@@ -19,8 +19,11 @@ import (
 // on later lookups. They never replace the rows themselves: the edges of
 // later frames need them.
 
-// tileMinRows is the frame size from which a lookup uses tiles.
-const tileMinRows = 64
+// tileMinRows is the frame size from which a lookup uses tiles. Below it,
+// adding the rows costs less than building the key's tiles on its first
+// lookup (which shows in the latency tail when many keys are looked up
+// once).
+const tileMinRows = 256
 
 // niceTiles are the tile lengths the operator picks from (ms).
 var niceTiles = []int64{
