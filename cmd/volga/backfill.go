@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/volga-go/volga"
+	"github.com/volga-go/volga/source"
 )
 
 const backfillSynopsis = "backfill --sql FILE --source NAME=PATH --spine PATH [--sink PATH] [--strict] [--parallelism N]"
@@ -115,8 +116,15 @@ func backfill(ctx context.Context, e *env, cfg *backfillConfig) error {
 		return err
 	}
 	// Backfill closes out.
+	var evSrc source.Source = events
+	if e.progress {
+		counted := &countingSource{Source: events}
+		evSrc = counted
+		bar := startProgress(e.stderr, "backfill", estimateRows(q.table.path), counted.rows.Load, e.progressEvery)
+		defer bar.stop()
+	}
 	return volga.Backfill(ctx, q.text, spine, out,
-		volga.WithSource(q.plan.Table, events),
+		volga.WithSource(q.plan.Table, evSrc),
 		volga.WithStrict(cfg.strict),
 		volga.WithParallelism(cfg.parallelism),
 		volga.WithDeadLetters(dead.report))

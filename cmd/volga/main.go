@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Exit statuses of the volga command.
@@ -33,10 +34,14 @@ func main() {
 	os.Exit(code)
 }
 
-// env is what a command may use of the process: its standard streams.
+// env is what a command may use of the process: its standard streams, and
+// whether standard error is a terminal (progress lines are drawn only
+// there).
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	progress       bool
+	progressEvery  time.Duration
 }
 
 // errorf prints a one-line error message on standard error.
@@ -85,7 +90,7 @@ func commandNames() string {
 // program name) to a subcommand and returns the exit status. It never
 // panics; a panic inside a command is reported as an internal error.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, progress: terminal(stderr), progressEvery: progressEvery}
 	defer func() {
 		if r := recover(); r != nil {
 			e.errorf("internal error: %v", r)

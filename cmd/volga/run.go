@@ -312,6 +312,11 @@ func runPipeline(ctx context.Context, e *env, cfg *runConfig) (err error) {
 			err = cerr
 		}
 	}()
+	var counted *countingSource
+	if e.progress && cfg.mode == volga.Batch {
+		counted = &countingSource{Source: src}
+		src = counted
+	}
 
 	out, late := &deferredSink{}, &deferredSink{}
 	opts := []volga.Option{
@@ -344,7 +349,14 @@ func runPipeline(ctx context.Context, e *env, cfg *runConfig) (err error) {
 		}
 	}
 
+	var bar *progress
+	if counted != nil {
+		bar = startProgress(stderr, "run", estimateRows(bound.path), counted.rows.Load, e.progressEvery)
+	}
 	runErr := p.Run(ctx)
+	if bar != nil {
+		bar.stop()
+	}
 	st := p.Stats()
 	if dead > 0 {
 		fmt.Fprintf(e.stderr, "volga: %d dead letter%s skipped; %d rows read\n", dead, plural(dead), st.RowsIn)
