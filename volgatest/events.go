@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/volga-go/volga/internal/values"
 	"github.com/volga-go/volga/sink"
 	"github.com/volga-go/volga/source"
 )
@@ -201,70 +202,12 @@ func (e Events) record(idx []int) (arrow.RecordBatch, error) {
 	defer b.Release()
 	for _, i := range idx {
 		for j, f := range e.schema.Fields() {
-			if err := appendValue(b.Field(j), e.rows[i][j]); err != nil {
+			if err := values.Append(b.Field(j), e.rows[i][j]); err != nil {
 				return nil, fmt.Errorf("row %d, column %q: %w", i, f.Name, err)
 			}
 		}
 	}
 	return b.NewRecordBatch(), nil
-}
-
-func appendValue(b array.Builder, v any) error {
-	if v == nil {
-		b.AppendNull()
-		return nil
-	}
-	switch b := b.(type) {
-	case *array.Int64Builder:
-		n, ok := toInt(v)
-		if !ok {
-			return fmt.Errorf("cannot store %v (%T) as int64", v, v)
-		}
-		b.Append(n)
-	case *array.Int32Builder:
-		n, ok := toInt(v)
-		if !ok || n != int64(int32(n)) {
-			return fmt.Errorf("cannot store %v (%T) as int32", v, v)
-		}
-		b.Append(int32(n))
-	case *array.Float64Builder:
-		f, ok := toFloat(v)
-		if !ok {
-			return fmt.Errorf("cannot store %v (%T) as float64", v, v)
-		}
-		b.Append(f)
-	case *array.Float32Builder:
-		f, ok := toFloat(v)
-		if !ok {
-			return fmt.Errorf("cannot store %v (%T) as float32", v, v)
-		}
-		b.Append(float32(f))
-	case *array.BooleanBuilder:
-		x, ok := v.(bool)
-		if !ok {
-			return fmt.Errorf("cannot store %v (%T) as bool", v, v)
-		}
-		b.Append(x)
-	case *array.StringBuilder:
-		s, ok := v.(string)
-		if !ok {
-			return fmt.Errorf("cannot store %v (%T) as string", v, v)
-		}
-		b.Append(s)
-	case *array.TimestampBuilder:
-		t, ok := toTime(v)
-		if !ok {
-			return fmt.Errorf("cannot store %v (%T) as a timestamp", v, v)
-		}
-		ts, err := arrow.TimestampFromTime(t, b.Type().(*arrow.TimestampType).Unit)
-		if err != nil {
-			return err
-		}
-		b.Append(ts)
-	default:
-		return fmt.Errorf("unsupported column type %s", b.Type())
-	}
-	return nil
 }
 
 func toInt(v any) (int64, bool) {
