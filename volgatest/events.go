@@ -210,6 +210,9 @@ func (e Events) record(idx []int) (arrow.RecordBatch, error) {
 	return b.NewRecordBatch(), nil
 }
 
+// toInt and toFloat are strict on purpose (unlike package values): Expect
+// compares a value as an integer or a float only when it is one, so that
+// a time or a whole float is never taken for an integer.
 func toInt(v any) (int64, bool) {
 	switch x := v.(type) {
 	case int:
@@ -245,13 +248,9 @@ func toFloat(v any) (float64, bool) {
 	return 0, false
 }
 
+// toTime reads a time as package values does (time.Time, RFC 3339, or
+// epoch milliseconds).
 func toTime(v any) (time.Time, bool) {
-	switch x := v.(type) {
-	case time.Time:
-		return x, true
-	case string:
-		t, err := time.Parse(time.RFC3339Nano, x)
-		return t, err == nil
-	}
-	return time.Time{}, false
+	t, err := values.Time(v)
+	return t, err == nil
 }
