@@ -4,7 +4,6 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
-	"hash/maphash"
 	"io"
 	"log/slog"
 	"slices"
@@ -169,7 +168,6 @@ type runner struct {
 	out   sink.Sink
 	stats *Stats
 	seq   int64
-	seed  maphash.Seed
 }
 
 func (r *runner) run(ctx context.Context) error {
@@ -178,9 +176,8 @@ func (r *runner) run(ctx context.Context) error {
 	if r.c.stateless {
 		n = 1
 	}
-	r.seed = maphash.MakeSeed()
 	if r.opt.Live != nil {
-		r.opt.Live.start(r.c, r.seed, n)
+		r.opt.Live.start(r.c, n)
 	}
 	depth := r.opt.ChannelDepth
 	mk := func() []chan msg {
@@ -569,7 +566,7 @@ func (r *runner) partition(ctx context.Context, rec arrow.RecordBatch, tasks []c
 func (r *runner) split(rec arrow.RecordBatch, keyCols []int, n int) ([]arrow.RecordBatch, error) {
 	rows := int(rec.NumRows())
 	idx := make([][]int32, n)
-	h := keyHasher{seed: r.seed}
+	h := keyHasher{}
 	cols := make([]arrow.Array, len(keyCols))
 	for j, c := range keyCols {
 		cols[j] = rec.Column(c)
@@ -1044,8 +1041,7 @@ func (h *refHeap) Pop() any {
 
 // keyHasher hashes key tuples for partitioning.
 type keyHasher struct {
-	seed maphash.Seed
-	buf  []byte
+	buf []byte
 }
 
 func (k *keyHasher) hash(cols []arrow.Array, i int) uint64 {
@@ -1062,7 +1058,7 @@ func (k *keyHasher) hash(cols []arrow.Array, i int) uint64 {
 		b = window.AppendKey(b, c, i)
 	}
 	k.buf = b
-	return maphash.Bytes(k.seed, b)
+	return hashBytes(b)
 }
 
 // mix64 is a 64-bit finalizer (splitmix64) spreading integer keys.

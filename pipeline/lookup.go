@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"strings"
 	"sync"
 	"time"
@@ -35,7 +34,6 @@ var ErrNoLookup = errors.New("volga: this pipeline has no sliding-window feature
 type Live struct {
 	mu   sync.RWMutex
 	c    *Compiled
-	seed maphash.Seed
 	ops  [][]*window.Operator // [stage][task]
 	// Per stage, computed once: the key columns' names and types, and a
 	// pool of result builders (a lookup takes one set and gives it back).
@@ -71,10 +69,10 @@ func (r LookupResult) Feature(name string) (any, bool) {
 	return nil, false
 }
 
-func (l *Live) start(c *Compiled, seed maphash.Seed, n int) {
+func (l *Live) start(c *Compiled, n int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.c, l.seed = c, seed
+	l.c = c
 	l.ops = make([][]*window.Operator, len(c.stages))
 	l.keyNames = make([][]string, len(c.stages))
 	l.keyTypes = make([][]arrow.DataType, len(c.stages))
@@ -211,7 +209,7 @@ func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row
 		}
 		task := 0
 		if n := len(ops[s]); n > 1 {
-			task = int(routeHash(l.seed, types, buf) % uint64(n))
+			task = int(routeHash(types, buf) % uint64(n))
 		}
 		l.mu.RLock()
 		op := ops[s][task]
@@ -267,7 +265,7 @@ func lookupValue(key map[string]any, name string) (any, bool) {
 }
 
 // routeHash is keyHasher.hash for a key encoded by EncodeKeyValues.
-func routeHash(seed maphash.Seed, types []arrow.DataType, enc []byte) uint64 {
+func routeHash(types []arrow.DataType, enc []byte) uint64 {
 	if len(types) == 1 && types[0].ID() == arrow.INT64 {
 		if len(enc) == 1 && enc[0] == 0 {
 			return 0
@@ -275,7 +273,7 @@ func routeHash(seed maphash.Seed, types []arrow.DataType, enc []byte) uint64 {
 		v, _ := binary.Varint(enc[1:])
 		return mix64(uint64(v))
 	}
-	return maphash.Bytes(seed, enc)
+	return hashBytes(enc)
 }
 
 // candidate turns a candidate row into a one-row batch of the prep layout
