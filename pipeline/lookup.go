@@ -32,9 +32,9 @@ var ErrNoLookup = errors.New("volga: this pipeline has no sliding-window feature
 // mode. Pass it in RunOptions.Live; Lookup is then safe to call from any
 // goroutine, during the run and after it.
 type Live struct {
-	mu   sync.RWMutex
-	c    *Compiled
-	ops  [][]*window.Operator // [stage][task]
+	mu  sync.RWMutex
+	c   *Compiled
+	ops [][]*window.Operator // [stage][task]
 	// Per stage, computed once: the key columns' names and types, and a
 	// pool of result builders (a lookup takes one set and gives it back).
 	keyNames [][]string
