@@ -59,6 +59,7 @@ type config struct {
 	eventTime string
 	strict    bool
 	run       pipeline.RunOptions
+	ckptURL   string // WithCheckpoints: opened by Run
 }
 
 // WithSource binds a source to a table name of the query.
@@ -169,6 +170,21 @@ type Pipeline struct {
 	live     pipeline.Live
 	mu       sync.Mutex
 	ran      bool
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+// Stop ends a running pipeline gracefully and returns at once; Run then
+// returns nil when the pipeline has wound down. Reading stops (a source
+// waiting for data is interrupted). With WithCheckpoints a final
+// checkpoint is taken first, holding the rows still waiting for the
+// watermark, so that the next run on the same bucket resumes exactly
+// there: this is how a service shuts down on SIGTERM or SIGINT. Without
+// checkpoints the input ends there as if the source had ended, and every
+// pending row is emitted. Stop before Run makes Run stop at once; calling
+// it again does nothing.
+func (p *Pipeline) Stop() {
+	p.stopOnce.Do(func() { close(p.stop) })
 }
 
 // SQL compiles a query of the Volga SQL dialect. The table in its FROM
@@ -208,6 +224,12 @@ func FromPlan(plan *pipeline.Plan, opts ...Option) (*Pipeline, error) {
 	if cfg.run.Parallelism < 0 {
 		return nil, fmt.Errorf("volga: parallelism must be positive, got %d", cfg.run.Parallelism)
 	}
+	if ck := cfg.run.Checkpoints; ck != nil && cfg.ckptURL == "" && ck.Bucket == nil {
+		return nil, errors.New("volga: checkpoint options need a bucket: use volga.WithCheckpoints or volga.WithCheckpointBucket")
+	}
+	if cfg.run.MemoryBudget < 0 {
+		return nil, fmt.Errorf("volga: memory budget must not be negative, got %d", cfg.run.MemoryBudget)
+	}
 	if cfg.run.MaxOutOfOrder < 0 || cfg.run.AllowedLateness < 0 {
 		return nil, errors.New("volga: out-of-orderness and lateness must not be negative")
 	}
@@ -218,7 +240,7 @@ func FromPlan(plan *pipeline.Plan, opts ...Option) (*Pipeline, error) {
 	if cfg.sink == nil {
 		cfg.sink = sink.NewCallback(func(context.Context, arrow.RecordBatch) error { return nil })
 	}
-	return &Pipeline{compiled: c, src: src, cfg: cfg}, nil
+	return &Pipeline{compiled: c, src: src, cfg: cfg, stop: make(chan struct{})}, nil
 }
 
 // Schema is the schema of the output rows.
@@ -234,9 +256,20 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	p.ran = true
 	p.mu.Unlock()
-	opts := p.cfg.run
+	cfg := p.cfg
+	if cfg.run.Checkpoints != nil {
+		ck := *cfg.run.Checkpoints
+		cfg.run.Checkpoints = &ck
+	}
+	closeBucket, err := cfg.openCheckpointBucket(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeBucket()
+	opts := cfg.run
 	opts.Stats = &p.stats
 	opts.Live = &p.live
+	opts.Stop = p.stop
 	return p.compiled.Run(ctx, p.src, p.cfg.sink, opts)
 }
 

@@ -44,7 +44,15 @@ import (
 //	volga_window_pending_rows{stage}       rows waiting for the watermark
 //	volga_lookup_duration_seconds          histogram of Pipeline.Lookup latencies
 //	volga_lookup_errors_total              lookups that returned an error
+//	volga_checkpoints_total{outcome}       checkpoints "completed" or "failed" (WithCheckpoints)
+//	volga_checkpoint_epoch                 epoch of the latest completed checkpoint
+//	volga_checkpoint_bytes                 bytes the latest checkpoint uploaded
+//	volga_checkpoint_duration_seconds      barrier to manifest, latest checkpoint
+//	volga_checkpoint_stall_seconds         time the output stage waited for the state backup
+//	volga_checkpoint_timestamp_seconds     when the latest checkpoint completed (Unix seconds;
+//	                                       alert on time() minus it)
 //
+// The checkpoint gauges are absent until a checkpoint completes.
 // The watermark gauges are absent before the first watermark, in Batch
 // mode, and once the source has ended. The window metrics cover sliding
 // (OVER) windows, summed over the tasks of a stage (stage="0" is the first
@@ -95,6 +103,8 @@ type pipelineMetrics struct {
 	sourceRows, sinkRows, filtered, late, dead      *prometheus.Desc
 	watermark, lag, runningDesc                     *prometheus.Desc
 	winIn, winOut, winKeys, winRetained, winPending *prometheus.Desc
+	ckTotal, ckEpoch, ckBytes, ckDuration, ckStall  *prometheus.Desc
+	ckTime                                          *prometheus.Desc
 }
 
 // RunStarted builds the metrics with the run's name and registers them.
@@ -117,6 +127,12 @@ func (m *pipelineMetrics) RunStarted(opt pipeline.RunOptions) error {
 	m.winKeys = desc("volga_window_keys", "Distinct keys held in the window state of a stage.", "stage")
 	m.winRetained = desc("volga_window_retained_rows", "Rows held in the window state of a stage for frames and lookups.", "stage")
 	m.winPending = desc("volga_window_pending_rows", "Rows of a stage waiting for the watermark.", "stage")
+	m.ckTotal = desc("volga_checkpoints_total", "Checkpoints by outcome: completed or failed.", "outcome")
+	m.ckEpoch = desc("volga_checkpoint_epoch", "Epoch of the latest completed checkpoint.")
+	m.ckBytes = desc("volga_checkpoint_bytes", "Bytes uploaded by the latest completed checkpoint.")
+	m.ckDuration = desc("volga_checkpoint_duration_seconds", "Time from barrier to manifest of the latest completed checkpoint.")
+	m.ckStall = desc("volga_checkpoint_stall_seconds", "Time the output stage waited for the state backup in the latest completed checkpoint.")
+	m.ckTime = desc("volga_checkpoint_timestamp_seconds", "When the latest checkpoint completed, as Unix time in seconds.")
 	m.lookups = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "volga_lookup_duration_seconds", Help: "Time taken by Pipeline.Lookup, in seconds.",
 		ConstLabels: labels,
@@ -154,6 +170,7 @@ func (m *pipelineMetrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		m.sourceRows, m.sinkRows, m.filtered, m.late, m.dead, m.watermark, m.lag, m.runningDesc,
 		m.winIn, m.winOut, m.winKeys, m.winRetained, m.winPending,
+		m.ckTotal, m.ckEpoch, m.ckBytes, m.ckDuration, m.ckStall, m.ckTime,
 	} {
 		ch <- d
 	}
@@ -186,6 +203,17 @@ func (m *pipelineMetrics) Collect(ch chan<- prometheus.Metric) {
 		running = 1
 	}
 	gauge(m.runningDesc, running)
+	if st.Checkpoints > 0 || st.CheckpointFailures > 0 {
+		counter(m.ckTotal, st.Checkpoints, "completed")
+		counter(m.ckTotal, st.CheckpointFailures, "failed")
+	}
+	if st.Checkpoints > 0 {
+		gauge(m.ckEpoch, float64(st.LastCheckpoint))
+		gauge(m.ckBytes, float64(st.LastCheckpointBytes))
+		gauge(m.ckDuration, st.LastCheckpointDuration.Seconds())
+		gauge(m.ckStall, st.LastCheckpointStall.Seconds())
+		gauge(m.ckTime, float64(st.LastCheckpointTime.UnixMilli())/1e3)
+	}
 	if m.live != nil {
 		for s, tasks := range m.live.WindowStats() {
 			var sum struct {

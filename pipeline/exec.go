@@ -88,6 +88,26 @@ type RunOptions struct {
 	// Observer, when set, is told of the run's start and end and of
 	// lookups (metrics); see observe.go.
 	Observer Observer
+	// Checkpoints, when set, makes the run take consistent checkpoints
+	// and resume from the latest one; see Checkpointing.
+	Checkpoints *Checkpointing
+	// MemoryBudget bounds the bytes of window state held in memory
+	// (shared by all window tasks): the least recently used keys are
+	// evicted to the state store on disk and read back when needed. 0
+	// keeps all state in memory.
+	MemoryBudget int64
+	// Stop, when closed, ends the run gracefully: reading stops (a Read
+	// waiting for data is cancelled). With Checkpoints a final checkpoint
+	// is taken, so that a later run resumes exactly there, and rows still
+	// waiting for the watermark stay in it; without, the input ends there
+	// as if the source had ended, and every pending row is emitted. Run
+	// then returns nil.
+	Stop <-chan struct{}
+	// StateDir is the directory of the run's state store (Badger), used
+	// with Checkpoints or MemoryBudget. It is emptied when the run starts
+	// (the state comes from the checkpoint). Empty: a temporary
+	// directory, removed when the run ends.
+	StateDir string
 }
 
 // Stats counts rows through a running pipeline. Fields are updated
@@ -96,6 +116,9 @@ type Stats struct {
 	rowsIn, rowsOut, late, lateApplied, deadLetters, filtered atomic.Int64
 	watermark                                                 atomic.Int64
 	sourceDead                                                atomic.Int64
+	checkpoints, checkpointFailures, lastCheckpoint           atomic.Int64
+	lastCheckpointBytes, lastCheckpointNanos, lastStallNanos  atomic.Int64
+	lastCheckpointUnixMilli                                   atomic.Int64
 }
 
 // StatsSnapshot is a point-in-time copy of Stats.
@@ -114,15 +137,35 @@ type StatsSnapshot struct {
 	SourceDeadLetters int64
 	// Watermark is the source watermark (ms), math.MinInt64 before any.
 	Watermark int64
+	// Checkpoints counts the checkpoints completed by this run and
+	// CheckpointFailures those that failed (the run goes on; the next is
+	// a full one). LastCheckpoint is the epoch of the latest completed (0
+	// for none).
+	Checkpoints, CheckpointFailures, LastCheckpoint int64
+	// LastCheckpointBytes, LastCheckpointDuration and LastCheckpointStall
+	// describe the latest completed checkpoint (see CheckpointInfo);
+	// LastCheckpointTime is when it completed (zero for none).
+	LastCheckpointBytes    int64
+	LastCheckpointDuration time.Duration
+	LastCheckpointStall    time.Duration
+	LastCheckpointTime     time.Time
 }
 
 // Snapshot returns the current counts.
 func (s *Stats) Snapshot() StatsSnapshot {
-	return StatsSnapshot{
+	snap := StatsSnapshot{
 		RowsIn: s.rowsIn.Load(), RowsOut: s.rowsOut.Load(), Filtered: s.filtered.Load(),
 		LateDropped: s.late.Load(), LateApplied: s.lateApplied.Load(), DeadLetters: s.deadLetters.Load(),
 		Watermark: s.watermark.Load(), SourceDeadLetters: s.sourceDead.Load(),
+		Checkpoints: s.checkpoints.Load(), CheckpointFailures: s.checkpointFailures.Load(),
+		LastCheckpoint: s.lastCheckpoint.Load(), LastCheckpointBytes: s.lastCheckpointBytes.Load(),
+		LastCheckpointDuration: time.Duration(s.lastCheckpointNanos.Load()),
+		LastCheckpointStall:    time.Duration(s.lastStallNanos.Load()),
 	}
+	if ms := s.lastCheckpointUnixMilli.Load(); ms != 0 {
+		snap.LastCheckpointTime = time.UnixMilli(ms)
+	}
+	return snap
 }
 
 // msg is what flows on the channels between operators: a batch, a
@@ -132,6 +175,10 @@ type msg struct {
 	rec  arrow.RecordBatch
 	wm   int64 // watermark.None for none
 	from int   // index of the sending task
+	// barrier, when not 0, is a checkpoint barrier of that epoch; such a
+	// message carries nothing else.
+	barrier uint64
+	final   bool // the barrier of the checkpoint ending a bounded input
 }
 
 // Run executes the pipeline: it reads src until it ends (or ctx is
@@ -158,7 +205,23 @@ func (c *Compiled) Run(ctx context.Context, src source.Source, out sink.Sink, op
 		return fmt.Errorf("volga: source schema %s does not match the schema the pipeline was compiled for %s", src.Schema(), c.Source)
 	}
 	r := &runner{c: c, opt: opt, src: src, out: out, stats: opt.Stats}
-	return r.runObserved(ctx)
+	switch {
+	case opt.Checkpoints != nil:
+		if err := r.openCheckpoints(ctx); err != nil {
+			return err
+		}
+	case opt.MemoryBudget > 0:
+		if err := r.openStore(); err != nil {
+			return err
+		}
+	}
+	err := r.runObserved(ctx)
+	if r.ck != nil {
+		if cerr := r.ck.close(); cerr != nil && err == nil {
+			err = fmt.Errorf("volga: closing the state store: %w", cerr)
+		}
+	}
+	return err
 }
 
 type runner struct {
@@ -168,6 +231,10 @@ type runner struct {
 	out   sink.Sink
 	stats *Stats
 	seq   int64
+	// ck is the run's state store and checkpoints; nil when all state
+	// is in memory.
+	ck *checkpointRun
+	n  int // tasks per stage
 }
 
 func (r *runner) run(ctx context.Context) error {
@@ -175,6 +242,15 @@ func (r *runner) run(ctx context.Context) error {
 	n := r.opt.Parallelism
 	if r.c.stateless {
 		n = 1
+	}
+	r.n = n
+	if err := r.recoverSink(ctx); err != nil {
+		return err
+	}
+	if r.checkpointing() {
+		if _, ok := r.src.(source.Seeker); !ok {
+			return fmt.Errorf("volga: checkpoints need a replayable source (source.Seeker); %T is not", r.src)
+		}
 	}
 	if r.opt.Live != nil {
 		r.opt.Live.start(r.c, n)
@@ -313,20 +389,74 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 	}
 	comb := watermark.NewCombiner(nparts, watermark.WithIdleTimeout(r.opt.IdleTimeout))
 	lastWM := watermark.None
-	broadcast := func(wm int64) error {
+	bcast := func(m msg) error {
 		if tasks == nil {
-			return send(ctx, direct, msg{wm: wm})
+			return send(ctx, direct, m)
 		}
 		for _, ch := range tasks {
-			if err := send(ctx, ch, msg{wm: wm}); err != nil {
+			if err := send(ctx, ch, m); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
+	broadcast := func(wm int64) error { return bcast(msg{wm: wm}) }
+	rs, err := r.restoreReader(nparts, r.n)
+	if err != nil {
+		return err
+	}
+	if rs != nil {
+		r.seq = rs.Seq
+		for p, mx := range rs.Max {
+			if mx != watermark.None {
+				gens[p].Observe(mx)
+			}
+		}
+		lastWM = rs.LastWM
+		r.stats.watermark.Store(lastWM)
+	}
+	// barrier starts a checkpoint after the batches sent so far.
+	var tick <-chan time.Time
+	if r.checkpointing() {
+		t := time.NewTicker(r.ck.cfg.Interval)
+		defer t.Stop()
+		tick = t.C
+	}
+	barrier := func(final bool) error {
+		pos, err := r.src.(source.Seeker).Position()
+		if err != nil {
+			return &operatorError{op: "source", err: fmt.Errorf("volga: checkpoint: source position: %w", err)}
+		}
+		st := readerState{Format: checkpointFormat, Parallelism: r.n, Stages: len(r.c.stages),
+			Schema: r.c.Source.String(), Position: pos, Seq: r.seq, LastWM: lastWM, Max: make([]int64, nparts)}
+		for p, g := range gens {
+			st.Max[p] = g.Max()
+		}
+		epoch, err := r.ck.inject(st, final)
+		if err != nil || epoch == 0 {
+			return err
+		}
+		return bcast(msg{wm: watermark.None, barrier: epoch, final: final})
+	}
 	counted, _ := r.src.(interface{ DeadLetters() int64 })
-	for {
-		rec, err := r.src.Read(ctx)
+	// Stop ends reading: a Read blocked waiting for data is cancelled.
+	readCtx := ctx
+	var stopped atomic.Bool
+	if r.opt.Stop != nil {
+		var cancelRead context.CancelFunc
+		readCtx, cancelRead = context.WithCancel(ctx)
+		defer cancelRead()
+		go func() {
+			select {
+			case <-r.opt.Stop:
+				stopped.Store(true)
+				cancelRead()
+			case <-readCtx.Done():
+			}
+		}()
+	}
+	for !stopped.Load() {
+		rec, err := r.src.Read(readCtx)
 		if counted != nil { // read here: a source's count may not be safe to read elsewhere
 			r.stats.sourceDead.Store(counted.DeadLetters())
 		}
@@ -334,6 +464,9 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 			break
 		}
 		if err != nil {
+			if stopped.Load() && ctx.Err() == nil {
+				break
+			}
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -373,9 +506,29 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 				}
 			}
 		}
+		if tick != nil {
+			select {
+			case <-tick:
+				if err := barrier(false); err != nil {
+					return err
+				}
+			default:
+			}
+		}
+	}
+	if stopped.Load() && tick != nil {
+		// Stopped with checkpoints: the final checkpoint holds the rows
+		// still waiting for the watermark; a later run resumes there.
+		return barrier(true)
 	}
 	r.stats.watermark.Store(watermark.End)
-	return broadcast(watermark.End)
+	if err := broadcast(watermark.End); err != nil {
+		return err
+	}
+	if tick != nil {
+		return barrier(true)
+	}
+	return nil
 }
 
 // prepare filters a source batch and adds event time, sequence and the
@@ -605,10 +758,14 @@ type operator interface {
 	Push(rec arrow.RecordBatch) ([]arrow.RecordBatch, arrow.RecordBatch, error)
 	Advance(ctx context.Context, wm int64) ([]arrow.RecordBatch, error)
 	Late() (dropped, applied int64)
+	Checkpoint() ([]byte, error)
+	Restore(meta []byte) error
 	Close()
 }
 
-func (r *runner) newOperator(st *stage) (operator, error) {
+// newOperator makes the operator of task id of stage s; frozen is the
+// epoch of the last barrier the task passed (see checkpointRun.mayWrite).
+func (r *runner) newOperator(st *stage, s, id int, frozen *uint64) (operator, error) {
 	if st.group != nil {
 		cfg := *st.group
 		cfg.AllowedLateness = r.opt.AllowedLateness.Milliseconds()
@@ -620,16 +777,33 @@ func (r *runner) newOperator(st *stage) (operator, error) {
 	cfg.Retention = r.opt.LookupRetention.Milliseconds()
 	cfg.BatchOrder = r.opt.Mode == Batch
 	cfg.Mem = r.opt.Mem
+	if r.ck != nil {
+		cfg.Store = statestore.Sub(r.ck.db, storePrefix(s, id))
+		if r.opt.MemoryBudget > 0 {
+			cfg.MemoryBudget = max(1, r.opt.MemoryBudget/int64(r.n*len(r.c.stages)))
+		}
+		cfg.MayWrite = r.ck.mayWrite(frozen)
+	}
 	return window.New(cfg, st.in)
 }
 
 // task runs one window operator.
 func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in chan msg, next []chan msg, final chan msg, late chan arrow.RecordBatch) error {
-	op, err := r.newOperator(st)
+	var frozen uint64
+	op, err := r.newOperator(st, s, id, &frozen)
 	if err != nil {
 		return err
 	}
 	defer op.Close()
+	if r.ck != nil && r.ck.restored != nil {
+		meta, ok := r.ck.restored[partOperator(s, id)]
+		if !ok {
+			return fmt.Errorf("volga: checkpoint %d has no state for stage %d task %d", r.ck.epoch, s, id)
+		}
+		if err := op.Restore(meta); err != nil {
+			return &operatorError{op: "window", stage: s, task: id, err: fmt.Errorf("volga: restoring checkpoint %d: %w", r.ck.epoch, err)}
+		}
+	}
 	if wop, ok := op.(*window.Operator); ok && r.opt.Live != nil {
 		r.opt.Live.register(s, id, wop)
 	}
@@ -664,7 +838,60 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 		return nil
 	}
 	var dropped, applied int64
-	for m := range in {
+	// Barrier alignment: once the barrier of an epoch has come from a
+	// sender, that sender's later messages wait in held until it has come
+	// from every sender.
+	got := make([]bool, senders)
+	ngot := 0
+	var held []msg
+	var dispatch func(m msg) error
+	barrier := func(m msg) error {
+		if !got[m.from] {
+			got[m.from] = true
+			ngot++
+		}
+		if ngot < senders {
+			return nil
+		}
+		meta, err := op.Checkpoint()
+		if err != nil {
+			return &operatorError{op: "window", stage: s, task: id, err: fmt.Errorf("volga: checkpoint %d: %w", m.barrier, err)}
+		}
+		r.ck.addPart(partOperator(s, id), meta)
+		frozen = m.barrier
+		fwd := msg{wm: watermark.None, barrier: m.barrier, final: m.final, from: id}
+		if next == nil {
+			err = send(ctx, final, fwd)
+		} else {
+			for _, ch := range next {
+				if err = send(ctx, ch, fwd); err != nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			return err
+		}
+		clear(got)
+		ngot = 0
+		h := held
+		held = nil
+		for k, hm := range h {
+			if err := dispatch(hm); err != nil {
+				for _, x := range h[k+1:] {
+					if x.rec != nil {
+						x.rec.Release()
+					}
+				}
+				return err
+			}
+		}
+		return nil
+	}
+	handle := func(m msg) error {
+		if m.barrier != 0 {
+			return barrier(m)
+		}
 		if m.rec != nil {
 			outs, lateRec, err := op.Push(m.rec)
 			m.rec.Release()
@@ -712,6 +939,26 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 		r.stats.late.Add(d - dropped)
 		r.stats.lateApplied.Add(a - applied)
 		dropped, applied = d, a
+		return nil
+	}
+	dispatch = func(m msg) error {
+		if ngot > 0 && got[m.from] {
+			held = append(held, m)
+			return nil
+		}
+		return handle(m)
+	}
+	defer func() {
+		for _, m := range held {
+			if m.rec != nil {
+				m.rec.Release()
+			}
+		}
+	}()
+	for m := range in {
+		if err := dispatch(m); err != nil {
+			return err
+		}
 	}
 	return ctx.Err()
 }
@@ -775,11 +1022,105 @@ func (r *runner) merge(ctx context.Context, in chan msg, late chan arrow.RecordB
 	}
 	m := &merger{n: n, tsCol: tsCol, seqCol: seqCol, batch: bySeq, comb: watermark.NewCombiner(n), mem: r.opt.Mem, schema: last}
 	defer m.release()
+	if r.ck != nil && r.ck.restored != nil && n > 1 {
+		if err := m.restore(r.ck.restored[partMerger]); err != nil {
+			return err
+		}
+	}
+	// Barrier alignment, as in task.
+	got := make([]bool, n)
+	ngot := 0
+	var held []msg
+	defer func() {
+		for _, hm := range held {
+			if hm.rec != nil {
+				hm.rec.Release()
+			}
+		}
+	}()
+	var done chan uploadResult
+	if r.checkpointing() {
+		done = r.ck.done
+	}
+	var dispatch func(mm msg) error
+	handle := func(mm msg) error {
+		if mm.barrier != 0 {
+			if !got[mm.from] {
+				got[mm.from] = true
+				ngot++
+			}
+			if ngot < n {
+				return nil
+			}
+			if mm.final && r.ck.busy.Load() {
+				// The final checkpoint waits for the one in flight.
+				select {
+				case res := <-done:
+					if err := r.finishCheckpoint(ctx, res); err != nil {
+						return err
+					}
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			if err := r.completeCheckpoint(ctx, mm.barrier, m, mm.final); err != nil {
+				return err
+			}
+			clear(got)
+			ngot = 0
+			h := held
+			held = nil
+			for k, hm := range h {
+				if err := dispatch(hm); err != nil {
+					for _, x := range h[k+1:] {
+						if x.rec != nil {
+							x.rec.Release()
+						}
+					}
+					return err
+				}
+			}
+			return nil
+		}
+		if n == 1 {
+			if mm.rec != nil {
+				return write(mm.rec)
+			}
+			return nil
+		}
+		if mm.rec != nil {
+			m.add(mm.from, mm.rec)
+		}
+		if mm.wm != watermark.None {
+			outs, err := m.advance(mm.from, mm.wm)
+			if err != nil {
+				return err
+			}
+			for k, o := range outs {
+				if err := write(o); err != nil {
+					arrowutil.ReleaseAll(outs[k+1:])
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	dispatch = func(mm msg) error {
+		if ngot > 0 && got[mm.from] {
+			held = append(held, mm)
+			return nil
+		}
+		return handle(mm)
+	}
 	lateCh := late
 	for in != nil || lateCh != nil {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case res := <-done:
+			if err := r.finishCheckpoint(ctx, res); err != nil {
+				return err
+			}
 		case rec, ok := <-lateCh:
 			if !ok {
 				lateCh = nil
@@ -793,28 +1134,8 @@ func (r *runner) merge(ctx context.Context, in chan msg, late chan arrow.RecordB
 				in = nil
 				continue
 			}
-			if n == 1 {
-				if mm.rec != nil {
-					if err := write(mm.rec); err != nil {
-						return err
-					}
-				}
-				continue
-			}
-			if mm.rec != nil {
-				m.add(mm.from, mm.rec)
-			}
-			if mm.wm != watermark.None {
-				outs, err := m.advance(mm.from, mm.wm)
-				if err != nil {
-					return err
-				}
-				for k, o := range outs {
-					if err := write(o); err != nil {
-						arrowutil.ReleaseAll(outs[k+1:])
-						return err
-					}
-				}
+			if err := dispatch(mm); err != nil {
+				return err
 			}
 		}
 	}

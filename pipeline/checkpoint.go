@@ -1,0 +1,564 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"gocloud.dev/blob"
+
+	"github.com/volga-go/volga/sink"
+	"github.com/volga-go/volga/source"
+	"github.com/volga-go/volga/statestore"
+	"github.com/volga-go/volga/watermark"
+)
+
+// Checkpointing configures consistent checkpoints of a run
+// (RunOptions.Checkpoints).
+//
+// Every Interval the reader puts a barrier into the stream after the
+// batch it has just read and records the source's position. Each window
+// task, once the barrier has arrived on all of its inputs (aligned),
+// writes the key state that changed since the previous checkpoint to the
+// run's Badger store and hands the rest of its state (watermark, rows
+// waiting for it) to the checkpoint; the output merger does the same with
+// the rows it holds and asks a transactional sink (sink.Committer) to end
+// the epoch. A backup of the store's changes is then taken (the only
+// moment window tasks wait for, and only to write to Badger) and uploaded
+// in the background with the parts; the manifest is written last. Only
+// then is the sink told to publish the epoch's output and a committing
+// source (Kafka) to commit the position.
+//
+// A run started with a bucket that holds a complete checkpoint resumes
+// from the latest one: the store and every operator's state are
+// restored, the source is sought to the recorded position and a
+// transactional sink discards output of later epochs. With a replayable
+// source (source.Seeker) and a transactional sink the output equals that
+// of a run without a crash: exactly-once. A sink that is not a
+// sink.Committer gets at least once what came after the checkpoint.
+//
+// A bounded input ends with a final checkpoint, so a run restarted with
+// the same bucket after it finished reads nothing again.
+type Checkpointing struct {
+	// Bucket holds the checkpoints (statestore/FORMAT.md). Required.
+	Bucket *blob.Bucket
+	// Prefix is prepended to every object name in Bucket.
+	Prefix string
+	// Interval is the time between checkpoints (default 10 s). A
+	// checkpoint still uploading when the next is due delays it.
+	Interval time.Duration
+	// Retain is the number of complete checkpoints kept (default 3).
+	Retain int
+	// OnCheckpoint, when set, is called (from the pipeline's goroutines)
+	// after each checkpoint is complete.
+	OnCheckpoint func(CheckpointInfo)
+}
+
+// CheckpointInfo describes a completed checkpoint.
+type CheckpointInfo struct {
+	// Epoch numbers the checkpoint; epochs increase across restarts.
+	Epoch uint64
+	// Kind is statestore.KindFull or statestore.KindIncremental.
+	Kind string
+	// Bytes is what the checkpoint uploaded.
+	Bytes int64
+	// Duration is the time from the barrier's injection to the manifest.
+	Duration time.Duration
+	// Stall is how long the output stage waited for the state backup.
+	Stall time.Duration
+	// Final is set for the checkpoint that ends a bounded input.
+	Final bool
+}
+
+const (
+	defaultCheckpointInterval = 10 * time.Second
+	defaultRetain             = 3
+	checkpointFormat          = 1
+)
+
+// Part names in a checkpoint (statestore/FORMAT.md, "Pipeline parts").
+const (
+	partReader = "reader"
+	partMerger = "merger"
+	partSink   = "sink"
+)
+
+func partOperator(stage, task int) string { return fmt.Sprintf("op-%d-%d", stage, task) }
+
+// storePrefix is the key prefix of one window task's state in the store.
+func storePrefix(stage, task int) string { return fmt.Sprintf("op/%d/%d/", stage, task) }
+
+// readerState is the reader's part of a checkpoint.
+type readerState struct {
+	Format      int     `json:"format"`
+	Parallelism int     `json:"parallelism"`
+	Stages      int     `json:"stages"`
+	Schema      string  `json:"schema"`
+	Position    []byte  `json:"position"`
+	Seq         int64   `json:"seq"`
+	Max         []int64 `json:"max"` // newest event time per source partition
+	LastWM      int64   `json:"last_wm"`
+}
+
+// checkpointRun is the checkpoint state of one run, shared by its
+// goroutines.
+type checkpointRun struct {
+	cfg  Checkpointing
+	ckp  *statestore.Checkpointer
+	db   *statestore.Badger
+	dir  string // the store's directory
+	temp bool   // dir was created by the run and is removed at its end
+	log  *slog.Logger
+
+	// restored holds the parts of the checkpoint the run resumed from
+	// (nil on a fresh start); epoch is the last epoch used.
+	restored map[string][]byte
+	epoch    uint64
+
+	// prepared is the last epoch whose store backup has been taken:
+	// window tasks may write to the store again once it reaches the
+	// epoch of the last barrier they passed.
+	prepared atomic.Uint64
+	// busy is set from a barrier's injection until its checkpoint is
+	// complete (or failed): the reader injects no other meanwhile.
+	busy atomic.Bool
+
+	mu      sync.Mutex
+	parts   map[string][]byte
+	started time.Time
+	// done receives the result of each upload; the merger reads it.
+	done chan uploadResult
+}
+
+type uploadResult struct {
+	epoch    uint64
+	manifest *statestore.Manifest
+	err      error
+	pos      []byte
+	stall    time.Duration
+	started  time.Time
+	final    bool
+}
+
+// openCheckpoints opens the run's state store, restoring it from the
+// latest complete checkpoint of the bucket when there is one.
+func (r *runner) openCheckpoints(ctx context.Context) error {
+	cfg := *r.opt.Checkpoints
+	if cfg.Bucket == nil {
+		return errors.New("volga: checkpoints: no bucket")
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = defaultCheckpointInterval
+	}
+	if cfg.Retain <= 0 {
+		cfg.Retain = defaultRetain
+	}
+	log := r.opt.Logger.With(slog.String("pipeline", r.opt.Name))
+	cr := &checkpointRun{cfg: cfg, log: log, done: make(chan uploadResult, 1)}
+	opts := []statestore.CheckpointOption{statestore.WithRetain(cfg.Retain), statestore.WithLogger(log)}
+	if cfg.Prefix != "" {
+		opts = append(opts, statestore.WithPrefix(cfg.Prefix))
+	}
+	cr.ckp = statestore.NewCheckpointer(cfg.Bucket, opts...)
+	if err := cr.openDir(r.opt.StateDir); err != nil {
+		return err
+	}
+	var bopts []statestore.BadgerOption
+	bopts = append(bopts, statestore.WithLogger(log))
+	m, err := cr.ckp.Latest(ctx)
+	switch {
+	case err == nil:
+		db, parts, err := cr.ckp.Restore(ctx, m, cr.dir, bopts...)
+		if err != nil {
+			cr.close()
+			return fmt.Errorf("volga: %w", err)
+		}
+		cr.db, cr.restored, cr.epoch = db, parts, m.Epoch
+		log.LogAttrs(ctx, slog.LevelInfo, "volga: resuming from checkpoint",
+			slog.Uint64("epoch", m.Epoch), slog.Time("created", m.Created))
+	case errors.Is(err, statestore.ErrNoCheckpoint):
+		db, err := statestore.OpenBadger(cr.dir, bopts...)
+		if err != nil {
+			cr.close()
+			return fmt.Errorf("volga: state store: %w", err)
+		}
+		cr.db = db
+	default:
+		cr.close()
+		return fmt.Errorf("volga: %w", err)
+	}
+	r.ck = cr
+	return nil
+}
+
+// openStore opens a state store without checkpoints (a memory budget
+// needs one to evict to).
+func (r *runner) openStore() error {
+	cr := &checkpointRun{log: r.opt.Logger}
+	if err := cr.openDir(r.opt.StateDir); err != nil {
+		return err
+	}
+	db, err := statestore.OpenBadger(cr.dir, statestore.WithLogger(r.opt.Logger))
+	if err != nil {
+		cr.close()
+		return fmt.Errorf("volga: state store: %w", err)
+	}
+	cr.db = db
+	r.ck = cr
+	return nil
+}
+
+// openDir prepares the store's directory: dir emptied, or a new
+// temporary one. The store's content comes from the checkpoint (or
+// nothing): whatever a crashed run left there is stale.
+func (cr *checkpointRun) openDir(dir string) error {
+	if dir == "" {
+		d, err := os.MkdirTemp("", "volga-state-*")
+		if err != nil {
+			return fmt.Errorf("volga: state directory: %w", err)
+		}
+		cr.dir, cr.temp = d, true
+		return nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("volga: clearing state directory: %w", err)
+	}
+	cr.dir = dir
+	return nil
+}
+
+// close closes the store and removes a temporary directory.
+func (cr *checkpointRun) close() error {
+	var err error
+	if cr.db != nil {
+		err = cr.db.Close()
+		cr.db = nil
+	}
+	if cr.temp {
+		_ = os.RemoveAll(cr.dir)
+	}
+	return err
+}
+
+// checkpointing reports whether the run takes checkpoints.
+func (r *runner) checkpointing() bool { return r.ck != nil && r.ck.ckp != nil }
+
+// restoreReader checks the reader's part against this run and returns it.
+func (r *runner) restoreReader(nparts, parallelism int) (*readerState, error) {
+	if r.ck == nil || r.ck.restored == nil {
+		return nil, nil
+	}
+	var st readerState
+	if err := json.Unmarshal(r.ck.restored[partReader], &st); err != nil {
+		return nil, fmt.Errorf("volga: checkpoint %d: reader part: %w", r.ck.epoch, err)
+	}
+	if st.Format != checkpointFormat {
+		return nil, fmt.Errorf("volga: checkpoint %d: format %d, want %d", r.ck.epoch, st.Format, checkpointFormat)
+	}
+	if st.Parallelism != parallelism || st.Stages != len(r.c.stages) {
+		return nil, fmt.Errorf("volga: checkpoint %d was written by a run with parallelism %d and %d stages; this one has %d and %d: start it with the same parallelism and query, or with another checkpoint location",
+			r.ck.epoch, st.Parallelism, st.Stages, parallelism, len(r.c.stages))
+	}
+	if st.Schema != r.c.Source.String() {
+		return nil, fmt.Errorf("volga: checkpoint %d was written for another source schema (%s)", r.ck.epoch, st.Schema)
+	}
+	if len(st.Max) != nparts {
+		return nil, fmt.Errorf("volga: checkpoint %d: the source had %d partitions, now %d", r.ck.epoch, len(st.Max), nparts)
+	}
+	seeker, ok := r.src.(source.Seeker)
+	if !ok {
+		return nil, fmt.Errorf("volga: resuming from checkpoint %d needs a replayable source (source.Seeker); %T is not", r.ck.epoch, r.src)
+	}
+	if err := seeker.Seek(st.Position); err != nil {
+		return nil, fmt.Errorf("volga: checkpoint %d: seeking the source: %w", r.ck.epoch, err)
+	}
+	return &st, nil
+}
+
+// recoverSink prepares the sink of a resumed run.
+func (r *runner) recoverSink(ctx context.Context) error {
+	if !r.checkpointing() || r.ck.restored == nil {
+		return nil
+	}
+	c, ok := r.out.(sink.Committer)
+	if !ok {
+		r.ck.log.LogAttrs(ctx, slog.LevelWarn, "volga: the sink is not transactional: output after the checkpoint is written again (at least once)",
+			slog.Uint64("epoch", r.ck.epoch))
+		return nil
+	}
+	if err := c.Recover(ctx, r.ck.epoch, r.ck.restored[partSink]); err != nil {
+		return &operatorError{op: "sink", err: fmt.Errorf("volga: recovering the sink at checkpoint %d: %w", r.ck.epoch, err)}
+	}
+	return nil
+}
+
+// inject starts checkpoint epoch at the reader: it records the reader's
+// state. It returns false when a checkpoint is still in progress and
+// final is not set.
+func (cr *checkpointRun) inject(st readerState, final bool) (uint64, error) {
+	if !final && cr.busy.Load() {
+		return 0, nil
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		return 0, err
+	}
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	cr.busy.Store(true)
+	cr.epoch++
+	cr.parts = map[string][]byte{partReader: b}
+	cr.started = time.Now()
+	return cr.epoch, nil
+}
+
+// addPart records a part of the checkpoint in progress.
+func (cr *checkpointRun) addPart(name string, b []byte) {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	cr.parts[name] = b
+}
+
+// mayWrite returns the MayWrite function of a window task: false between
+// the task's barrier of an epoch and that epoch's backup.
+func (cr *checkpointRun) mayWrite(frozen *uint64) func() bool {
+	return func() bool { return cr.prepared.Load() >= *frozen }
+}
+
+// encodeBatches encodes record batches of one schema as an Arrow IPC
+// stream preceded by the number of batches per group.
+func encodeBatches(schema *arrow.Schema, groups [][]arrow.RecordBatch) ([]byte, error) {
+	var buf bytes.Buffer
+	var hdr [binary.MaxVarintLen64]byte
+	buf.Write(hdr[:binary.PutUvarint(hdr[:], uint64(len(groups)))])
+	for _, g := range groups {
+		buf.Write(hdr[:binary.PutUvarint(hdr[:], uint64(len(g)))])
+	}
+	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
+	for _, g := range groups {
+		for _, rec := range g {
+			if err := w.Write(rec); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeBatches reverses encodeBatches.
+func decodeBatches(mem memory.Allocator, schema *arrow.Schema, data []byte) (_ [][]arrow.RecordBatch, err error) {
+	rd := bytes.NewReader(data)
+	ng, err := binary.ReadUvarint(rd)
+	if err != nil || ng > 1<<20 {
+		return nil, errors.New("bad batch header")
+	}
+	counts := make([]uint64, ng)
+	for i := range counts {
+		if counts[i], err = binary.ReadUvarint(rd); err != nil {
+			return nil, errors.New("bad batch header")
+		}
+	}
+	r, err := ipc.NewReader(rd, ipc.WithSchema(schema), ipc.WithAllocator(mem))
+	if err != nil {
+		return nil, err
+	}
+	defer r.Release()
+	groups := make([][]arrow.RecordBatch, ng)
+	defer func() {
+		if err != nil {
+			for _, g := range groups {
+				for _, rec := range g {
+					rec.Release()
+				}
+			}
+		}
+	}()
+	for i, n := range counts {
+		for range n {
+			if !r.Next() {
+				if r.Err() != nil {
+					return nil, r.Err()
+				}
+				return nil, errors.New("fewer batches than announced")
+			}
+			rec := r.RecordBatch()
+			rec.Retain()
+			groups[i] = append(groups[i], rec)
+		}
+	}
+	return groups, nil
+}
+
+// mergerState is the merger's part: its watermark per input and the rows
+// it holds (in the IPC payload).
+type mergerState struct {
+	WMs []int64 `json:"wms"`
+	Cur int64   `json:"cur"`
+}
+
+func (m *merger) checkpoint() ([]byte, error) {
+	if m.bufs == nil {
+		m.bufs = make([][]arrow.RecordBatch, m.n)
+		m.cur = watermark.None
+	}
+	st := mergerState{Cur: m.cur, WMs: make([]int64, m.n)}
+	for i := range st.WMs {
+		st.WMs[i] = m.comb.Input(i)
+	}
+	js, err := json.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	body, err := encodeBatches(m.schema, m.bufs)
+	if err != nil {
+		return nil, err
+	}
+	var hdr [binary.MaxVarintLen64]byte
+	out := append(hdr[:0:0], hdr[:binary.PutUvarint(hdr[:], uint64(len(js)))]...)
+	out = append(out, js...)
+	return append(out, body...), nil
+}
+
+func (m *merger) restore(data []byte) error {
+	n, k := binary.Uvarint(data)
+	if k <= 0 || uint64(len(data)-k) < n {
+		return errors.New("volga: checkpoint: merger part is damaged")
+	}
+	var st mergerState
+	if err := json.Unmarshal(data[k:k+int(n)], &st); err != nil {
+		return fmt.Errorf("volga: checkpoint: merger part: %w", err)
+	}
+	if len(st.WMs) != m.n {
+		return fmt.Errorf("volga: checkpoint: merger part has %d inputs, want %d", len(st.WMs), m.n)
+	}
+	groups, err := decodeBatches(m.mem, m.schema, data[k+int(n):])
+	if err != nil {
+		return fmt.Errorf("volga: checkpoint: merger part: %w", err)
+	}
+	if len(groups) != m.n {
+		for _, g := range groups {
+			for _, rec := range g {
+				rec.Release()
+			}
+		}
+		return fmt.Errorf("volga: checkpoint: merger part has %d inputs, want %d", len(groups), m.n)
+	}
+	m.bufs = groups
+	m.cur = st.Cur
+	for i, wm := range st.WMs {
+		if wm != watermark.None {
+			m.comb.Update(i, wm)
+		}
+	}
+	return nil
+}
+
+// completeCheckpoint runs on the merger's goroutine once the barrier of
+// epoch has arrived from every task: it saves the merger's state, ends
+// the sink's epoch, takes the store backup and starts the upload. The
+// upload's result arrives on cr.done.
+func (r *runner) completeCheckpoint(ctx context.Context, epoch uint64, m *merger, final bool) error {
+	cr := r.ck
+	mb, err := m.checkpoint()
+	if err != nil {
+		return fmt.Errorf("volga: checkpoint %d: merger: %w", epoch, err)
+	}
+	cr.addPart(partMerger, mb)
+	if c, ok := r.out.(sink.Committer); ok {
+		sb, err := c.PrepareCommit(ctx, epoch)
+		if err != nil {
+			return &operatorError{op: "sink", err: fmt.Errorf("volga: checkpoint %d: sink: %w", epoch, err)}
+		}
+		cr.addPart(partSink, sb)
+	}
+	stallStart := time.Now()
+	p, err := cr.ckp.Prepare(cr.db, epoch)
+	stall := time.Since(stallStart)
+	cr.prepared.Store(epoch)
+	cr.mu.Lock()
+	parts, started := cr.parts, cr.started
+	cr.parts = nil
+	cr.mu.Unlock()
+	var pos []byte
+	if rs := parts[partReader]; rs != nil {
+		var st readerState
+		if json.Unmarshal(rs, &st) == nil {
+			pos = st.Position
+		}
+	}
+	if err != nil {
+		cr.busy.Store(false)
+		if final {
+			return fmt.Errorf("volga: final checkpoint %d: %w", epoch, err)
+		}
+		r.stats.checkpointFailures.Add(1)
+		cr.log.LogAttrs(ctx, slog.LevelError, "volga: checkpoint failed", slog.Uint64("epoch", epoch), slog.Any("error", err))
+		return nil
+	}
+	upload := func() uploadResult {
+		defer p.Abort()
+		man, err := p.Commit(ctx, parts)
+		return uploadResult{epoch: epoch, manifest: man, err: err, pos: pos, stall: stall, started: started, final: final}
+	}
+	if final {
+		return r.finishCheckpoint(ctx, upload())
+	}
+	go func() { cr.done <- upload() }()
+	return nil
+}
+
+// finishCheckpoint runs on the merger's goroutine with the result of an
+// upload: on success the sink publishes the epoch and a committing source
+// commits its position.
+func (r *runner) finishCheckpoint(ctx context.Context, res uploadResult) error {
+	cr := r.ck
+	defer cr.busy.Store(false)
+	if res.err != nil {
+		if res.final {
+			return fmt.Errorf("volga: final checkpoint %d: %w", res.epoch, res.err)
+		}
+		r.stats.checkpointFailures.Add(1)
+		cr.log.LogAttrs(ctx, slog.LevelError, "volga: checkpoint failed", slog.Uint64("epoch", res.epoch), slog.Any("error", res.err))
+		return nil
+	}
+	if c, ok := r.out.(sink.Committer); ok {
+		if err := c.Commit(ctx, res.epoch); err != nil {
+			return &operatorError{op: "sink", err: fmt.Errorf("volga: checkpoint %d: publishing the sink's output: %w", res.epoch, err)}
+		}
+	}
+	if c, ok := r.src.(interface {
+		Commit(ctx context.Context, pos []byte) error
+	}); ok && res.pos != nil {
+		if err := c.Commit(ctx, res.pos); err != nil && ctx.Err() == nil {
+			cr.log.LogAttrs(ctx, slog.LevelWarn, "volga: committing the source position failed", slog.Uint64("epoch", res.epoch), slog.Any("error", err))
+		}
+	}
+	info := CheckpointInfo{Epoch: res.epoch, Kind: res.manifest.Kind, Bytes: res.manifest.Bytes(),
+		Duration: time.Since(res.started), Stall: res.stall, Final: res.final}
+	r.stats.checkpoints.Add(1)
+	r.stats.lastCheckpoint.Store(int64(res.epoch))
+	r.stats.lastCheckpointBytes.Store(info.Bytes)
+	r.stats.lastCheckpointNanos.Store(int64(info.Duration))
+	r.stats.lastStallNanos.Store(int64(info.Stall))
+	r.stats.lastCheckpointUnixMilli.Store(time.Now().UnixMilli())
+	cr.log.LogAttrs(ctx, slog.LevelDebug, "volga: checkpoint complete", slog.Uint64("epoch", info.Epoch),
+		slog.String("kind", info.Kind), slog.Int64("bytes", info.Bytes), slog.Duration("duration", info.Duration), slog.Duration("stall", info.Stall))
+	if cr.cfg.OnCheckpoint != nil {
+		cr.cfg.OnCheckpoint(info)
+	}
+	return nil
+}

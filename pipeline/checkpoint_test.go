@@ -1,0 +1,362 @@
+package pipeline_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"gocloud.dev/blob"
+	"gocloud.dev/blob/memblob"
+
+	"github.com/volga-go/volga"
+	"github.com/volga-go/volga/internal/testutil"
+	"github.com/volga-go/volga/sink"
+	"github.com/volga-go/volga/source"
+)
+
+// crashingSource wraps a replayable source and cancels the run after a
+// number of reads: an in-process stand-in for a crash (cmd/volga's crash
+// test kills a real process).
+type crashingSource struct {
+	*source.Memory
+	after  int
+	reads  int
+	cancel func()
+}
+
+func (c *crashingSource) Read(ctx context.Context) (arrow.RecordBatch, error) {
+	c.reads++
+	if c.after > 0 && c.reads > c.after {
+		c.cancel()
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return c.Memory.Read(ctx)
+}
+
+// ckQuery has a ROWS frame, RANGE frames on two key sets (two stages), an
+// unbounded frame and a merge-only aggregate.
+const ckQuery = `SELECT id, user_id, ts,
+  sum(amount) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '2' SECOND PRECEDING AND CURRENT ROW) AS s2,
+  count(*) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 3 PRECEDING AND CURRENT ROW) AS c3,
+  max(amount) OVER (PARTITION BY merchant ORDER BY ts RANGE BETWEEN INTERVAL '5' SECOND PRECEDING AND CURRENT ROW) AS m5,
+  count(*) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS total,
+  topn_frequency(merchant, 2) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '3' SECOND PRECEDING AND CURRENT ROW) AS top2
+FROM events`
+
+// runToFile runs ckQuery over batches into a CSV file and returns the
+// run's error.
+func runToFile(ctx context.Context, t *testing.T, path string, schema *arrow.Schema, batches []arrow.RecordBatch, crashAfter int, cancel context.CancelFunc, opts ...volga.Option) error {
+	_, err := runPipelineToFile(ctx, t, path, schema, batches, crashAfter, cancel, opts...)
+	return err
+}
+
+func runPipelineToFile(ctx context.Context, t *testing.T, path string, schema *arrow.Schema, batches []arrow.RecordBatch, crashAfter int, cancel context.CancelFunc, opts ...volga.Option) (*volga.Pipeline, error) {
+	t.Helper()
+	out, err := sink.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &crashingSource{Memory: source.NewMemory(schema, batches...), after: crashAfter, cancel: cancel}
+	p, err := volga.SQL(ckQuery, append([]volga.Option{volga.WithSource("events", src), volga.WithSink(out)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cancel == nil {
+		src.cancel = p.Stop // a graceful stop rather than a crash
+	}
+	return p, p.Run(ctx)
+}
+
+// TestCheckpointResumeExactlyOnce: a run cancelled again and again, each
+// time resumed from its latest checkpoint, writes exactly the file a run
+// without interruptions writes, in batch and streaming mode, with one and
+// two tasks per stage, over mem://, file:// and S3 (gofakes3) buckets.
+func TestCheckpointResumeExactlyOnce(t *testing.T) {
+	buckets := map[string]func(t *testing.T) *blob.Bucket{
+		"mem":  func(t *testing.T) *blob.Bucket { return memblob.OpenBucket(nil) },
+		"file": func(t *testing.T) *blob.Bucket { return testutil.FileBucket(t) },
+		"s3":   func(t *testing.T) *blob.Bucket { return testutil.S3Bucket(t) },
+	}
+	for _, bname := range []string{"mem", "file", "s3"} {
+		for _, mode := range []volga.Mode{volga.Batch, volga.Streaming} {
+			for _, par := range []int{1, 2} {
+				t.Run(fmt.Sprintf("%s/%s/par%d", bname, mode, par), func(t *testing.T) {
+					seed := testutil.Seeds(1)[0] + uint64(par)
+					rng := testutil.Rand(seed)
+					tab := testutil.Events(rng, testutil.DefaultEvents(testutil.Scale(3000)))
+					if mode == volga.Streaming {
+						tab = tab.Subset(testutil.Shuffle(rng, tab, "ts", nil, 1500))
+					}
+					batches := tab.Batches(rng, 25)
+					defer func() {
+						for _, b := range batches {
+							b.Release()
+						}
+					}()
+					opts := []volga.Option{volga.WithMode(mode), volga.WithParallelism(par), volga.WithMaxOutOfOrder(time.Second)}
+					dir := t.TempDir()
+					ref := filepath.Join(dir, "ref.csv")
+					if err := runToFile(context.Background(), t, ref, tab.Schema, batches, 0, nil, opts...); err != nil {
+						t.Fatal(err)
+					}
+					want, _ := os.ReadFile(ref)
+
+					bucket := buckets[bname](t)
+					defer bucket.Close()
+					var ckpts atomic.Int64
+					out := filepath.Join(dir, "out.csv")
+					ckOpts := append(opts, volga.WithCheckpointBucket(bucket, time.Millisecond),
+						volga.WithOnCheckpoint(func(volga.CheckpointInfo) { ckpts.Add(1) }),
+						volga.WithStateDir(filepath.Join(dir, "state")))
+					crashes := 0
+					for attempt := 0; ; attempt++ {
+						ctx, cancel := context.WithCancel(context.Background())
+						after := 0 // the last attempt runs to the end
+						if attempt < 6 {
+							after = 1 + rng.IntN(len(batches)/3)
+						}
+						err := runToFile(ctx, t, out, tab.Schema, batches, after, cancel, ckOpts...)
+						cancel()
+						if err == nil {
+							break
+						}
+						if !errors.Is(err, context.Canceled) {
+							t.Fatalf("attempt %d: %v", attempt, err)
+						}
+						crashes++
+					}
+					got, _ := os.ReadFile(out)
+					if !bytes.Equal(got, want) {
+						t.Fatalf("after %d interruptions the output differs from an uninterrupted run:\n%s", crashes, lineDiff(got, want))
+					}
+					if ckpts.Load() < 3 {
+						t.Fatalf("only %d checkpoints were taken", ckpts.Load())
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestCheckpointStopResume: a streaming run stopped gracefully (Stop)
+// several times and resumed each time writes what an uninterrupted run
+// writes.
+func TestCheckpointStopResume(t *testing.T) {
+	rng := testutil.Rand(testutil.Seeds(1)[0] + 3)
+	tab := testutil.Events(rng, testutil.DefaultEvents(testutil.Scale(2000)))
+	tab = tab.Subset(testutil.Shuffle(rng, tab, "ts", nil, 1500))
+	batches := tab.Batches(rng, 25)
+	defer func() {
+		for _, b := range batches {
+			b.Release()
+		}
+	}()
+	opts := []volga.Option{volga.WithMode(volga.Streaming), volga.WithMaxOutOfOrder(time.Second), volga.WithParallelism(2)}
+	dir := t.TempDir()
+	ref := filepath.Join(dir, "ref.csv")
+	if err := runToFile(context.Background(), t, ref, tab.Schema, batches, 0, nil, opts...); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(ref)
+	bucket := memblob.OpenBucket(nil)
+	defer bucket.Close()
+	out := filepath.Join(dir, "out.csv")
+	ckOpts := append(opts, volga.WithCheckpointBucket(bucket, time.Hour))
+	for stops := 0; stops < 4; stops++ {
+		// Each run reads a few batches more than the last, then stops.
+		after := (stops + 1) * len(batches) / 5
+		if err := runToFile(context.Background(), t, out, tab.Schema, batches, after, nil, ckOpts...); err != nil {
+			t.Fatalf("stop %d: %v", stops, err)
+		}
+	}
+	if err := runToFile(context.Background(), t, out, tab.Schema, batches, 0, nil, ckOpts...); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(out)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("output after stops and resumes differs:\n%s", lineDiff(got, want))
+	}
+}
+
+// TestCheckpointFinishedRunReadsNothingTwice: a run started again on the
+// bucket of a finished run resumes from its final checkpoint and leaves
+// the output as it was.
+func TestCheckpointFinishedRunReadsNothingTwice(t *testing.T) {
+	rng := testutil.Rand(testutil.Seeds(1)[0])
+	tab := testutil.Events(rng, testutil.DefaultEvents(500))
+	batches := tab.Batches(rng, 30)
+	defer func() {
+		for _, b := range batches {
+			b.Release()
+		}
+	}()
+	dir := t.TempDir()
+	bucket := memblob.OpenBucket(nil)
+	defer bucket.Close()
+	out := filepath.Join(dir, "out.csv")
+	var final []volga.CheckpointInfo
+	opts := []volga.Option{volga.WithCheckpointBucket(bucket, time.Hour),
+		volga.WithOnCheckpoint(func(i volga.CheckpointInfo) { final = append(final, i) })}
+	p1, err := runPipelineToFile(context.Background(), t, out, tab.Schema, batches, 0, nil, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := os.ReadFile(out)
+	if len(final) != 1 || !final[0].Final {
+		t.Fatalf("checkpoints of a bounded run with a long interval: %+v, want one final", final)
+	}
+	p2, err := runPipelineToFile(context.Background(), t, out, tab.Schema, batches, 0, nil, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := os.ReadFile(out)
+	// Lookups answer the same from the restored state.
+	for i := 0; i < len(tab.Rows); i += 37 {
+		key := map[string]any{"user_id": tab.Value(i, "user_id")}
+		at := time.UnixMilli(tab.Value(i, "ts").(int64) + 500)
+		a, err1 := p1.Lookup(context.Background(), key, at, nil)
+		b, err2 := p2.Lookup(context.Background(), key, at, nil)
+		if (err1 == nil) != (err2 == nil) || !testutil.Equal(a.Values, b.Values) {
+			t.Fatalf("lookup %v at %v: before restore %v (%v), after %v (%v)", key, at, a.Values, err1, b.Values, err2)
+		}
+	}
+	if !bytes.Equal(first, again) {
+		t.Fatalf("the second run changed the output:\n%s", lineDiff(again, first))
+	}
+	if len(final) != 2 || final[1].Epoch <= final[0].Epoch {
+		t.Fatalf("checkpoints: %+v", final)
+	}
+}
+
+// TestCheckpointCorruptLatestFallsBack: when the newest checkpoint is
+// damaged, the run resumes from the one before (and says so in the log),
+// and the output is still exact.
+func TestCheckpointCorruptLatestFallsBack(t *testing.T) {
+	rng := testutil.Rand(testutil.Seeds(1)[0] + 7)
+	tab := testutil.Events(rng, testutil.DefaultEvents(2000))
+	batches := tab.Batches(rng, 20)
+	defer func() {
+		for _, b := range batches {
+			b.Release()
+		}
+	}()
+	dir := t.TempDir()
+	ref := filepath.Join(dir, "ref.csv")
+	if err := runToFile(context.Background(), t, ref, tab.Schema, batches, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(ref)
+	for _, damage := range []string{"manifest", "state", "part"} {
+		t.Run(damage, func(t *testing.T) {
+			bucket := memblob.OpenBucket(nil)
+			defer bucket.Close()
+			out := filepath.Join(t.TempDir(), "out.csv")
+			var epochs []uint64
+			opts := []volga.Option{volga.WithCheckpointBucket(bucket, time.Millisecond), volga.WithCheckpointRetain(10),
+				volga.WithOnCheckpoint(func(i volga.CheckpointInfo) { epochs = append(epochs, i.Epoch) })}
+			ctx, cancel := context.WithCancel(context.Background())
+			err := runToFile(ctx, t, out, tab.Schema, batches, len(batches)/2, cancel, opts...)
+			cancel()
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("first run: %v", err)
+			}
+			if len(epochs) < 2 {
+				t.Fatalf("only %d checkpoints before the interruption", len(epochs))
+			}
+			last := epochs[len(epochs)-1]
+			damageCheckpoint(t, bucket, last, damage)
+			var logs bytes.Buffer
+			log := slogTo(&logs)
+			if err := runToFile(context.Background(), t, out, tab.Schema, batches, 0, nil, append(opts, volga.WithLogger(log))...); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := os.ReadFile(out)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("output after resuming past a damaged checkpoint differs:\n%s", lineDiff(got, want))
+			}
+			if !bytes.Contains(logs.Bytes(), []byte("skipping incomplete checkpoint")) {
+				t.Fatalf("the damaged checkpoint was not reported; log:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+// damageCheckpoint breaks one object of checkpoint epoch.
+func damageCheckpoint(t *testing.T, b *blob.Bucket, epoch uint64, what string) {
+	t.Helper()
+	ctx := context.Background()
+	prefix := fmt.Sprintf("checkpoints/%020d/", epoch)
+	it := b.List(&blob.ListOptions{Prefix: prefix})
+	var keys []string
+	for {
+		obj, err := it.Next(ctx)
+		if err != nil {
+			break
+		}
+		keys = append(keys, obj.Key)
+	}
+	for _, k := range keys {
+		base := filepath.Base(k)
+		hit := false
+		switch what {
+		case "manifest":
+			hit = base == "manifest.json"
+		case "state":
+			hit = base == "state.backup" || filepath.Ext(base) == ".backup"
+		case "part":
+			hit = bytes.Contains([]byte(k), []byte("/parts/")) || bytes.HasPrefix([]byte(base), []byte("part"))
+		}
+		if !hit {
+			continue
+		}
+		data, err := b.ReadAll(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(data) > 0 {
+			data[len(data)/2] ^= 0xff
+		}
+		if err := b.WriteAll(ctx, k, data, nil); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Fatalf("no %s object among %v", what, keys)
+}
+
+// lineDiff shows the first lines where got and want differ.
+func lineDiff(got, want []byte) string {
+	g, w := bytes.Split(got, []byte("\n")), bytes.Split(want, []byte("\n"))
+	var sb bytes.Buffer
+	fmt.Fprintf(&sb, "got %d lines, want %d\n", len(g), len(w))
+	shown := 0
+	for i := 0; i < max(len(g), len(w)) && shown < 5; i++ {
+		var a, b []byte
+		if i < len(g) {
+			a = g[i]
+		}
+		if i < len(w) {
+			b = w[i]
+		}
+		if !bytes.Equal(a, b) {
+			fmt.Fprintf(&sb, "line %d:\n  got  %s\n  want %s\n", i+1, a, b)
+			shown++
+		}
+	}
+	return sb.String()
+}
+
+// slogTo logs everything at debug level and above to w.
+func slogTo(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
