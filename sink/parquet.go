@@ -203,18 +203,22 @@ func (p *Parquet) checkSchema(schema *arrow.Schema) (err error) {
 }
 
 // syncedFile syncs before it closes, so that pqarrow's Close makes the file
-// durable.
+// durable; without checkpoints it does not, as before there were
+// checkpoints.
 type syncedFile struct {
 	*os.File
-	s *stager
+	p *Parquet
 }
 
 func (f syncedFile) Close() error {
+	if !f.p.ckpt {
+		return f.File.Close()
+	}
 	if err := syncFile(f.File); err != nil {
 		f.File.Close()
 		return err
 	}
-	if err := f.s.step("sync " + filepath.Base(f.Name())); err != nil {
+	if err := f.p.step("sync " + filepath.Base(f.Name())); err != nil {
 		f.File.Close()
 		return err
 	}
@@ -238,7 +242,7 @@ func (p *Parquet) newWriter(path string, schema *arrow.Schema) (f *os.File, fw *
 		Close() error
 	} = f
 	if !p.direct {
-		w = syncedFile{f, &p.stager}
+		w = syncedFile{f, p}
 	}
 	fw, err = pqarrow.NewFileWriter(schema, w, props, aprops)
 	if err != nil {
@@ -369,6 +373,7 @@ func (p *Parquet) PrepareCommit(ctx context.Context, epoch uint64) (state []byte
 	if err := p.start(); err != nil {
 		return nil, err
 	}
+	p.ckpt = true // from now on files are synced
 	if p.fw != nil {
 		rows := p.curRows
 		if err := p.closeWriter(); err != nil {
@@ -400,7 +405,7 @@ func (p *Parquet) PrepareCommit(ctx context.Context, epoch uint64) (state []byte
 			p.prepared = append(p.prepared, pqPart{Epoch: epoch, Rows: rows, Size: fi.Size()})
 		}
 	}
-	p.ckpt, p.last, p.hasLast = true, epoch, true
+	p.last, p.hasLast = epoch, true
 	st := parquetState{Format: parquetStateFormat, Run: p.run, Epoch: epoch, BaseRows: p.base.rows()}
 	if p.base != nil {
 		st.BaseEpoch = p.base.Through
@@ -450,7 +455,7 @@ func (p *Parquet) Recover(ctx context.Context, epoch uint64, state []byte) error
 	if p.started {
 		return errors.New("sink: Recover after the sink started")
 	}
-	p.started = true
+	p.started, p.ckpt = true, true
 	if err := p.recover(epoch, state); err != nil {
 		p.err = err
 		return err
@@ -529,7 +534,7 @@ func (p *Parquet) recover(epoch uint64, state []byte) error {
 		return err
 	}
 	p.base, p.run = t, st.Run
-	p.ckpt, p.last, p.hasLast, p.through = true, epoch, true, epoch
+	p.last, p.hasLast, p.through = epoch, true, epoch
 	return nil
 }
 
@@ -829,7 +834,7 @@ func (p *Parquet) Close() (err error) {
 }
 
 // closePlain ends a run without checkpoints: the staged file replaces the
-// target.
+// target. Like the sink before checkpoints existed, it does not sync.
 func (p *Parquet) closePlain() error {
 	if p.err != nil {
 		if p.fw != nil {
@@ -858,9 +863,6 @@ func (p *Parquet) closePlain() error {
 	}
 	if err := p.step("rename current"); err != nil {
 		return err
-	}
-	if err := syncDir(filepath.Dir(p.path)); err != nil {
-		return fmt.Errorf("sink: %w", err)
 	}
 	return p.rmdir()
 }

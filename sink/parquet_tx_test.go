@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -214,4 +215,68 @@ func TestParquetSinkRecoverErrors(t *testing.T) {
 		s.Close()
 		check(t, path, 1, st)
 	})
+}
+
+// TestFileSinksSync: under checkpoints every file is synced before it is
+// renamed or counted on, and the directories after renames.
+func TestFileSinksSync(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	rec := txBatch(mem, 0, 4)
+	defer rec.Release()
+	var synced []string
+	old := syncFile
+	syncFile = func(f *os.File) error {
+		synced = append(synced, filepath.Base(f.Name()))
+		return old(f)
+	}
+	defer func() { syncFile = old }()
+	expect := func(when string, want ...string) {
+		t.Helper()
+		got := strings.Join(synced, " ")
+		if got != strings.Join(want, " ") {
+			t.Errorf("%s: synced %s, want %s", when, got, strings.Join(want, " "))
+		}
+		synced = nil
+	}
+	for _, k := range append(textKinds, parquetKind) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, k.file)
+		staging := filepath.Base(stagingDir(path))
+		cur, dirName := currentName, filepath.Base(dir)
+		if k.whole {
+			cur = currentName + parquetExt
+		}
+		s, err := k.open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustWrite(t, s, rec)
+		st := mustPrepare(t, s, 1)
+		// The parent directory once the staging directory is created
+		// (by Write for Parquet, by the first buffer flush for text).
+		expect(k.name+" Write and PrepareCommit", dirName, cur, staging)
+		mustCommit(t, s, 1)
+		if k.whole {
+			expect(k.name + " Commit")
+		} else {
+			expect(k.name+" Commit", k.file, staging)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if k.whole {
+			expect(k.name+" Close", "final.parquet.tmp", dirName, staging)
+		} else {
+			expect(k.name + " Close")
+		}
+		// A restart from epoch 0 cuts everything: the Parquet file is
+		// rewritten (synced), the text file truncated (synced).
+		s, _ = k.open(path)
+		if err := s.Recover(context.Background(), 1, st); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		synced = nil
+	}
 }

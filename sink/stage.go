@@ -155,11 +155,9 @@ func (s *stager) clean(keep func(name string) bool) error {
 
 // rmdir removes the staging directory if it is empty.
 func (s *stager) rmdir() error {
+	// Not synced: an empty directory left by a crash is harmless.
 	err := os.Remove(s.dir)
 	if err == nil {
-		if err := syncDir(filepath.Dir(s.dir)); err != nil {
-			return fmt.Errorf("%s%w", errPrefix, err)
-		}
 		return s.step("rmdir staging")
 	}
 	if errors.Is(err, fs.ErrNotExist) {
