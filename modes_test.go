@@ -14,11 +14,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/volga-go/volga"
 	"github.com/volga-go/volga/internal/testutil"
+	"github.com/volga-go/volga/pipeline"
 	"github.com/volga-go/volga/sink"
 	"github.com/volga-go/volga/window"
 )
@@ -77,9 +79,23 @@ type modesRun struct {
 
 func runModes(t *testing.T, query string, tab *testutil.Table, rng *rand.Rand, name string, opts ...volga.Option) modesRun {
 	t.Helper()
+	return runModesHook(t, query, tab, rng, name, nil, opts...)
+}
+
+// runModesHook is runModes calling hook(p, n) before the source's n-th
+// read, while the pipeline runs.
+func runModesHook(t *testing.T, query string, tab *testutil.Table, rng *rand.Rand, name string, hook func(p *volga.Pipeline, n int), opts ...volga.Option) modesRun {
+	t.Helper()
 	out := sink.NewCollector()
 	// Batches of 1 to 200 rows: the watermark moves between batches.
 	src := testutil.NewSource(tab.Schema, tab.Batches(rng, 200)...)
+	var p *volga.Pipeline
+	if hook != nil {
+		src.Before = func(_ context.Context, n int) error {
+			hook(p, n)
+			return nil
+		}
+	}
 	p, err := volga.SQL(query, append([]volga.Option{volga.WithSource(modesTable, src), volga.WithSink(out)}, opts...)...)
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", name, err, query)
@@ -397,8 +413,42 @@ func (f *modesFixture) lookupQuery() {
 		t.Fatalf("KeyColumns = %v, want [user_id merchant]", got)
 	}
 	runs := []modesRun{batch}
+	// While stream_p2 runs, look a few points up before each read of its
+	// source (the window tasks run meanwhile).
+	type liveLookup struct {
+		point  int
+		wm     int64
+		values []any
+	}
+	var live []liveLookup
+	hook := func(p *volga.Pipeline, n int) {
+		wm := int64(math.MinInt64)
+		for range 5 {
+			// A random point, then points at or behind the watermark seen.
+			i := f.rng.IntN(len(f.points))
+			for try := 0; try < 20 && f.points[i].T > wm && wm != math.MinInt64; try++ {
+				i = f.rng.IntN(len(f.points))
+			}
+			pt := f.points[i]
+			res, err := p.Lookup(context.Background(), map[string]any{"user_id": pt.User, "merchant": pt.Merchant}, time.UnixMilli(pt.T), nil)
+			if errors.Is(err, pipeline.ErrNotRunning) && len(live) == 0 {
+				// The source is read before the window tasks are up.
+				return
+			}
+			if err != nil {
+				t.Errorf("seed %d: Lookup(%s) while streaming, before read %d: %v", f.seed, pointLabel(pt), n, err)
+				return
+			}
+			live = append(live, liveLookup{point: i, wm: res.Watermark, values: res.Values})
+			wm = max(wm, res.Watermark)
+		}
+	}
 	for _, par := range []int{1, 2} {
-		runs = append(runs, runModes(t, query, f.tab, f.rng, fmt.Sprintf("stream_p%d", par),
+		var h func(*volga.Pipeline, int)
+		if par == 2 {
+			h = hook
+		}
+		runs = append(runs, runModesHook(t, query, f.tab, f.rng, fmt.Sprintf("stream_p%d", par), h,
 			volga.WithMode(volga.Streaming), volga.WithMaxOutOfOrder(bound), volga.WithParallelism(par)))
 	}
 
@@ -429,24 +479,61 @@ func (f *modesFixture) lookupQuery() {
 		}
 	}
 
-	// (c) Lookups on every finished pipeline.
-	ctx := context.Background()
+	// (c) Lookups on every finished pipeline; on the last one from four
+	// goroutines at once (tiles are built by the first lookup that needs
+	// them, under the operator's shared lock).
 	lookups := make([][][]any, len(runs)) // [run][point]
 	for k, r := range runs {
 		lookups[k] = make([][]any, len(f.points))
-		for i, p := range f.points {
-			res, err := r.p.Lookup(ctx, map[string]any{"user_id": p.User, "merchant": p.Merchant}, time.UnixMilli(p.T), nil)
-			if err != nil {
-				t.Fatalf("seed %d: %s: Lookup(%s): %v", f.seed, r.name, pointLabel(p), err)
-			}
-			if res.Watermark != window.End {
-				t.Errorf("%s: lookup watermark %d after the run, want End", r.name, res.Watermark)
-			}
-			if !slices.Equal(res.Names, names) {
-				t.Fatalf("%s: lookup names %v, want %v", r.name, res.Names, names)
-			}
-			lookups[k][i] = res.Values
+		workers := 1
+		if k == len(runs)-1 {
+			workers = 4
 		}
+		var wg sync.WaitGroup
+		for g := range workers {
+			wg.Go(func() {
+				for i := g; i < len(f.points); i += workers {
+					p := f.points[i]
+					res, err := r.p.Lookup(context.Background(), map[string]any{"user_id": p.User, "merchant": p.Merchant}, time.UnixMilli(p.T), nil)
+					if err != nil {
+						t.Errorf("seed %d: %s: Lookup(%s): %v", f.seed, r.name, pointLabel(p), err)
+						return
+					}
+					if res.Watermark != window.End {
+						t.Errorf("%s: lookup watermark %d after the run, want End", r.name, res.Watermark)
+					}
+					if !slices.Equal(res.Names, names) {
+						t.Errorf("%s: lookup names %v, want %v", r.name, res.Names, names)
+						return
+					}
+					lookups[k][i] = res.Values
+				}
+			})
+		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+	}
+	// A lookup while streaming counts every row up to the watermark it
+	// reports: at times up to that watermark it already has the final
+	// values. The watermark is the one of the window task serving the key
+	// (tasks advance separately), so it never goes back for one key.
+	liveFinal, prevWM := 0, map[string]int64{}
+	for _, l := range live {
+		p := f.points[l.point]
+		key := fmt.Sprint(p.User, p.Merchant)
+		if w, ok := prevWM[key]; ok && l.wm < w {
+			t.Errorf("seed %d: a lookup of %s while streaming reported watermark %d after %d", f.seed, pointLabel(p), l.wm, w)
+		}
+		prevWM[key] = l.wm
+		if p.T <= l.wm {
+			f.agree(fmt.Sprintf("lookup while streaming (watermark %d) vs after the run: %s", l.wm, pointLabel(p)), names, l.values, lookups[2][l.point])
+			liveFinal++
+		}
+	}
+	if liveFinal == 0 {
+		t.Errorf("seed %d: none of the %d lookups made while streaming was at or behind the watermark", f.seed, len(live))
 	}
 	refLoose, refStrict := f.references(windows, false), f.references(windows, true)
 	long, _ := featureRange(windows, slices.IndexFunc(windows, func(w testutil.ModesWindow) bool { return w.Name == "d1" }))
@@ -514,8 +601,8 @@ func (f *modesFixture) lookupQuery() {
 	if compared < len(f.points)/4 {
 		t.Errorf("seed %d: only %d (point, window) pairs compared with output rows", f.seed, compared)
 	}
-	t.Logf("seed %d: %d events (%d pass WHERE), %d points; %d lookups over more than 256 rows of the day-long frame (tiles); %d (point, window) pairs equal to an output row",
-		f.seed, len(f.tab.Rows), len(f.acc.Rows), len(f.points), tiled, compared)
+	t.Logf("seed %d: %d events (%d pass WHERE), %d points; %d lookups over more than 256 rows of the day-long frame (tiles); %d (point, window) pairs equal to an output row; %d of %d lookups while streaming behind the watermark",
+		f.seed, len(f.tab.Rows), len(f.acc.Rows), len(f.points), tiled, compared, liveFinal, len(live))
 
 	// Candidate rows: Lookup with the row (in process and over HTTP) equals
 	// a batch run with the row appended.
@@ -945,7 +1032,7 @@ func (f *modesFixture) unboundedQuery() {
 	names, _ := featureNames(windows)
 	const nProj = 5
 	bound := time.Duration(testutil.ModesMaxOutOfOrder) * time.Millisecond
-	batch := runModes(t, query, f.tab, f.rng, "unbounded batch", volga.WithParallelism(2))
+	batch := runModes(t, query, f.tab, f.rng, "unbounded batch")
 	stream := runModes(t, query, f.tab, f.rng, "unbounded stream_p2", volga.WithMode(volga.Streaming), volga.WithMaxOutOfOrder(bound), volga.WithParallelism(2))
 	if err := batch.p.CanLookup(); !errors.Is(err, window.ErrUnboundedLookup) {
 		t.Errorf("CanLookup of an UNBOUNDED query: %v, want ErrUnboundedLookup", err)
