@@ -62,13 +62,13 @@ func bindCate(d *Def, base string, x, g Arg, cond int) (Func, error) {
 	c := cateCommon{name: d.Name, inner: inner, xcol: x.Col, gcol: g.Col, cond: cond, gt: g.Type}
 	switch keyKindOf(g.Type, k) {
 	case keyInt:
-		return &cateFunc[int64]{c, intOps}, nil
+		return &cateFunc[int64]{c, intOps, keyCmp(intOps)}, nil
 	case keyUint:
-		return &cateFunc[uint64]{c, uintOps}, nil
+		return &cateFunc[uint64]{c, uintOps, keyCmp(uintOps)}, nil
 	case keyString:
-		return &cateFunc[string]{c, stringOps}, nil
+		return &cateFunc[string]{c, stringOps, keyCmp(stringOps)}, nil
 	}
-	return &cateFunc[bool]{c, boolOps}, nil
+	return &cateFunc[bool]{c, boolOps, keyCmp(boolOps)}, nil
 }
 
 type cateCommon struct {
@@ -81,6 +81,7 @@ type cateCommon struct {
 type cateFunc[G comparable] struct {
 	cateCommon
 	ops *valueOps[G]
+	cmp func(a, b G) int
 }
 
 func (f *cateFunc[G]) Name() string { return f.name }
@@ -89,7 +90,7 @@ func (f *cateFunc[G]) ResultType() arrow.DataType {
 }
 func (f *cateFunc[G]) Retractable() bool { return f.inner.Retractable() }
 func (f *cateFunc[G]) NewState() State {
-	return &cateState[G]{f: &f.cateCommon, ops: f.ops}
+	return &cateState[G]{f: f}
 }
 func (f *cateFunc[G]) NewWindow() Window {
 	if f.inner.Retractable() {
@@ -98,74 +99,74 @@ func (f *cateFunc[G]) NewWindow() Window {
 	return NewStackWindow(f.NewState)
 }
 
-// cateEntry is the base state of one category and its number of rows.
-type cateEntry struct {
+// cateSlot is a category with its base state and number of rows.
+type cateSlot[G comparable] struct {
+	g G
 	n int64
 	s State
 }
 
-// cateState keeps a base state per category, the categories in ascending
-// order (a sorted slice: a new category costs O(categories), a row of a
-// known one O(1)), and recycles the states of vanished categories.
+// cateState keeps one slot per category and ord, the slot numbers sorted
+// by category: a row of a known category costs a binary search, a new or
+// vanished one also a shift of ord (O(categories) int32s, no pointers), and
+// results read the slots in order with no lookups. The slots (and base
+// states) of vanished categories are recycled.
 type cateState[G comparable] struct {
-	f    *cateCommon
-	ops  *valueOps[G]
-	m    map[G]*cateEntry
-	keys []G
-	free []*cateEntry
+	f     *cateFunc[G]
+	slots []cateSlot[G]
+	ord   []int32 // slot numbers, ascending by category
+	free  []int32 // unused slot numbers
 }
 
 // rowKey returns the category of row i, or false if the row is skipped.
 func (s *cateState[G]) rowKey(r *Rows, i int) (G, bool) {
 	var zero G
-	if s.f.cond >= 0 && !rowTrue(&r.Cols[s.f.cond], i) {
+	f := s.f
+	if f.cond >= 0 && !rowTrue(&r.Cols[f.cond], i) {
 		return zero, false
 	}
-	gc := &r.Cols[s.f.gcol]
-	if gc.Null[i] || s.f.xcol >= 0 && r.Cols[s.f.xcol].Null[i] {
+	gc := &r.Cols[f.gcol]
+	if gc.Null[i] || f.xcol >= 0 && r.Cols[f.xcol].Null[i] {
 		return zero, false
 	}
-	return s.ops.get(gc, i), true
+	return f.ops.get(gc, i), true
 }
 
-func (s *cateState[G]) cmp(a, b G) int {
-	switch {
-	case s.ops.less(a, b):
-		return -1
-	case s.ops.less(b, a):
-		return 1
+// find returns the position of g in ord and whether it is there (the
+// insertion point otherwise).
+func (s *cateState[G]) find(g G) (int, bool) {
+	c := s.f.cmp
+	ord, slots := s.ord, s.slots
+	lo, hi := 0, len(ord)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if c(slots[ord[m]].g, g) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
 	}
-	return 0
+	return lo, lo < len(ord) && c(slots[ord[lo]].g, g) == 0
 }
 
-func (s *cateState[G]) entry(g G) *cateEntry {
-	if e, ok := s.m[g]; ok {
-		return e
+// entry returns the slot of category g, adding it if needed.
+func (s *cateState[G]) entry(g G) *cateSlot[G] {
+	i, ok := s.find(g)
+	if ok {
+		return &s.slots[s.ord[i]]
 	}
-	if s.m == nil {
-		s.m = make(map[G]*cateEntry)
-	}
-	var e *cateEntry
+	var k int32
 	if n := len(s.free); n > 0 {
-		e = s.free[n-1]
+		k = s.free[n-1]
 		s.free = s.free[:n-1]
-		e.s.Reset()
+		s.slots[k].s.Reset()
+		s.slots[k].g = g
 	} else {
-		e = &cateEntry{s: s.f.inner.NewState()}
+		k = int32(len(s.slots))
+		s.slots = append(s.slots, cateSlot[G]{g: g, s: s.f.inner.NewState()})
 	}
-	s.m[g] = e
-	i, _ := slices.BinarySearchFunc(s.keys, g, s.cmp)
-	s.keys = slices.Insert(s.keys, i, g)
-	return e
-}
-
-func (s *cateState[G]) drop(g G, e *cateEntry) {
-	delete(s.m, g)
-	if i, ok := slices.BinarySearchFunc(s.keys, g, s.cmp); ok {
-		s.keys = slices.Delete(s.keys, i, i+1)
-	}
-	e.n = 0
-	s.free = append(s.free, e)
+	s.ord = slices.Insert(s.ord, i, k)
+	return &s.slots[k]
 }
 
 func (s *cateState[G]) Add(r *Rows, a int64) {
@@ -182,25 +183,30 @@ func (s *cateState[G]) Retract(r *Rows, a int64) {
 	if !ok {
 		return
 	}
-	e, ok := s.m[g]
+	i, ok := s.find(g)
 	if !ok {
 		return
 	}
+	k := s.ord[i]
+	e := &s.slots[k]
 	rt, ok := e.s.(Retractor)
 	if !ok {
 		return
 	}
 	rt.Retract(r, a)
 	if e.n--; e.n <= 0 {
-		s.drop(g, e)
+		s.ord = slices.Delete(s.ord, i, i+1)
+		var zero G
+		e.g, e.n = zero, 0
+		s.free = append(s.free, k)
 	}
 }
 
 func (s *cateState[G]) Merge(o State) {
 	x := o.(*cateState[G])
-	for _, g := range x.keys {
-		xe := x.m[g]
-		e := s.entry(g)
+	for _, k := range x.ord {
+		xe := &x.slots[k]
+		e := s.entry(xe.g)
 		e.s.Merge(xe.s)
 		e.n += xe.n
 	}
@@ -213,34 +219,44 @@ func (s *cateState[G]) AppendResult(b array.Builder) {
 		return
 	}
 	mb.Append(true)
+	if len(s.ord) == 0 {
+		return
+	}
 	kb, ib := mb.KeyBuilder(), mb.ItemBuilder()
-	for _, g := range s.keys {
-		s.ops.put(kb, g)
-		s.m[g].s.AppendResult(ib)
+	// Appending the entries' struct slots here, rather than leaving it to
+	// the next MapBuilder.Append, spares a recursive Reserve per row.
+	sb, _ := mb.ValueBuilder().(*array.StructBuilder)
+	put := s.f.ops.put
+	for _, k := range s.ord {
+		e := &s.slots[k]
+		if sb != nil {
+			sb.Append(true)
+		}
+		put(kb, e.g)
+		e.s.AppendResult(ib)
 	}
 }
 
 func (s *cateState[G]) Reset() {
-	for _, g := range s.keys {
-		e := s.m[g]
-		e.n = 0
-		s.free = append(s.free, e)
+	var zero G
+	for _, k := range s.ord {
+		s.slots[k].g, s.slots[k].n = zero, 0
+		s.free = append(s.free, k)
 	}
-	clear(s.m)
-	s.keys = s.keys[:0]
+	s.ord = s.ord[:0]
 }
 
 // MarshalBinary writes the number of categories, then for each in
 // ascending order its key, row count and length-prefixed base state.
 func (s *cateState[G]) MarshalBinary() ([]byte, error) {
-	out := binary.AppendUvarint(nil, uint64(len(s.keys)))
-	for _, g := range s.keys {
-		e := s.m[g]
+	out := binary.AppendUvarint(nil, uint64(len(s.ord)))
+	for _, k := range s.ord {
+		g, e := s.slots[k].g, &s.slots[k]
 		inner, err := e.s.MarshalBinary()
 		if err != nil {
 			return nil, err
 		}
-		out = s.ops.enc(out, g)
+		out = s.f.ops.enc(out, g)
 		out = binary.AppendVarint(out, e.n)
 		out = binary.AppendUvarint(out, uint64(len(inner)))
 		out = append(out, inner...)
@@ -250,16 +266,17 @@ func (s *cateState[G]) MarshalBinary() ([]byte, error) {
 
 func (s *cateState[G]) UnmarshalBinary(data []byte) error {
 	d := decoder{b: data}
-	t := &cateState[G]{f: s.f, ops: s.ops}
+	t := &cateState[G]{f: s.f}
+	ops := s.f.ops
 	n := d.count(3)
 	for i := range n {
-		g := s.ops.dec(&d)
+		g := ops.dec(&d)
 		cnt := d.varint()
 		inner := d.bytes()
 		if d.err != nil {
 			return d.err
 		}
-		if cnt <= 0 || i > 0 && !s.ops.less(t.keys[len(t.keys)-1], g) {
+		if cnt <= 0 || i > 0 && !ops.less(t.slots[t.ord[len(t.ord)-1]].g, g) {
 			return errCorrupt
 		}
 		e := t.entry(g)

@@ -376,6 +376,8 @@ func colValue(r *Rows, c int, a int64) any {
 type aggCase struct {
 	name   string
 	args   []Arg
+	// tune, if set, adjusts the bound Func (tests of internal modes).
+	tune func(Func)
 	oracle func(r *Rows, rows []int64) any
 	// ordered: results depend on the order of rows (first_value ...).
 	ordered bool
@@ -409,6 +411,9 @@ func (c aggCase) bind(t testing.TB) Func {
 	f, err := Bind(c.name, c.args)
 	if err != nil {
 		t.Fatalf("%v: %v", c, err)
+	}
+	if c.tune != nil {
+		c.tune(f)
 	}
 	return f
 }

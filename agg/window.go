@@ -1,6 +1,8 @@
 package agg
 
 import (
+	"encoding/binary"
+
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
@@ -231,4 +233,134 @@ func (c *rowCache) trim(a int64) {
 	clear(c.states[k:])
 	c.states = c.states[:k]
 	c.start += n
+}
+
+// MarshalBinary encodes the window's sliding state (WindowCodec): its
+// state, its bounds and its row count.
+func (w *retractWindow) MarshalBinary() ([]byte, error) {
+	sb, err := w.s.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	out := binary.AppendUvarint(nil, uint64(len(sb)))
+	out = append(out, sb...)
+	out = binary.AppendVarint(out, w.lo)
+	out = binary.AppendVarint(out, w.hi)
+	return binary.AppendVarint(out, w.n), nil
+}
+
+// UnmarshalBinary restores a state written by MarshalBinary (WindowCodec).
+func (w *retractWindow) UnmarshalBinary(data []byte) error {
+	d := decoder{b: data}
+	sb := d.bytes()
+	lo, hi, n := d.varint(), d.varint(), d.nonNeg()
+	if err := d.finish(); err != nil {
+		return err
+	}
+	if lo > hi {
+		return errCorrupt
+	}
+	if err := w.s.UnmarshalBinary(sb); err != nil {
+		return err
+	}
+	w.lo, w.hi, w.n = lo, hi, n
+	return nil
+}
+
+// MarshalBinary encodes the window's two queues and its row cache
+// (WindowCodec).
+func (w *stackWindow) MarshalBinary() ([]byte, error) {
+	out, err := w.a.appendBinary(nil)
+	if err != nil {
+		return nil, err
+	}
+	if out, err = w.b.appendBinary(out); err != nil {
+		return nil, err
+	}
+	out = binary.AppendVarint(out, w.cache.start)
+	out = binary.AppendUvarint(out, uint64(len(w.cache.states)))
+	for _, s := range w.cache.states {
+		if out, err = appendState(out, s); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// UnmarshalBinary restores a state written by MarshalBinary (WindowCodec).
+func (w *stackWindow) UnmarshalBinary(data []byte) error {
+	d := decoder{b: data}
+	w.a.clear()
+	w.b.clear()
+	w.a.decode(&d)
+	w.b.decode(&d)
+	w.cache.trim(w.cache.start + int64(len(w.cache.states)))
+	w.cache.start = d.varint()
+	n := d.count(1)
+	for range n {
+		s := w.newState()
+		decodeState(&d, s)
+		w.cache.states = append(w.cache.states, s)
+	}
+	return d.finish()
+}
+
+func (q *stackQueue) appendBinary(out []byte) ([]byte, error) {
+	out = binary.AppendVarint(out, q.lo)
+	out = binary.AppendVarint(out, q.hi)
+	out = binary.AppendUvarint(out, uint64(len(q.front)))
+	var err error
+	for i, s := range q.front {
+		out = binary.AppendVarint(out, q.frontRow[i])
+		if out, err = appendState(out, s); err != nil {
+			return nil, err
+		}
+	}
+	if out, err = appendState(out, q.back); err != nil {
+		return nil, err
+	}
+	out = binary.AppendUvarint(out, uint64(len(q.backRows)))
+	for _, a := range q.backRows {
+		out = binary.AppendVarint(out, a)
+	}
+	return out, nil
+}
+
+func (q *stackQueue) decode(d *decoder) {
+	q.lo, q.hi = d.varint(), d.varint()
+	n := d.count(2)
+	for range n {
+		q.frontRow = append(q.frontRow, d.varint())
+		s := q.get()
+		decodeState(d, s)
+		q.front = append(q.front, s)
+	}
+	decodeState(d, q.back)
+	n = d.count(1)
+	for range n {
+		q.backRows = append(q.backRows, d.varint())
+	}
+	if d.err == nil && q.lo > q.hi {
+		d.err = errCorrupt
+	}
+}
+
+// appendState appends s's encoding, length first.
+func appendState(out []byte, s State) ([]byte, error) {
+	b, err := s.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	return append(binary.AppendUvarint(out, uint64(len(b))), b...), nil
+}
+
+// decodeState reads an encoding written by appendState into s.
+func decodeState(d *decoder, s State) {
+	b := d.bytes()
+	if d.err != nil {
+		return
+	}
+	if err := s.UnmarshalBinary(b); err != nil {
+		d.err = err
+	}
 }

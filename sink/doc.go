@@ -3,8 +3,30 @@
 //
 // A [Sink] receives Arrow record batches from the engine, one call at a
 // time, and must not keep a batch past Write unless it retains it. Sinks
-// that can take part in exactly-once checkpoints also implement
-// [Committer].
+// that take part in checkpoints also implement [Committer].
+//
+// # Exactly once and at least once
+//
+// The file sinks made by [CreateCSV], [CreateJSONL] and [NewParquet] are
+// transactional. Their rows are staged in a directory next to the target
+// (.<name>.volga for a target <name>) and the target shows only the output
+// of epochs whose checkpoint is complete: PrepareCommit makes an epoch's
+// rows durable in the staging directory, Commit (called once the
+// checkpoint is written) publishes them, and Recover, on a restart from a
+// checkpoint, finishes a publication a crash interrupted and cuts away the
+// output of later epochs. With a replayable source the output after any
+// number of crashes is byte for byte that of a run without one: exactly
+// once. CSV and JSON-lines files grow by appending at each Commit; a
+// Parquet file cannot be appended to, so it becomes visible as a whole at
+// the end of the input (see [Parquet]). Without checkpoints the engine
+// calls none of the Committer methods and Close publishes everything.
+//
+// The other sinks are at least once: after a recovery they see again the
+// rows written since the last completed checkpoint. That is the case of
+// [Callback], of [NewCSV] and [NewJSONL] over an io.Writer (standard
+// output), whose Committer methods only flush, and of the Kafka sink of
+// package sink/kafka, which stamps each message with its epoch so that
+// consumers can drop the duplicates.
 //
 // The sinks here:
 //

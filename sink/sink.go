@@ -14,9 +14,37 @@ type Sink interface {
 	Close() error
 }
 
-// Committer is implemented by sinks that take part in checkpoints: output
-// written after PrepareCommit(epoch) becomes visible only at Commit(epoch).
+// Committer is implemented by sinks that take part in checkpoints.
+//
+// The engine calls, in order: [Recover once, on a restart] → Write...
+// PrepareCommit(e1) → (checkpoint e1 written) → Commit(e1) → Write...
+// PrepareCommit(e2) → ... and, at the end of a bounded input, a final
+// PrepareCommit(eN) and Commit(eN) before Close. A checkpoint may fail,
+// so PrepareCommit(e2) can follow PrepareCommit(e1) without Commit(e1);
+// Commit(e2) then publishes e1 and e2. Without checkpoints the engine
+// calls none of these methods and Close publishes everything.
+//
+// The file sinks ([CreateCSV], [CreateJSONL], [NewParquet]) are
+// transactional: with a replayable source their output after any crash
+// equals that of a run without one (exactly once). Other sinks implement
+// the interface only to learn epoch boundaries and are at least once; their
+// documentation says so.
 type Committer interface {
-	PrepareCommit(epoch uint64) error
-	Commit(epoch uint64) error
+	// PrepareCommit ends epoch: rows written since the previous
+	// PrepareCommit (or since the start/Recover) belong to epoch; it makes
+	// them durable but not yet visible, and returns an opaque state saved
+	// in the checkpoint of epoch (may be nil).
+	PrepareCommit(ctx context.Context, epoch uint64) ([]byte, error)
+	// Commit makes the output of every epoch <= epoch visible. It is
+	// called after the checkpoint of epoch is complete (its manifest
+	// written). It must be idempotent.
+	Commit(ctx context.Context, epoch uint64) error
+	// Recover is called once, before any Write, when a pipeline restarts
+	// from the checkpoint of epoch, with the state PrepareCommit returned
+	// for that epoch. It completes the publication of every epoch <= epoch
+	// if a crash cut Commit short, and discards every output of later
+	// epochs (staged or even published: a later checkpoint may have been
+	// found corrupt and skipped), so that the visible output is exactly
+	// that of epochs <= epoch.
+	Recover(ctx context.Context, epoch uint64, state []byte) error
 }

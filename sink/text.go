@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -14,19 +15,43 @@ import (
 )
 
 // textWriter is what the CSV and JSON-lines sinks share: a buffered
-// writer, optionally over a file the sink opened and must close.
+// writer over a caller's io.Writer, a file written directly, or a
+// transactional file target (textFile).
 type textWriter struct {
 	w      *bufio.Writer
-	file   *os.File // nil when writing to a caller's io.Writer
-	buf    []byte   // scratch for one value
-	line   []byte   // scratch for one row
+	file   *os.File  // a file written directly, or nil
+	tx     *textFile // the target of CreateCSV or CreateJSONL, or nil
+	buf    []byte    // scratch for one value
+	line   []byte    // scratch for one row
 	schema *arrow.Schema
+	header bool // the CSV header is in the output (written or recovered)
 	closed bool
 	err    error // sticky write error
 }
 
 func newTextWriter(w io.Writer, f *os.File) textWriter {
 	return textWriter{w: bufio.NewWriterSize(w, 64<<10), file: f}
+}
+
+// createText returns the writer of a file sink: transactional over the
+// file at path, or direct when path is not a regular file (see
+// resolveTarget).
+func createText(path string) (textWriter, error) {
+	p, ok := resolveTarget(path)
+	if !ok {
+		f, err := os.Create(path)
+		if err != nil {
+			return textWriter{}, fmt.Errorf("sink: %w", err)
+		}
+		return newTextWriter(f, f), nil
+	}
+	tx, err := openTextFile(p)
+	if err != nil {
+		return textWriter{}, err
+	}
+	t := newTextWriter(tx, nil)
+	t.tx = tx
+	return t, nil
 }
 
 // begin checks the state before a batch and pins the schema of the first
@@ -40,6 +65,12 @@ func (t *textWriter) begin(ctx context.Context, rec arrow.RecordBatch) (first bo
 	}
 	if err := ctx.Err(); err != nil {
 		return false, err
+	}
+	if t.tx != nil && !t.tx.started {
+		if err := t.tx.start(); err != nil {
+			t.err = err
+			return false, err
+		}
 	}
 	if t.schema == nil {
 		t.schema = rec.Schema()
@@ -82,14 +113,78 @@ func (t *textWriter) close() error {
 		return nil
 	}
 	t.closed = true
+	if t.tx != nil {
+		return errors.Join(t.err, t.tx.close(t.w, t.err))
+	}
 	err := t.flush()
 	if t.file != nil {
 		if t.err == nil {
-			err = errors.Join(err, t.file.Sync())
+			if serr := t.file.Sync(); !errors.Is(serr, syscall.EINVAL) { // a device such as /dev/null
+				err = errors.Join(err, serr)
+			}
 		}
 		err = errors.Join(err, t.file.Close())
 	}
 	return err
+}
+
+var errClosed = errors.New("sink: closed")
+
+func (t *textWriter) prepareCommit(ctx context.Context, epoch uint64) ([]byte, error) {
+	if t.closed {
+		return nil, errClosed
+	}
+	if t.err != nil {
+		return nil, t.err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if t.tx == nil {
+		return nil, t.flush()
+	}
+	if t.tx.hasLast && epoch <= t.tx.last {
+		return nil, fmt.Errorf("sink: PrepareCommit(%d) after epoch %d", epoch, t.tx.last)
+	}
+	state, err := t.tx.prepare(t.w, epoch)
+	if err != nil {
+		t.err = err // the staging is unknown: only a restart (Recover) may go on
+	}
+	return state, err
+}
+
+func (t *textWriter) commit(ctx context.Context, epoch uint64) error {
+	if t.closed {
+		return errClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if t.tx == nil {
+		return t.flush()
+	}
+	return t.tx.publish(epoch)
+}
+
+func (t *textWriter) recover(ctx context.Context, epoch uint64, state []byte) error {
+	if t.closed {
+		return errClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if t.tx == nil {
+		return nil
+	}
+	if t.tx.started {
+		return errors.New("sink: Recover after the sink started")
+	}
+	if err := t.tx.recover(epoch, state); err != nil {
+		t.err = err
+		return err
+	}
+	t.header = t.tx.length > 0
+	return nil
 }
 
 // CSV writes batches as comma-separated text: a header row with the column
@@ -99,27 +194,41 @@ func (t *textWriter) close() error {
 type CSV struct{ t textWriter }
 
 // NewCSV returns a CSV sink writing to w. Close flushes but does not close
-// w.
+// w. It is at least once under checkpoints: PrepareCommit and Commit flush,
+// and rows written to w cannot be taken back by Recover.
 func NewCSV(w io.Writer) *CSV { return &CSV{t: newTextWriter(w, nil)} }
 
-// CreateCSV creates (or truncates) the file at path and returns a CSV sink
-// writing to it; Close flushes and closes the file.
+// CreateCSV returns a CSV sink writing to the file at path, which it
+// creates if needed. The file is truncated when the sink starts (its first
+// Write, PrepareCommit or Close) unless Recover comes first.
+//
+// The sink is transactional (see the package documentation): rows are
+// staged in the directory .<name>.volga next to the file. Without
+// checkpoints Close moves them into the file (they are not visible
+// before). With checkpoints the rows of an epoch are appended to the file
+// by Commit, once the checkpoint of that epoch is complete, and Recover
+// restores the file to exactly the output of the restored epoch: exactly
+// once. The header is written once, before the first row published. A
+// path that exists and is not a regular file (/dev/stdout, a named pipe)
+// is written directly, at least once, like NewCSV.
 func CreateCSV(path string) (*CSV, error) {
-	f, err := os.Create(path)
+	t, err := createText(path)
 	if err != nil {
-		return nil, fmt.Errorf("sink: %w", err)
+		return nil, err
 	}
-	return &CSV{t: newTextWriter(f, f)}, nil
+	return &CSV{t: t}, nil
 }
 
-// Write appends the rows of rec. The first batch also writes the header.
+// Write appends the rows of rec. The first batch also writes the header
+// (unless Recover restored output that has it).
 func (c *CSV) Write(ctx context.Context, rec arrow.RecordBatch) error {
 	t := &c.t
 	first, err := t.begin(ctx, rec)
 	if err != nil {
 		return err
 	}
-	if first {
+	if first && !t.header {
+		t.header = true
 		t.line = t.line[:0]
 		for i, f := range rec.Schema().Fields() {
 			if i > 0 {
@@ -153,8 +262,30 @@ func (c *CSV) Write(ctx context.Context, rec arrow.RecordBatch) error {
 // Flush writes any buffered rows to the underlying writer.
 func (c *CSV) Flush() error { return c.t.flush() }
 
-// Close flushes the output and closes the file if the sink created it.
+// Close flushes the output and closes the file if the sink created it. A
+// file sink publishes its rows if no checkpoint was taken; under
+// checkpoints it drops the rows written after the last PrepareCommit (a
+// restart replays them) and keeps prepared, uncommitted epochs staged for
+// Recover.
 func (c *CSV) Close() error { return c.t.close() }
+
+// PrepareCommit implements Committer: the rows written since the previous
+// epoch are synced to the staging file of epoch. The state returned must
+// be passed to Recover when restarting from that checkpoint.
+func (c *CSV) PrepareCommit(ctx context.Context, epoch uint64) ([]byte, error) {
+	return c.t.prepareCommit(ctx, epoch)
+}
+
+// Commit implements Committer: the staged rows of every epoch <= epoch are
+// appended to the file, which is synced. Calling it again is a no-op.
+func (c *CSV) Commit(ctx context.Context, epoch uint64) error { return c.t.commit(ctx, epoch) }
+
+// Recover implements Committer: the file is made to hold exactly the
+// output of the epochs <= epoch, finishing an interrupted Commit and
+// cutting away later epochs; staged rows of later epochs are deleted.
+func (c *CSV) Recover(ctx context.Context, epoch uint64, state []byte) error {
+	return c.t.recover(ctx, epoch, state)
+}
 
 // appendCSVField appends one field, quoted when it contains a comma, a
 // quote, a line break, or starts with a space or tab.
@@ -189,17 +320,17 @@ type JSONL struct {
 }
 
 // NewJSONL returns a JSON-lines sink writing to w. Close flushes but does
-// not close w.
+// not close w. It is at least once under checkpoints, like NewCSV.
 func NewJSONL(w io.Writer) *JSONL { return &JSONL{t: newTextWriter(w, nil)} }
 
-// CreateJSONL creates (or truncates) the file at path and returns a
-// JSON-lines sink writing to it; Close flushes and closes the file.
+// CreateJSONL returns a JSON-lines sink writing to the file at path,
+// transactional like CreateCSV.
 func CreateJSONL(path string) (*JSONL, error) {
-	f, err := os.Create(path)
+	t, err := createText(path)
 	if err != nil {
-		return nil, fmt.Errorf("sink: %w", err)
+		return nil, err
 	}
-	return &JSONL{t: newTextWriter(f, f)}, nil
+	return &JSONL{t: t}, nil
 }
 
 // Write appends one line per row of rec.
@@ -236,5 +367,19 @@ func (j *JSONL) Write(ctx context.Context, rec arrow.RecordBatch) error {
 // Flush writes any buffered rows to the underlying writer.
 func (j *JSONL) Flush() error { return j.t.flush() }
 
-// Close flushes the output and closes the file if the sink created it.
+// Close flushes the output and closes the file if the sink created it; see
+// CSV.Close.
 func (j *JSONL) Close() error { return j.t.close() }
+
+// PrepareCommit implements Committer; see CSV.PrepareCommit.
+func (j *JSONL) PrepareCommit(ctx context.Context, epoch uint64) ([]byte, error) {
+	return j.t.prepareCommit(ctx, epoch)
+}
+
+// Commit implements Committer; see CSV.Commit.
+func (j *JSONL) Commit(ctx context.Context, epoch uint64) error { return j.t.commit(ctx, epoch) }
+
+// Recover implements Committer; see CSV.Recover.
+func (j *JSONL) Recover(ctx context.Context, epoch uint64, state []byte) error {
+	return j.t.recover(ctx, epoch, state)
+}

@@ -48,6 +48,15 @@ func (o *Operator) Lookup(key []byte, t int64, cand *agg.Rows, bld []array.Build
 	var ks *keyState
 	if id, ok := o.keys.find(key); ok {
 		ks = o.states[id]
+		if ks == nil {
+			// Evicted: decode a private copy; ingest, which could
+			// change the store, waits for the shared lock.
+			var err error
+			if ks, err = o.readState(id); err != nil {
+				return o.wm, err
+			}
+			o.lookupLoads.Add(1)
+		}
 	}
 	k := 0
 	tilesLocked := false

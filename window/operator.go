@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/volga-go/volga/agg"
 	"github.com/volga-go/volga/internal/arrowutil"
+	"github.com/volga-go/volga/statestore"
 )
 
 // Frame is the extent of a sliding window relative to the current row; see
@@ -82,6 +84,23 @@ type Config struct {
 	StrictProbes bool
 	// Mem allocates output arrays; nil means the Go allocator.
 	Mem memory.Allocator
+	// Store is where key state is evicted to (see MemoryBudget) and
+	// written by Checkpoint; nil keeps everything in memory. The operator
+	// owns the keys under "k/" in it (see statestore/FORMAT.md, "Operator
+	// state"); give each operator its own view (statestore.Sub).
+	Store statestore.Store
+	// MemoryBudget is the approximate number of bytes of per-key state
+	// (retained rows and window states) held in memory; 0 is unlimited.
+	// Above it the least recently used keys are written to Store and
+	// dropped from memory, then read back when a row of theirs is released
+	// or a lookup needs them. It needs Store. The key index (key -> id)
+	// stays in memory: about 60 bytes per key plus the encoded key.
+	MemoryBudget int64
+	// MayWrite, when not nil and returning false, forbids writes to Store
+	// for now: evictions are postponed (memory may exceed the budget
+	// meanwhile). A pipeline returns false between a checkpoint barrier
+	// and the moment the store's backup for that checkpoint was taken.
+	MayWrite func() bool
 }
 
 // Stats counts what an Operator has done.
@@ -95,8 +114,20 @@ type Stats struct {
 	Keys int
 	// Pending is the number of rows waiting for the watermark.
 	Pending int
-	// Retained is the number of rows held in window state.
+	// Retained is the number of rows held in window state (of the keys
+	// resident in memory).
 	Retained int64
+	// ResidentKeys is the number of keys whose state is in memory;
+	// ResidentBytes the estimate of their size that MemoryBudget bounds
+	// (0 when no budget is set: it is not tracked).
+	ResidentKeys  int
+	ResidentBytes int64
+	// Evicted counts key states written to Store and dropped from memory
+	// (a clean key is dropped without a write); Loaded counts key states
+	// read back from Store for ingest, LookupLoads for lookups.
+	Evicted, Loaded, LookupLoads int64
+	// CheckpointKeys is the number of keys the last Checkpoint wrote.
+	CheckpointKeys int64
 }
 
 // Operator is the keyed sliding-window operator: it buffers rows until the
@@ -127,6 +158,17 @@ type Operator struct {
 	// guards creating a key's tile holder under the shared lock.
 	tileMin   int
 	tilesInit sync.Mutex
+	// lookupLoads counts key states read for lookups (under the shared
+	// lock, hence atomic).
+	lookupLoads atomic.Int64
+
+	// Store-backed state (see Config.Store): encs[id] is the encoded key
+	// of id; a nil states[id] is a key evicted to the store. resident is
+	// the estimated size of the resident states, tick the LRU clock.
+	encs     []string
+	resident int64
+	tick     uint64
+	restored bool
 
 	// scratch reused across calls
 	lo, hi, ex []int64
@@ -144,6 +186,12 @@ type keyState struct {
 	// dropped is the event time of the newest row dropped from rows
 	// (None when none was): lookups whose frames reach it are refused.
 	dropped int64
+	// dirty marks state changed since it was last written to the store.
+	dirty bool
+	// used is the LRU clock value of the key's last use; size the
+	// estimate of its bytes (both kept only with a memory budget).
+	used uint64
+	size int64
 }
 
 type pendRow struct {
@@ -270,6 +318,9 @@ func New(cfg Config, in *arrow.Schema) (*Operator, error) {
 	if cfg.ProbeCol > 0 && (cfg.ProbeCol >= in.NumFields() || in.Field(cfg.ProbeCol).Type.ID() != arrow.BOOL) {
 		return nil, errors.New("window: probe column must be boolean")
 	}
+	if cfg.MemoryBudget < 0 || cfg.MemoryBudget > 0 && cfg.Store == nil {
+		return nil, errors.New("window: a memory budget needs a store to evict key state to")
+	}
 	return o, nil
 }
 
@@ -300,8 +351,13 @@ func (o *Operator) Stats() Stats {
 	s.Keys = len(o.states)
 	s.Pending = o.pend.n
 	for _, ks := range o.states {
-		s.Retained += int64(ks.rows.Len())
+		if ks != nil {
+			s.Retained += int64(ks.rows.Len())
+			s.ResidentKeys++
+		}
 	}
+	s.ResidentBytes = o.resident
+	s.LookupLoads = o.lookupLoads.Load()
 	return s
 }
 
@@ -335,6 +391,10 @@ func (o *Operator) resetWindows(ks *keyState) {
 func (o *Operator) Push(rec arrow.RecordBatch) (out []arrow.RecordBatch, late arrow.RecordBatch, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	return o.push(rec)
+}
+
+func (o *Operator) push(rec arrow.RecordBatch) (out []arrow.RecordBatch, late arrow.RecordBatch, err error) {
 	n := int(rec.NumRows())
 	if n == 0 {
 		return nil, nil, nil
@@ -350,9 +410,12 @@ func (o *Operator) Push(rec arrow.RecordBatch) (out []arrow.RecordBatch, late ar
 	if o.cfg.ProbeCol > 0 {
 		probe = rec.Column(o.cfg.ProbeCol).(*array.Boolean)
 	}
-	ids, err := o.keys.intern(rec, func(id int32, _ int) {
+	ids, err := o.keys.intern(rec, func(id int32, row int) {
 		o.states = append(o.states, nil)
 		o.states[id] = o.newKeyState()
+		if o.cfg.Store != nil {
+			o.encs = append(o.encs, o.encodeKeyRow(rec, row))
+		}
 	})
 	if err != nil {
 		return nil, nil, err
@@ -420,6 +483,13 @@ func (o *Operator) applyLate(rec arrow.RecordBatch, hb *heldBatch, ids []int32, 
 	o.ensureBuilders()
 	for _, i := range rows {
 		ks := o.states[ids[i]]
+		if ks == nil {
+			var err error
+			if ks, err = o.load(ids[i]); err != nil {
+				return nil, err
+			}
+		}
+		ks.dirty = true
 		r := &ks.rows
 		p := sort.Search(r.Len(), func(k int) bool { return r.Ts[k] > ts[i] })
 		insertRow(r, p, ts[i], hb.args, int(i))
@@ -441,6 +511,9 @@ func (o *Operator) applyLate(rec arrow.RecordBatch, hb *heldBatch, ids []int32, 
 				k++
 			}
 		}
+		if o.cfg.MemoryBudget > 0 {
+			o.touch(ks)
+		}
 	}
 	res := o.finishBuilders()
 	defer arrowutil.ReleaseAll(res)
@@ -450,6 +523,11 @@ func (o *Operator) applyLate(rec arrow.RecordBatch, hb *heldBatch, ids []int32, 
 	}
 	defer base.Release()
 	o.stats.RowsOut += int64(len(rows))
+	if o.cfg.MemoryBudget > 0 {
+		if err := o.evict(); err != nil {
+			return nil, err
+		}
+	}
 	return o.withResults(base, res), nil
 }
 
@@ -538,10 +616,21 @@ func (o *Operator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBatch, 
 				return nil, err
 			}
 		}
+		ks := o.states[rel[s].key]
+		if ks == nil {
+			var err error
+			if ks, err = o.load(rel[s].key); err != nil {
+				return nil, err
+			}
+		}
+		ks.dirty = true
 		if o.cfg.ProbeCol > 0 {
 			o.processKeyProbes(rel, s, e)
 		} else {
 			o.processKey(rel, s, e, final)
+		}
+		if o.cfg.MemoryBudget > 0 {
+			o.touch(ks)
 		}
 		s = e
 	}
@@ -553,6 +642,11 @@ func (o *Operator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBatch, 
 	}
 	res := o.finishBuilders()
 	defer arrowutil.ReleaseAll(res)
+	if o.cfg.MemoryBudget > 0 {
+		if err := o.evict(); err != nil {
+			return nil, err
+		}
+	}
 	o.stats.RowsOut += int64(len(rel))
 	if o.cfg.BatchOrder {
 		if o.batchesInSeqOrder(rel) {

@@ -18,5 +18,7 @@
 // sequence number within the epoch), plus volga-id (SinkConfig.IDColumns)
 // when a stable row identity is configured. The sink implements
 // sink.Committer only to learn epoch boundaries: PrepareCommit starts the
-// next epoch and Commit does nothing.
+// next epoch, Recover resumes at the epoch after the restored checkpoint,
+// and Commit does nothing. Unlike the file sinks of package sink, it is not
+// exactly once.
 package kafka

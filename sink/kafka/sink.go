@@ -73,9 +73,9 @@ type SinkConfig struct {
 	// AllowAutoTopicCreation lets the first write create the topic.
 	AllowAutoTopicCreation bool
 	// FirstEpoch is the epoch of rows written before the first
-	// PrepareCommit. After a recovery the engine sets it to the epoch
-	// following the restored checkpoint, so that replayed rows carry the
-	// same (volga-epoch, volga-seq) as the first time.
+	// PrepareCommit. After a recovery, Recover sets the epoch following the
+	// restored checkpoint, so that replayed rows carry the same
+	// (volga-epoch, volga-seq) as the first time.
 	FirstEpoch uint64
 
 	// Dialer configures connections (TLS, SASL, client ID, timeout); nil
@@ -294,10 +294,29 @@ func (s *Sink) Write(ctx context.Context, rec arrow.RecordBatch) (err error) {
 
 // PrepareCommit ends epoch: every row written before it has been
 // acknowledged (Write is synchronous), and the rows written next belong
-// to epoch+1, numbered again from 0. It is part of sink.Committer so the
+// to epoch+1, numbered again from 0. It implements sink.Committer so the
 // engine can stamp epochs on the messages; it does not make the topic
-// transactional, and Commit has nothing left to do.
-func (s *Sink) PrepareCommit(epoch uint64) error {
+// transactional, returns no state, and Commit has nothing left to do.
+func (s *Sink) PrepareCommit(ctx context.Context, epoch uint64) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	s.epoch, s.seq = epoch+1, 0
+	return nil, nil
+}
+
+// Commit does nothing: the rows of epoch were already delivered (see
+// PrepareCommit).
+func (s *Sink) Commit(ctx context.Context, epoch uint64) error { return nil }
+
+// Recover prepares a restart from the checkpoint of epoch: the rows
+// written next belong to epoch+1, numbered from 0, so that replayed rows
+// carry the same volga-epoch and volga-seq headers as their first copies.
+// It cannot take back the messages of later epochs already in the topic:
+// the sink is at least once.
+func (s *Sink) Recover(ctx context.Context, epoch uint64, state []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -306,10 +325,6 @@ func (s *Sink) PrepareCommit(epoch uint64) error {
 	s.epoch, s.seq = epoch+1, 0
 	return nil
 }
-
-// Commit does nothing: the rows of epoch were already delivered (see
-// PrepareCommit).
-func (s *Sink) Commit(epoch uint64) error { return nil }
 
 // Epoch returns the epoch that the next rows written will carry.
 func (s *Sink) Epoch() uint64 {

@@ -119,10 +119,10 @@ func TestSinkRoundTrip(t *testing.T) {
 	if err := s.Write(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PrepareCommit(3); err != nil {
-		t.Fatal(err)
+	if state, err := s.PrepareCommit(ctx, 3); err != nil || state != nil {
+		t.Fatal(state, err)
 	}
-	if err := s.Commit(3); err != nil {
+	if err := s.Commit(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
 	if s.Epoch() != 4 {

@@ -1,0 +1,720 @@
+package window
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+
+	"github.com/volga-go/volga/agg"
+	"github.com/volga-go/volga/internal/arrowutil"
+	"github.com/volga-go/volga/statestore"
+)
+
+// Key state in the store, checkpoints and the memory budget.
+//
+// With Config.Store set, every key's state (its retained rows and the
+// sliding state of every window: agg.WindowCodec) can be encoded and
+// written to the store under "k/" + the encoded key (EncodeKeyValues's
+// encoding). Checkpoint writes the keys changed since the last write and
+// returns the rest of the operator's state as meta; Restore reads it back.
+// With Config.MemoryBudget set, the least recently used keys are written
+// and dropped from memory once the resident estimate exceeds the budget,
+// and read back when needed. Tiles (lookup caches) are not stored: they
+// are rebuilt from the rows on the next lookup that wants them.
+
+// keyPrefix is the store prefix of key states.
+const keyPrefix = "k/"
+
+// keyStateVersion is the first byte of an encoded key state.
+const keyStateVersion = 1
+
+// ErrIncompatibleCheckpoint is returned (wrapped) by Restore for meta
+// written by an operator of a different configuration: another input
+// schema, key, argument columns, frames or aggregates.
+var ErrIncompatibleCheckpoint = errors.New("window: checkpoint was written by an incompatible operator")
+
+// errCorruptState is returned for a malformed key state or meta.
+var errCorruptState = errors.New("window: corrupt operator state")
+
+func (o *Operator) storeKey(id int32) []byte {
+	return append([]byte(keyPrefix), o.encs[id]...)
+}
+
+// encodeKeyRow returns the encoded key of row i of rec.
+func (o *Operator) encodeKeyRow(rec arrow.RecordBatch, i int) string {
+	var b []byte
+	for _, c := range o.cfg.KeyCols {
+		b = AppendKey(b, rec.Column(c), i)
+	}
+	return string(b)
+}
+
+// emptyState reports whether ks holds nothing a fresh state would not:
+// no row of the key was ever stored.
+func emptyState(ks *keyState) bool {
+	return ks.rows.Base == 0 && ks.rows.Len() == 0 && ks.dropped == None
+}
+
+// load reads the evicted state of key id from the store and makes it
+// resident (clean). A key the store does not hold had an empty state.
+func (o *Operator) load(id int32) (*keyState, error) {
+	ks, err := o.readState(id)
+	if err != nil {
+		return nil, err
+	}
+	o.states[id] = ks
+	o.stats.Loaded++
+	if o.cfg.MemoryBudget > 0 {
+		o.touch(ks)
+	}
+	return ks, nil
+}
+
+// readState decodes the stored state of key id into a new keyState; it
+// changes nothing in the operator, so lookups may call it under the
+// shared lock.
+func (o *Operator) readState(id int32) (*keyState, error) {
+	if o.cfg.Store == nil {
+		return nil, fmt.Errorf("window: state of key %d is missing", id)
+	}
+	v, err := o.cfg.Store.Get(o.storeKey(id))
+	if errors.Is(err, statestore.ErrNotFound) {
+		return o.newKeyState(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("window: reading key state: %w", err)
+	}
+	ks, err := o.decodeKeyState(v)
+	if err != nil {
+		return nil, fmt.Errorf("window: key state %q: %w", o.encs[id], err)
+	}
+	return ks, nil
+}
+
+// touch marks ks used now and updates its size estimate.
+func (o *Operator) touch(ks *keyState) {
+	o.tick++
+	ks.used = o.tick
+	sz := o.sizeOf(ks)
+	o.resident += sz - ks.size
+	ks.size = sz
+}
+
+// Size estimate of a key state: a fixed overhead, 8 bytes of event time
+// and the column values per row, and a guess per window.
+const (
+	keyStateBytes = 160
+	windowBytes   = 96
+	stringBytes   = 40
+)
+
+func (o *Operator) sizeOf(ks *keyState) int64 {
+	n := int64(ks.rows.Len())
+	sz := int64(keyStateBytes) + int64(o.nAggs)*windowBytes + 8*n
+	for j := range ks.rows.Cols {
+		switch ks.rows.Cols[j].Kind {
+		case agg.KindString:
+			sz += n * (stringBytes + 1)
+		case agg.KindBool:
+			sz += 2 * n
+		default:
+			sz += 9 * n
+		}
+	}
+	return sz
+}
+
+// evict writes the least recently used keys to the store and drops them
+// from memory until the resident estimate is a fifth below the budget
+// (so that evictions come in rounds, not at every call). Clean keys are
+// dropped without a write: the store holds their state. Nothing is done
+// while MayWrite says no.
+func (o *Operator) evict() error {
+	budget := o.cfg.MemoryBudget
+	if o.resident <= budget || o.cfg.MayWrite != nil && !o.cfg.MayWrite() {
+		return nil
+	}
+	target := budget - budget/5
+	type cand struct {
+		id   int32
+		used uint64
+	}
+	var cands []cand
+	for id, ks := range o.states {
+		if ks != nil {
+			cands = append(cands, cand{int32(id), ks.used})
+		}
+	}
+	slices.SortFunc(cands, func(a, b cand) int { return cmpInt(int64(a.used), int64(b.used)) })
+	wb, err := statestore.NewWriteBatch(o.cfg.Store)
+	if err != nil {
+		return fmt.Errorf("window: evicting key state: %w", err)
+	}
+	defer wb.Cancel()
+	for _, c := range cands {
+		if o.resident <= target {
+			break
+		}
+		ks := o.states[c.id]
+		if err := o.writeKey(wb, c.id, ks); err != nil {
+			return err
+		}
+		o.resident -= ks.size
+		o.states[c.id] = nil
+		o.stats.Evicted++
+	}
+	if err := wb.Flush(); err != nil {
+		return fmt.Errorf("window: evicting key state: %w", err)
+	}
+	return nil
+}
+
+// writeKey adds the write of a dirty key's state (its deletion when it
+// is empty) to wb and marks the key clean. It reports whether it wrote.
+func (o *Operator) writeKey(wb statestore.WriteBatch, id int32, ks *keyState) error {
+	if !ks.dirty {
+		return nil
+	}
+	var err error
+	if emptyState(ks) {
+		err = wb.Delete(o.storeKey(id))
+	} else {
+		var enc []byte
+		if enc, err = o.encodeKeyState(ks); err == nil {
+			err = wb.Set(o.storeKey(id), enc)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("window: writing key state: %w", err)
+	}
+	ks.dirty = false
+	return nil
+}
+
+// encodeKeyState encodes a key's rows and window states:
+//
+//	version byte (1)
+//	varint Base, varint dropped, uvarint rows, rows × varint event-time delta
+//	uvarint columns, per column: kind byte, null bitmap, the values
+//	uvarint windows, per window: uvarint aggregates, per aggregate the
+//	  window's agg.WindowCodec encoding, length first
+func (o *Operator) encodeKeyState(ks *keyState) ([]byte, error) {
+	r := &ks.rows
+	out := []byte{keyStateVersion}
+	out = binary.AppendVarint(out, r.Base)
+	out = binary.AppendVarint(out, ks.dropped)
+	out = binary.AppendUvarint(out, uint64(r.Len()))
+	prev := int64(0)
+	for _, t := range r.Ts {
+		out = binary.AppendVarint(out, t-prev)
+		prev = t
+	}
+	out = binary.AppendUvarint(out, uint64(len(r.Cols)))
+	for j := range r.Cols {
+		out = appendColumn(out, &r.Cols[j])
+	}
+	out = binary.AppendUvarint(out, uint64(len(ks.wins)))
+	for _, ws := range ks.wins {
+		out = binary.AppendUvarint(out, uint64(len(ws)))
+		for _, w := range ws {
+			c, ok := w.(agg.WindowCodec)
+			if !ok {
+				return nil, fmt.Errorf("window: window %T cannot be encoded", w)
+			}
+			b, err := c.MarshalBinary()
+			if err != nil {
+				return nil, err
+			}
+			out = append(binary.AppendUvarint(out, uint64(len(b))), b...)
+		}
+	}
+	return out, nil
+}
+
+// appendColumn appends the values of c: its kind, a null bitmap and the
+// values (NULLs included, as stored).
+func appendColumn(out []byte, c *agg.Column) []byte {
+	out = append(out, byte(c.Kind))
+	n := c.Len()
+	bm := make([]byte, (n+7)/8)
+	for i, null := range c.Null {
+		if null {
+			bm[i/8] |= 1 << (i % 8)
+		}
+	}
+	out = append(out, bm...)
+	switch c.Kind {
+	case agg.KindInt64:
+		for _, v := range c.I64[:n] {
+			out = binary.AppendVarint(out, v)
+		}
+	case agg.KindFloat64:
+		for _, v := range c.F64[:n] {
+			out = binary.LittleEndian.AppendUint64(out, math.Float64bits(v))
+		}
+	case agg.KindString:
+		for _, v := range c.Str[:n] {
+			out = append(binary.AppendUvarint(out, uint64(len(v))), v...)
+		}
+	case agg.KindBool:
+		for _, v := range c.Bool[:n] {
+			if v {
+				out = append(out, 1)
+			} else {
+				out = append(out, 0)
+			}
+		}
+	}
+	return out
+}
+
+// reader decodes state encodings; the first error sticks.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (d *reader) fail() {
+	if d.err == nil {
+		d.err = errCorruptState
+	}
+}
+
+func (d *reader) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *reader) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// count reads an element count no larger than the bytes left allow (each
+// element takes at least minSize bytes).
+func (d *reader) count(minSize int) int {
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(d.b)/max(minSize, 1)) {
+		d.fail()
+		return 0
+	}
+	return int(n)
+}
+
+func (d *reader) take(n int) []byte {
+	if d.err != nil || n < 0 || n > len(d.b) {
+		d.fail()
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *reader) bytes() []byte {
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(d.b)) {
+		d.fail()
+		return nil
+	}
+	return d.take(int(n))
+}
+
+func (d *reader) byte() byte {
+	b := d.take(1)
+	if b == nil {
+		return 0
+	}
+	return b[0]
+}
+
+// decodeColumn reads n values written by appendColumn into c, an empty
+// column of the expected kind.
+func (d *reader) decodeColumn(c *agg.Column, n int) {
+	if k := agg.Kind(d.byte()); d.err == nil && k != c.Kind {
+		d.fail()
+		return
+	}
+	bm := d.take((n + 7) / 8)
+	if d.err != nil {
+		return
+	}
+	c.Null = make([]bool, n)
+	for i := range n {
+		c.Null[i] = bm[i/8]&(1<<(i%8)) != 0
+	}
+	switch c.Kind {
+	case agg.KindInt64:
+		c.I64 = make([]int64, n)
+		for i := range n {
+			c.I64[i] = d.varint()
+		}
+	case agg.KindFloat64:
+		b := d.take(8 * n)
+		c.F64 = make([]float64, n)
+		for i := 0; d.err == nil && i < n; i++ {
+			c.F64[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
+		}
+	case agg.KindString:
+		c.Str = make([]string, n)
+		for i := range n {
+			c.Str[i] = string(d.bytes())
+		}
+	case agg.KindBool:
+		b := d.take(n)
+		c.Bool = make([]bool, n)
+		for i := 0; d.err == nil && i < n; i++ {
+			switch b[i] {
+			case 0:
+			case 1:
+				c.Bool[i] = true
+			default:
+				d.fail()
+			}
+		}
+	default:
+		d.fail()
+	}
+}
+
+// decodeKeyState decodes an encoding of encodeKeyState for this
+// operator's configuration. Malformed input gives an error, never a
+// panic.
+func (o *Operator) decodeKeyState(data []byte) (ks *keyState, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			ks, err = nil, fmt.Errorf("%w: %v", errCorruptState, r)
+		}
+	}()
+	d := reader{b: data}
+	if v := d.byte(); d.err == nil && v != keyStateVersion {
+		return nil, fmt.Errorf("%w: key state version %d", errCorruptState, v)
+	}
+	ks = o.newKeyState()
+	r := &ks.rows
+	r.Base = d.varint()
+	ks.dropped = d.varint()
+	n := d.count(1)
+	if d.err == nil && r.Base < 0 {
+		d.fail()
+	}
+	r.Ts = make([]int64, n)
+	prev := int64(0)
+	for i := 0; d.err == nil && i < n; i++ {
+		prev += d.varint()
+		if i > 0 && prev < r.Ts[i-1] {
+			d.fail()
+		}
+		r.Ts[i] = prev
+	}
+	if nc := d.count(1); d.err == nil && nc != len(r.Cols) {
+		d.fail()
+	}
+	for j := 0; d.err == nil && j < len(r.Cols); j++ {
+		d.decodeColumn(&r.Cols[j], n)
+	}
+	if nw := d.count(1); d.err == nil && nw != len(ks.wins) {
+		d.fail()
+	}
+	for w := 0; d.err == nil && w < len(ks.wins); w++ {
+		if na := d.count(1); d.err == nil && na != len(ks.wins[w]) {
+			d.fail()
+		}
+		for a := 0; d.err == nil && a < len(ks.wins[w]); a++ {
+			b := d.bytes()
+			if d.err != nil {
+				break
+			}
+			c, ok := ks.wins[w][a].(agg.WindowCodec)
+			if !ok {
+				return nil, fmt.Errorf("window: window %T cannot be decoded", ks.wins[w][a])
+			}
+			if err := c.UnmarshalBinary(b); err != nil {
+				return nil, fmt.Errorf("%w: window %d aggregate %d: %w", errCorruptState, w, a, err)
+			}
+		}
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.fail()
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return ks, nil
+}
+
+// fingerprint identifies the parts of the configuration that the stored
+// state depends on: the input schema, the event-time, sequence, key,
+// argument and probe columns, the frames and the aggregates (names,
+// result types and result column names). Lateness, retention, tiling and
+// output order may change across a restore.
+func (o *Operator) fingerprint() [32]byte {
+	h := sha256.New()
+	fmt.Fprintf(h, "volga-window-v1|")
+	for _, f := range o.in.Fields() {
+		fmt.Fprintf(h, "%q:%s,", f.Name, f.Type)
+	}
+	c := &o.cfg
+	fmt.Fprintf(h, "|ts=%d|seq=%d|keys=%v|args=%v|probe=%d,%v|", c.TsCol, c.SeqCol, c.KeyCols, c.ArgCols, c.ProbeCol, c.StrictProbes)
+	for _, w := range c.Windows {
+		fmt.Fprintf(h, "frame=%+v[", w.Frame)
+		for _, f := range w.Aggs {
+			fmt.Fprintf(h, "%s:%s,", f.Name(), f.ResultType())
+		}
+		fmt.Fprintf(h, "]")
+	}
+	fmt.Fprintf(h, "|names=%q", c.ResultNames)
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// metaMagic starts the meta of Checkpoint.
+const metaMagic = "volga.window.Operator/1\n"
+
+// Checkpoint persists the operator's state as of now: every key state
+// changed since the previous Checkpoint (or Restore, or its eviction) is
+// written to Config.Store in one write batch (a key whose state is empty
+// again is deleted), and the rest — watermark, newest event time,
+// counters, the rows still waiting for the watermark (as Arrow IPC) and a
+// fingerprint of the configuration — is returned as meta, for Restore.
+// Keys already in the store (evicted and not changed since) are not
+// written again, so a checkpoint costs what changed. It requires
+// Config.Store.
+func (o *Operator) Checkpoint() ([]byte, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cfg.Store == nil {
+		return nil, errors.New("window: Checkpoint needs Config.Store")
+	}
+	wb, err := statestore.NewWriteBatch(o.cfg.Store)
+	if err != nil {
+		return nil, fmt.Errorf("window: checkpoint: %w", err)
+	}
+	defer wb.Cancel()
+	var n int64
+	for id, ks := range o.states {
+		if ks == nil || !ks.dirty {
+			continue
+		}
+		if err := o.writeKey(wb, int32(id), ks); err != nil {
+			return nil, err
+		}
+		n++
+	}
+	if err := wb.Flush(); err != nil {
+		return nil, fmt.Errorf("window: checkpoint: %w", err)
+	}
+	o.stats.CheckpointKeys = n
+	pend, err := o.pendingIPC()
+	if err != nil {
+		return nil, fmt.Errorf("window: checkpoint: pending rows: %w", err)
+	}
+	fp := o.fingerprint()
+	out := append([]byte(metaMagic), fp[:]...)
+	for _, v := range []int64{o.wm, o.maxTs, o.stats.RowsIn, o.stats.RowsOut, o.stats.LateDropped, o.stats.LateApplied} {
+		out = binary.AppendVarint(out, v)
+	}
+	out = append(binary.AppendUvarint(out, uint64(len(pend))), pend...)
+	return out, nil
+}
+
+// pendingIPC returns the rows waiting for the watermark, in arrival
+// order (batch, then row), as an Arrow IPC stream of the input schema;
+// nil when there are none.
+func (o *Operator) pendingIPC() ([]byte, error) {
+	if o.pend.n == 0 {
+		return nil, nil
+	}
+	all := make([]pendRow, 0, o.pend.n)
+	for _, ch := range o.pend.chunks {
+		all = append(all, ch...)
+	}
+	slices.SortFunc(all, func(a, b pendRow) int {
+		if a.batch != b.batch {
+			return int(a.batch) - int(b.batch)
+		}
+		return int(a.row) - int(b.row)
+	})
+	off := map[int32]int32{}
+	var recs []arrow.RecordBatch
+	var total int32
+	rows := make([]int32, len(all))
+	for i, p := range all {
+		base, ok := off[p.batch]
+		if !ok {
+			rec := o.held.get(p.batch).rec
+			base = total
+			off[p.batch] = base
+			recs = append(recs, rec)
+			total += int32(rec.NumRows())
+		}
+		rows[i] = base + p.row
+	}
+	rec, err := arrowutil.TakeConcat(o.mem, o.in, recs, rows)
+	if err != nil {
+		return nil, err
+	}
+	defer rec.Release()
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(o.in), ipc.WithAllocator(o.mem))
+	if err := w.Write(rec); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Restore loads the state written by Checkpoint — meta, and the key
+// states in Config.Store — into a fresh Operator, before its first Push.
+// Without a memory budget every key is read at once; with one, keys stay
+// in the store until a row or a lookup needs them. Meta from an operator
+// of another configuration is refused (ErrIncompatibleCheckpoint).
+func (o *Operator) Restore(meta []byte) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cfg.Store == nil {
+		return errors.New("window: Restore needs Config.Store")
+	}
+	if o.stats.RowsIn != 0 || len(o.states) != 0 || o.wm != None || o.restored {
+		return errors.New("window: Restore needs a fresh Operator")
+	}
+	o.restored = true
+	if !bytes.HasPrefix(meta, []byte(metaMagic)) {
+		return fmt.Errorf("%w: not the meta of a sliding-window operator", ErrIncompatibleCheckpoint)
+	}
+	d := reader{b: meta[len(metaMagic):]}
+	fp := d.take(32)
+	if want := o.fingerprint(); d.err == nil && !bytes.Equal(fp, want[:]) {
+		return fmt.Errorf("%w: its schema, keys, frames or aggregates differ from this operator's", ErrIncompatibleCheckpoint)
+	}
+	var v [6]int64
+	for i := range v {
+		v[i] = d.varint()
+	}
+	pend := d.bytes()
+	if d.err == nil && len(d.b) != 0 {
+		d.fail()
+	}
+	if d.err != nil {
+		return fmt.Errorf("window: restore: %w", d.err)
+	}
+	o.keys.restoring(o.in)
+	err := o.cfg.Store.Scan([]byte(keyPrefix), func(key, value []byte) error {
+		enc := key[len(keyPrefix):]
+		id, err := o.keys.insert(enc)
+		if err != nil {
+			return err
+		}
+		o.encs = append(o.encs, string(enc))
+		o.states = append(o.states, nil)
+		if o.cfg.MemoryBudget == 0 {
+			ks, err := o.decodeKeyState(value)
+			if err != nil {
+				return fmt.Errorf("window: key state %q: %w", enc, err)
+			}
+			o.states[id] = ks
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("window: restore: %w", err)
+	}
+	o.wm, o.maxTs = v[0], v[1]
+	if len(pend) > 0 {
+		rd, err := ipc.NewReader(bytes.NewReader(pend), ipc.WithSchema(o.in), ipc.WithAllocator(o.mem))
+		if err != nil {
+			return fmt.Errorf("window: restore: pending rows: %w", err)
+		}
+		defer rd.Release()
+		for rd.Next() {
+			if _, _, err := o.push(rd.RecordBatch()); err != nil {
+				return fmt.Errorf("window: restore: pending rows: %w", err)
+			}
+		}
+		if err := rd.Err(); err != nil {
+			return fmt.Errorf("window: restore: pending rows: %w", err)
+		}
+	}
+	o.stats.RowsIn, o.stats.RowsOut, o.stats.LateDropped, o.stats.LateApplied = v[2], v[3], v[4], v[5]
+	return nil
+}
+
+// restoring prepares an empty index for insert: the fast path a single key
+// column takes follows from its type.
+func (k *keyIndex) restoring(in *arrow.Schema) {
+	if len(k.cols) != 1 {
+		return
+	}
+	switch in.Field(k.cols[0]).Type.ID() {
+	case arrow.INT64:
+		k.fastInt = true
+	case arrow.STRING:
+		k.fastStr = true
+	}
+}
+
+// insert gives the encoded key enc (as AppendKey makes it) the next id.
+func (k *keyIndex) insert(enc []byte) (int32, error) {
+	id := k.n
+	dup := false
+	switch {
+	case len(k.cols) == 1 && (k.fastInt || k.fastStr) && len(enc) == 1 && enc[0] == 0:
+		dup = k.nullK >= 0
+		k.nullK = id
+	case k.fastInt:
+		if len(enc) < 2 || enc[0] != 1 {
+			return 0, fmt.Errorf("%w: key %q", errCorruptState, enc)
+		}
+		v, n := binary.Varint(enc[1:])
+		if n <= 0 || 1+n != len(enc) {
+			return 0, fmt.Errorf("%w: key %q", errCorruptState, enc)
+		}
+		_, dup = k.ints[v]
+		k.ints[v] = id
+	case k.fastStr:
+		if len(enc) < 2 || enc[0] != 6 {
+			return 0, fmt.Errorf("%w: key %q", errCorruptState, enc)
+		}
+		l, n := binary.Uvarint(enc[1:])
+		if n <= 0 || uint64(len(enc)-1-n) != l {
+			return 0, fmt.Errorf("%w: key %q", errCorruptState, enc)
+		}
+		s := string(enc[1+n:])
+		_, dup = k.strs[s]
+		k.strs[s] = id
+	default:
+		_, dup = k.strs[string(enc)]
+		k.strs[string(enc)] = id
+	}
+	if dup {
+		return 0, fmt.Errorf("%w: key %q stored twice", errCorruptState, enc)
+	}
+	k.n++
+	return id, nil
+}

@@ -1,0 +1,360 @@
+package window_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/volga-go/volga/internal/testutil"
+	"github.com/volga-go/volga/statestore"
+	"github.com/volga-go/volga/watermark"
+	"github.com/volga-go/volga/window"
+)
+
+// ckptAggs mixes standard and ML aggregates: retractable ones, merge-only
+// ones (min, max, first/last_value, top, drawdown, ew_avg, the _cate of
+// min/max) and the sketches.
+var ckptAggs = []testutil.Agg{
+	{Func: "count"}, {Func: "count", Arg: "category"},
+	{Func: "sum", Arg: "amount"}, {Func: "sum", Arg: "price"}, {Func: "avg", Arg: "price"},
+	{Func: "min", Arg: "amount"}, {Func: "max", Arg: "price"}, {Func: "min", Arg: "category"},
+	{Func: "var_samp", Arg: "price"}, {Func: "stddev_pop", Arg: "amount"},
+	{Func: "first_value", Arg: "amount"}, {Func: "last_value", Arg: "category"},
+	{Func: "count_distinct", Arg: "category"},
+	{Func: "top", Arg: "amount", Param: int64(3)},
+	{Func: "topn_frequency", Arg: "category", Param: int64(3)},
+	{Func: "top1_ratio", Arg: "tag"},
+	{Func: "sum_where", Arg: "price", Cond: "flag"},
+	{Func: "min_where", Arg: "price", Cond: "flag"},
+	{Func: "max_cate", Arg: "score", Cate: "flag"},
+	{Func: "avg_cate_where", Arg: "score", Cond: "flag", Cate: "tag"},
+	{Func: "ew_avg", Arg: "price", Param: 0.3},
+	{Func: "drawdown", Arg: "score"},
+	{Func: "approx_percentile", Arg: "price", Param: 0.5},
+	{Func: "approx_count_distinct", Arg: "tag"},
+}
+
+// ckptConfig is the operator configuration of the checkpoint tests.
+func ckptConfig(t testing.TB, keys []string, frames []testutil.Frame, aggs []testutil.Agg, lateness int64, batchOrder bool) window.Config {
+	t.Helper()
+	cfg := window.Config{TsCol: mlTsCol, SeqCol: mlSeqCol, AllowedLateness: lateness, BatchOrder: batchOrder}
+	for _, k := range keys {
+		cfg.KeyCols = append(cfg.KeyCols, mlSchema.FieldIndices(k)[0])
+	}
+	for _, c := range mlArgCols {
+		cfg.ArgCols = append(cfg.ArgCols, mlSchema.FieldIndices(c)[0])
+	}
+	for _, f := range frames {
+		spec := window.Spec{Frame: window.Frame{Rows: f.Rows, Unbounded: f.Unbounded, Preceding: f.Preceding,
+			EndPreceding: f.EndPreceding, ExcludeCurrent: f.ExcludeCurrent}}
+		for _, a := range aggs {
+			spec.Aggs = append(spec.Aggs, bindML(t, a))
+			cfg.ResultNames = append(cfg.ResultNames, fmt.Sprintf("%s over %s", a.SQL(), f))
+		}
+		cfg.Windows = append(cfg.Windows, spec)
+	}
+	return cfg
+}
+
+// step is one move of a run: push rows [lo, hi) of the table, then, when
+// wm is not None, advance the watermark; ckpt checkpoints before it.
+type step struct {
+	lo, hi int
+	wm     int64
+	ckpt   bool
+}
+
+// ckptSteps cuts the table into pushes with watermarks = newest event time
+// - bound after some of them, and checkpoints at random points.
+func ckptSteps(rng *rand.Rand, tab *testutil.Table, bound int64, ckptRate float64) []step {
+	var out []step
+	maxTs, wm := watermark.None, watermark.None
+	for lo := 0; lo < len(tab.Rows); {
+		hi := min(len(tab.Rows), lo+1+rng.IntN(25))
+		for i := lo; i < hi; i++ {
+			maxTs = max(maxTs, tab.Value(i, "ts").(int64))
+		}
+		s := step{lo: lo, hi: hi, wm: watermark.None, ckpt: rng.Float64() < ckptRate}
+		if rng.IntN(3) != 0 && maxTs-bound > wm {
+			wm = maxTs - bound
+			s.wm = wm
+		}
+		out = append(out, s)
+		lo = hi
+	}
+	return append(out, step{wm: watermark.End, ckpt: rng.Float64() < 0.5})
+}
+
+// render turns output rows into text: floats print in the shortest form
+// that reads back to the same bits, so equal text is equal values.
+func render(tag string, rows [][]any) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = tag + fmt.Sprint(r)
+	}
+	return out
+}
+
+// ckptRun drives an operator through steps and returns everything it
+// emitted. mk makes the operator on a store (nil: none); with a store,
+// every ckpt step checkpoints, copies the store as the pipeline's backup
+// would, and continues on a new operator restored from the copy.
+type ckptRun struct {
+	t     *testing.T
+	cfg   window.Config
+	store func() statestore.Store // a fresh empty store; nil: no store
+	// budget is the MemoryBudget of operators with a store.
+	budget int64
+	// stats of the last operator, at the end of the run.
+	stats    window.Stats
+	restores int
+}
+
+func (c *ckptRun) newOp(st statestore.Store) *window.Operator {
+	c.t.Helper()
+	cfg := c.cfg
+	cfg.Store = st
+	if st != nil {
+		cfg.MemoryBudget = c.budget
+	}
+	op, err := window.New(cfg, mlSchema)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return op
+}
+
+func copyStore(t testing.TB, dst, src statestore.Store) {
+	t.Helper()
+	err := src.Scan(nil, func(k, v []byte) error { return dst.Set(k, v) })
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (c *ckptRun) run(tab *testutil.Table, steps []step) []string {
+	t := c.t
+	t.Helper()
+	var st statestore.Store
+	if c.store != nil {
+		st = c.store()
+	}
+	op := c.newOp(st)
+	defer func() { op.Close() }()
+	var out []string
+	for _, s := range steps {
+		if s.ckpt && st != nil {
+			meta, err := op.Checkpoint()
+			if err != nil {
+				t.Fatalf("Checkpoint: %v", err)
+			}
+			snap := c.store()
+			copyStore(t, snap, st)
+			op.Close()
+			// Writes after the checkpoint must not leak into it: the
+			// old store gets scribbled on.
+			_ = st.Set([]byte("k/junk"), []byte("junk"))
+			st = snap
+			op = c.newOp(st)
+			if err := op.Restore(meta); err != nil {
+				t.Fatalf("Restore: %v", err)
+			}
+			c.restores++
+		}
+		if s.hi > s.lo {
+			vals := make([][]any, 0, s.hi-s.lo)
+			for i := s.lo; i < s.hi; i++ {
+				vals = append(vals, append(slices.Clone(tab.Rows[i]), int64(i)))
+			}
+			rec := testutil.BuildRecord(nil, mlSchema, vals)
+			outs, late, err := op.Push(rec)
+			rec.Release()
+			if err != nil {
+				t.Fatalf("Push: %v", err)
+			}
+			out = append(out, render("applied ", testutil.Rows(outs...))...)
+			releaseAll(outs)
+			if late != nil {
+				out = append(out, render("late ", testutil.Rows(late))...)
+				late.Release()
+			}
+		}
+		if s.wm != watermark.None {
+			outs, err := op.Advance(context.Background(), s.wm)
+			if err != nil {
+				t.Fatalf("Advance: %v", err)
+			}
+			out = append(out, render(fmt.Sprintf("wm %d ", s.wm), testutil.Rows(outs...))...)
+			releaseAll(outs)
+		}
+	}
+	c.stats = op.Stats()
+	return out
+}
+
+func diffOutputs(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if slices.Equal(got, want) {
+		return
+	}
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			t.Fatalf("%s: output row %d differs:\n got %s\nwant %s", what, i, got[i], want[i])
+		}
+	}
+	t.Fatalf("%s: %d output rows, want %d", what, len(got), len(want))
+}
+
+func memStore() statestore.Store { return statestore.NewMemory() }
+
+// TestCheckpointRestoreExact is the exactness property: a run checkpointed
+// and restored (onto a copy of the store taken at the checkpoint) at random
+// points emits exactly what an uninterrupted run emits, values bit for
+// bit — over every frame kind (RANGE, ROWS, UNBOUNDED PRECEDING, EXCLUDE
+// CURRENT ROW, frames ending before the current row), out-of-order
+// arrivals, allowed lateness, batch and streaming output order, keys on
+// the integer, string and composite paths, and with a memory budget that
+// evicts keys all the time.
+func TestCheckpointRestoreExact(t *testing.T) {
+	const bound = 2000
+	type variant struct {
+		name     string
+		keys     []string
+		lateness int64
+		batch    bool
+		budget   int64
+	}
+	variants := []variant{
+		{name: "int-key", keys: []string{"user_id"}},
+		{name: "string-key-batch", keys: []string{"merchant"}, batch: true},
+		{name: "composite-key", keys: []string{"user_id", "merchant"}},
+		{name: "lateness", keys: []string{"user_id"}, lateness: 3000},
+		{name: "budget", keys: []string{"user_id", "merchant"}, budget: 1},
+		{name: "budget-lateness", keys: []string{"merchant"}, lateness: 3000, budget: 20_000},
+	}
+	for _, seed := range testutil.Seeds(2) {
+		for _, v := range variants {
+			t.Run(fmt.Sprintf("seed=%d/%s", seed, v.name), func(t *testing.T) {
+				t.Parallel()
+				rng := testutil.Rand(seed)
+				events := testutil.MLEvents(rng, testutil.DefaultEvents(testutil.Scale(400)))
+				frames := testutil.Frames
+				var tab *testutil.Table
+				if v.lateness > 0 {
+					frames = boundedFrames()
+					tab = lateArrival(rng, events, bound)
+				} else {
+					tab = arrival(rng, events, v.keys, bound)
+				}
+				cfg := ckptConfig(t, v.keys, frames, ckptAggs, v.lateness, v.batch)
+				steps := ckptSteps(rng, tab, bound, 0.15)
+				a := &ckptRun{t: t, cfg: cfg}
+				want := a.run(tab, steps)
+				b := &ckptRun{t: t, cfg: cfg, store: memStore, budget: v.budget}
+				got := b.run(tab, steps)
+				if b.restores == 0 {
+					t.Fatal("no checkpoint was taken")
+				}
+				diffOutputs(t, "restored run vs uninterrupted", got, want)
+				if a.stats.RowsIn != b.stats.RowsIn || a.stats.RowsOut != b.stats.RowsOut ||
+					a.stats.LateDropped != b.stats.LateDropped || a.stats.LateApplied != b.stats.LateApplied {
+					t.Errorf("stats differ: restored %+v, uninterrupted %+v", b.stats, a.stats)
+				}
+				if v.budget > 0 && b.stats.Evicted == 0 {
+					t.Errorf("budget %d evicted nothing: %+v", v.budget, b.stats)
+				}
+			})
+		}
+	}
+}
+
+// TestCheckpointRestoreBadger is TestCheckpointRestoreExact on Badger
+// stores, through statestore.Sub views, with a budget.
+func TestCheckpointRestoreBadger(t *testing.T) {
+	const bound = 2000
+	seed := testutil.Seeds(1)[0]
+	rng := testutil.Rand(seed)
+	events := testutil.MLEvents(rng, testutil.DefaultEvents(testutil.Scale(300)))
+	keys := []string{"user_id", "merchant"}
+	tab := arrival(rng, events, keys, bound)
+	cfg := ckptConfig(t, keys, testutil.Frames, ckptAggs, 0, false)
+	steps := ckptSteps(rng, tab, bound, 0.1)
+	want := (&ckptRun{t: t, cfg: cfg}).run(tab, steps)
+	newStore := func() statestore.Store {
+		db, err := statestore.OpenBadger(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() }) // before TempDir's removal
+		return statestore.Sub(db, "op/0/3/")
+	}
+	b := &ckptRun{t: t, cfg: cfg, store: newStore, budget: 4000}
+	got := b.run(tab, steps)
+	diffOutputs(t, "restored run on badger vs uninterrupted", got, want)
+	if b.stats.Evicted == 0 || b.stats.Loaded == 0 {
+		t.Errorf("no eviction: %+v", b.stats)
+	}
+}
+
+// TestRestoreRefusesOtherOperator checks the configuration fingerprint:
+// meta of an operator with other aggregates, frames or keys is refused.
+func TestRestoreRefusesOtherOperator(t *testing.T) {
+	keys := []string{"user_id"}
+	frames := testutil.Frames[:2]
+	base := ckptConfig(t, keys, frames, ckptAggs[:3], 0, false)
+	st := statestore.NewMemory()
+	base.Store = st
+	op, err := window.New(base, mlSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, err := op.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	others := map[string]window.Config{
+		"aggregates": ckptConfig(t, keys, frames, ckptAggs[1:4], 0, false),
+		"frames":     ckptConfig(t, keys, testutil.Frames[1:3], ckptAggs[:3], 0, false),
+		"keys":       ckptConfig(t, []string{"merchant"}, frames, ckptAggs[:3], 0, false),
+	}
+	for name, cfg := range others {
+		cfg.Store = statestore.NewMemory()
+		o, err := window.New(cfg, mlSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = o.Restore(meta)
+		if !errors.Is(err, window.ErrIncompatibleCheckpoint) {
+			t.Errorf("other %s: Restore = %v, want ErrIncompatibleCheckpoint", name, err)
+		}
+	}
+	same := base
+	same.Store = statestore.NewMemory()
+	same.AllowedLateness = 500 // lateness may change
+	o, err := window.New(same, mlSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Restore(meta); err != nil {
+		t.Errorf("same operator: %v", err)
+	}
+	if err := o.Restore(meta); err == nil {
+		t.Error("a second Restore was accepted")
+	}
+	o2, _ := window.New(same, mlSchema)
+	if err := o2.Restore([]byte("garbage")); err == nil || !strings.Contains(err.Error(), "incompatible") {
+		t.Errorf("garbage meta: %v", err)
+	}
+	o3, _ := window.New(same, mlSchema)
+	if err := o3.Restore(meta[:len(meta)-3]); err == nil {
+		t.Error("truncated meta accepted")
+	}
+}
+
+var _ = arrow.PrimitiveTypes.Int64
