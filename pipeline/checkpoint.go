@@ -134,11 +134,20 @@ type checkpointRun struct {
 	// complete (or failed): the reader injects no other meanwhile.
 	busy atomic.Bool
 
-	mu      sync.Mutex
-	parts   map[string][]byte
-	started time.Time
+	// inflight holds the parts of the checkpoints in progress by epoch
+	// (two at most: the final one may start before the previous is
+	// complete).
+	mu       sync.Mutex
+	inflight map[uint64]*inflight
 	// done receives the result of each upload; the merger reads it.
 	done chan uploadResult
+	// uploading is set while an upload runs (merger goroutine only).
+	uploading bool
+}
+
+type inflight struct {
+	parts   map[string][]byte
+	started time.Time
 }
 
 type uploadResult struct {
@@ -318,16 +327,18 @@ func (cr *checkpointRun) inject(st readerState, final bool) (uint64, error) {
 	defer cr.mu.Unlock()
 	cr.busy.Store(true)
 	cr.epoch++
-	cr.parts = map[string][]byte{partReader: b}
-	cr.started = time.Now()
+	if cr.inflight == nil {
+		cr.inflight = map[uint64]*inflight{}
+	}
+	cr.inflight[cr.epoch] = &inflight{parts: map[string][]byte{partReader: b}, started: time.Now()}
 	return cr.epoch, nil
 }
 
-// addPart records a part of the checkpoint in progress.
-func (cr *checkpointRun) addPart(name string, b []byte) {
+// addPart records a part of checkpoint epoch.
+func (cr *checkpointRun) addPart(epoch uint64, name string, b []byte) {
 	cr.mu.Lock()
 	defer cr.mu.Unlock()
-	cr.parts[name] = b
+	cr.inflight[epoch].parts[name] = b
 }
 
 // mayWrite returns the MayWrite function of a window task: false between
@@ -477,22 +488,23 @@ func (r *runner) completeCheckpoint(ctx context.Context, epoch uint64, m *merger
 	if err != nil {
 		return fmt.Errorf("volga: checkpoint %d: merger: %w", epoch, err)
 	}
-	cr.addPart(partMerger, mb)
+	cr.addPart(epoch, partMerger, mb)
 	if c, ok := r.out.(sink.Committer); ok {
 		sb, err := c.PrepareCommit(ctx, epoch)
 		if err != nil {
 			return &operatorError{op: "sink", err: fmt.Errorf("volga: checkpoint %d: sink: %w", epoch, err)}
 		}
-		cr.addPart(partSink, sb)
+		cr.addPart(epoch, partSink, sb)
 	}
 	stallStart := time.Now()
 	p, err := cr.ckp.Prepare(cr.db, epoch)
 	stall := time.Since(stallStart)
 	cr.prepared.Store(epoch)
 	cr.mu.Lock()
-	parts, started := cr.parts, cr.started
-	cr.parts = nil
+	fl := cr.inflight[epoch]
+	delete(cr.inflight, epoch)
 	cr.mu.Unlock()
+	parts, started := fl.parts, fl.started
 	var pos []byte
 	if rs := parts[partReader]; rs != nil {
 		var st readerState
@@ -517,6 +529,7 @@ func (r *runner) completeCheckpoint(ctx context.Context, epoch uint64, m *merger
 	if final {
 		return r.finishCheckpoint(ctx, upload())
 	}
+	cr.uploading = true
 	go func() { cr.done <- upload() }()
 	return nil
 }
@@ -526,6 +539,7 @@ func (r *runner) completeCheckpoint(ctx context.Context, epoch uint64, m *merger
 // commits its position.
 func (r *runner) finishCheckpoint(ctx context.Context, res uploadResult) error {
 	cr := r.ck
+	cr.uploading = false
 	defer cr.busy.Store(false)
 	if res.err != nil {
 		if res.final {

@@ -20,6 +20,7 @@ import (
 	"github.com/volga-go/volga/internal/arrowutil"
 	"github.com/volga-go/volga/sink"
 	"github.com/volga-go/volga/source"
+	"github.com/volga-go/volga/statestore"
 	"github.com/volga-go/volga/watermark"
 	"github.com/volga-go/volga/window"
 )
@@ -857,7 +858,7 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 		if err != nil {
 			return &operatorError{op: "window", stage: s, task: id, err: fmt.Errorf("volga: checkpoint %d: %w", m.barrier, err)}
 		}
-		r.ck.addPart(partOperator(s, id), meta)
+		r.ck.addPart(m.barrier, partOperator(s, id), meta)
 		frozen = m.barrier
 		fwd := msg{wm: watermark.None, barrier: m.barrier, final: m.final, from: id}
 		if next == nil {
@@ -1052,7 +1053,7 @@ func (r *runner) merge(ctx context.Context, in chan msg, late chan arrow.RecordB
 			if ngot < n {
 				return nil
 			}
-			if mm.final && r.ck.busy.Load() {
+			if mm.final && r.ck.uploading {
 				// The final checkpoint waits for the one in flight.
 				select {
 				case res := <-done:
