@@ -98,73 +98,71 @@ func TestCheckpointResumeExactlyOnce(t *testing.T) {
 		bucket string
 		mode   volga.Mode
 		par    int
+		budget int64 // WithMemoryBudget: evictions between checkpoints
 	}
 	var combos []combo
 	for _, mode := range []volga.Mode{volga.Batch, volga.Streaming} {
 		for _, par := range []int{1, 2} {
-			combos = append(combos, combo{"mem", mode, par})
+			combos = append(combos, combo{"mem", mode, par, 0})
 		}
 	}
-	combos = append(combos, combo{"file", volga.Streaming, 2}, combo{"s3", volga.Batch, 2}, combo{"s3", volga.Streaming, 1})
+	combos = append(combos, combo{"mem", volga.Streaming, 2, 16 << 10}, combo{"mem", volga.Batch, 1, 16 << 10},
+		combo{"file", volga.Streaming, 2, 0}, combo{"s3", volga.Batch, 2, 0}, combo{"s3", volga.Streaming, 1, 0})
 	for _, cb := range combos {
 		bname, mode, par := cb.bucket, cb.mode, cb.par
-		{
-			{
-				t.Run(fmt.Sprintf("%s/%s/par%d", bname, mode, par), func(t *testing.T) {
-					seed := testutil.Seeds(1)[0] + uint64(par)
-					rng := testutil.Rand(seed)
-					tab := testutil.Events(rng, testutil.DefaultEvents(testutil.Scale(3000)))
-					if mode == volga.Streaming {
-						tab = tab.Subset(testutil.Shuffle(rng, tab, "ts", nil, 1500))
-					}
-					batches := tab.Batches(rng, 25)
-					defer func() {
-						for _, b := range batches {
-							b.Release()
-						}
-					}()
-					opts := []volga.Option{volga.WithMode(mode), volga.WithParallelism(par), volga.WithMaxOutOfOrder(time.Second)}
-					dir := t.TempDir()
-					ref := filepath.Join(dir, "ref.csv")
-					if err := runToFile(context.Background(), t, ref, tab.Schema, batches, 0, nil, opts...); err != nil {
-						t.Fatal(err)
-					}
-					want, _ := os.ReadFile(ref)
-
-					bucket := buckets[bname](t)
-					defer bucket.Close()
-					var ckpts atomic.Int64
-					out := filepath.Join(dir, "out.csv")
-					ckOpts := append(opts, volga.WithCheckpointBucket(bucket, time.Millisecond),
-						volga.WithOnCheckpoint(func(volga.CheckpointInfo) { ckpts.Add(1) }),
-						volga.WithStateDir(filepath.Join(dir, "state")))
-					crashes := 0
-					for attempt := 0; ; attempt++ {
-						ctx, cancel := context.WithCancel(context.Background())
-						after := 0 // the last attempt runs to the end
-						if attempt < 6 {
-							after = 1 + rng.IntN(len(batches)/3)
-						}
-						err := runToFile(ctx, t, out, tab.Schema, batches, after, cancel, ckOpts...)
-						cancel()
-						if err == nil {
-							break
-						}
-						if !errors.Is(err, context.Canceled) {
-							t.Fatalf("attempt %d: %v", attempt, err)
-						}
-						crashes++
-					}
-					got, _ := os.ReadFile(out)
-					if !bytes.Equal(got, want) {
-						t.Fatalf("after %d interruptions the output differs from an uninterrupted run:\n%s", crashes, lineDiff(got, want))
-					}
-					if ckpts.Load() < 3 {
-						t.Fatalf("only %d checkpoints were taken", ckpts.Load())
-					}
-				})
+		t.Run(fmt.Sprintf("%s/%s/par%d/budget%d", bname, mode, par, cb.budget), func(t *testing.T) {
+			seed := testutil.Seeds(1)[0] + uint64(par)
+			rng := testutil.Rand(seed)
+			tab := testutil.Events(rng, testutil.DefaultEvents(testutil.Scale(3000)))
+			if mode == volga.Streaming {
+				tab = tab.Subset(testutil.Shuffle(rng, tab, "ts", nil, 1500))
 			}
-		}
+			batches := tab.Batches(rng, 25)
+			defer func() {
+				for _, b := range batches {
+					b.Release()
+				}
+			}()
+			opts := []volga.Option{volga.WithMode(mode), volga.WithParallelism(par), volga.WithMaxOutOfOrder(time.Second)}
+			dir := t.TempDir()
+			ref := filepath.Join(dir, "ref.csv")
+			if err := runToFile(context.Background(), t, ref, tab.Schema, batches, 0, nil, opts...); err != nil {
+				t.Fatal(err)
+			}
+			want, _ := os.ReadFile(ref)
+
+			bucket := buckets[bname](t)
+			defer bucket.Close()
+			var ckpts atomic.Int64
+			out := filepath.Join(dir, "out.csv")
+			ckOpts := append(opts, volga.WithCheckpointBucket(bucket, time.Millisecond), volga.WithMemoryBudget(cb.budget),
+				volga.WithOnCheckpoint(func(volga.CheckpointInfo) { ckpts.Add(1) }),
+				volga.WithStateDir(filepath.Join(dir, "state")))
+			crashes := 0
+			for attempt := 0; ; attempt++ {
+				ctx, cancel := context.WithCancel(context.Background())
+				after := 0 // the last attempt runs to the end
+				if attempt < 6 {
+					after = 1 + rng.IntN(len(batches)/3)
+				}
+				err := runToFile(ctx, t, out, tab.Schema, batches, after, cancel, ckOpts...)
+				cancel()
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("attempt %d: %v", attempt, err)
+				}
+				crashes++
+			}
+			got, _ := os.ReadFile(out)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("after %d interruptions the output differs from an uninterrupted run:\n%s", crashes, lineDiff(got, want))
+			}
+			if ckpts.Load() < 3 {
+				t.Fatalf("only %d checkpoints were taken", ckpts.Load())
+			}
+		})
 	}
 }
 
