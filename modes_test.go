@@ -606,7 +606,7 @@ func (f *modesFixture) lookupQuery() {
 
 	// Candidate rows: Lookup with the row (in process and over HTTP) equals
 	// a batch run with the row appended.
-	f.candidates(windows, query, names, runs)
+	f.candidates(windows, query, names, runs, lookups[0])
 }
 
 // agreeRef compares with the brute-force reference (whose Exact and
@@ -649,13 +649,14 @@ func (f *modesFixture) excludePairs(windows []testutil.ModesWindow, names []stri
 	}
 }
 
-func (f *modesFixture) candidates(windows []testutil.ModesWindow, query string, names []string, runs []modesRun) {
+func (f *modesFixture) candidates(windows []testutil.ModesWindow, query string, names []string, runs []modesRun, lookups [][]any) {
 	t := f.t
 	srv := httptest.NewServer(runs[0].p.Handler())
 	defer srv.Close()
-	n := testutil.Scale(9)
+	n := testutil.Scale(12)
 	for c := 0; c < n; c++ {
-		p := f.points[f.rng.IntN(len(f.points))]
+		pi := f.rng.IntN(len(f.points))
+		p := f.points[pi]
 		maybe := func(v any) any {
 			if f.rng.IntN(6) == 0 {
 				return nil
@@ -667,11 +668,17 @@ func (f *modesFixture) candidates(windows []testutil.ModesWindow, query string, 
 			maybe(int64(f.rng.IntN(240) - 39)), maybe(float64(f.rng.IntN(100_001)-20_000) / 100),
 			maybe([]string{"food", "fuel", "zzz"}[f.rng.IntN(3)]), maybe(f.rng.IntN(2) == 0),
 			maybe(int64(f.rng.IntN(testutil.MLTags))), maybe(float64(f.rng.IntN(13)-2) / 2)}
+		if c%3 == 2 {
+			cand[4] = int64(-40 - f.rng.IntN(20)) // fails WHERE amount > -40
+		}
 		row := map[string]any{}
 		for j, col := range cols {
 			row[col] = cand[j]
 		}
-		label := fmt.Sprintf("candidate %v at %s", cand, pointLabel(p))
+		// A third of the candidates fail the WHERE clause (amount <= -40):
+		// inserted, they would be filtered out and count nowhere.
+		pass := testutil.ModesKeep(cand)
+		label := fmt.Sprintf("candidate %v (passes WHERE: %v) at %s", cand, pass, pointLabel(p))
 		res, err := runs[0].p.Lookup(context.Background(), map[string]any{"user_id": p.User, "merchant": p.Merchant}, time.UnixMilli(p.T), row)
 		if err != nil {
 			t.Fatalf("seed %d: Lookup with %s: %v", f.seed, label, err)
@@ -693,13 +700,24 @@ func (f *modesFixture) candidates(windows []testutil.ModesWindow, query string, 
 		// By the reference, the candidate in its own frame.
 		var want []any
 		for _, w := range windows {
-			want = append(want, f.reference(w, p, false, cand)...)
+			if pass {
+				want = append(want, f.reference(w, p, false, cand)...)
+			} else {
+				want = append(want, f.reference(w, p, false, nil)...)
+			}
 		}
 		f.agreeRef("candidate lookup vs reference: "+label, names, res.Values, want)
 		// A batch run with the candidate appended.
 		ext := &testutil.Table{Schema: f.tab.Schema, Rows: append(f.tab.Rows[:len(f.tab.Rows):len(f.tab.Rows)], cand)}
 		r := runModes(t, query, ext, f.rng, "batch+candidate")
 		out, ok := r.byID[cand[0].(int64)]
+		if !pass {
+			if ok {
+				t.Fatalf("batch run with the candidate appended: an output row for a row failing WHERE (%s)", label)
+			}
+			f.agree("candidate failing WHERE vs the lookup without it: "+label, names, res.Values, lookups[pi])
+			continue
+		}
 		if !ok {
 			t.Fatalf("batch run with the candidate appended: no output row for it (%s)", label)
 		}

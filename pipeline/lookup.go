@@ -160,8 +160,9 @@ func (c *Compiled) LookupKeys() []string {
 // row at (key, at) would have, without that row (SPEC section 6). key
 // maps every key column (see KeyColumns) to its value. row, when not nil,
 // is a candidate row (source column -> value) counted in its own frame as
-// if it had been ingested, without being stored. A key with no rows gets
-// the empty-frame values.
+// if it had been ingested, without being stored; a candidate that does not
+// pass the query's WHERE clause would have been filtered out, so it counts
+// nowhere. A key with no rows gets the empty-frame values.
 func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row map[string]any) (_ LookupResult, err error) {
 	l.mu.RLock()
 	obs := l.obs
@@ -187,7 +188,9 @@ func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row
 		if cand, err = c.candidate(row); err != nil {
 			return LookupResult{}, err
 		}
-		defer cand.Release()
+		if cand != nil {
+			defer cand.Release()
+		}
 	}
 	t := at.UnixMilli()
 	res := LookupResult{Watermark: window.End, Names: l.names}
@@ -277,7 +280,10 @@ func routeHash(types []arrow.DataType, enc []byte) uint64 {
 }
 
 // candidate turns a candidate row into a one-row batch of the prep layout
-// (source columns, event time, sequence, computed columns).
+// (source columns, event time, sequence, computed columns). It returns nil
+// when the row does not pass the query's WHERE clause: inserted, such a
+// row is filtered out and counts in no frame, its own included, so the
+// lookup is the one without it.
 func (c *Compiled) candidate(row map[string]any) (arrow.RecordBatch, error) {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, c.Source)
 	defer b.Release()
@@ -289,6 +295,18 @@ func (c *Compiled) candidate(row map[string]any) (arrow.RecordBatch, error) {
 	}
 	src := b.NewRecordBatch()
 	defer src.Release()
+	if c.where != nil {
+		mask, err := c.where.Eval(src)
+		if err != nil {
+			return nil, fmt.Errorf("volga: candidate row: evaluating WHERE: %w", err)
+		}
+		m, ok := mask.(*array.Boolean)
+		pass := ok && m.IsValid(0) && m.Value(0)
+		mask.Release()
+		if !pass {
+			return nil, nil
+		}
+	}
 	cols := append([]arrow.Array{}, src.Columns()...)
 	zero := array.NewInt64Builder(memory.DefaultAllocator)
 	zero.Append(0)
