@@ -1103,3 +1103,18 @@ func (f *modesFixture) unboundedQuery() {
 		}
 	}
 }
+
+// TestBackfillSpineWithoutTime: a spine row whose time is NULL is an
+// error naming the row, not a row silently missing from the training data
+// (which would shift every later label against its features).
+func TestBackfillSpineWithoutTime(t *testing.T) {
+	tab := testutil.ModesData(1, 50)
+	spine := testutil.ModesSpine([]testutil.ModesPoint{{User: int64(1), Merchant: "m0", T: 1_700_000_100_000}, {User: int64(2), Merchant: "m1"}})
+	spine.Rows[1][3] = nil
+	err := volga.Backfill(context.Background(), testutil.ModesSQL(modesTable, testutil.ModesLookupWindows[:1]),
+		testutil.NewSource(spine.Schema, spine.Record(nil, 0, 2)), sink.NewCollector(),
+		volga.WithSource(modesTable, testutil.NewSource(tab.Schema, tab.Record(nil, 0, len(tab.Rows)))))
+	if err == nil || !strings.Contains(err.Error(), "spine row 2") {
+		t.Fatalf("backfill of a spine row without a time: %v, want an error naming spine row 2", err)
+	}
+}
