@@ -471,6 +471,7 @@ func (p *Parquet) recover(epoch uint64, state []byte) error {
 	if st.Epoch != epoch {
 		return fmt.Errorf("sink: recover %s: state of epoch %d given for epoch %d", p.path, st.Epoch, epoch)
 	}
+	p.run = st.Run // the run goes on: a file written now (cutTarget) is its
 	t, err := p.readTarget(st.Run)
 	if err != nil {
 		return err
@@ -533,7 +534,7 @@ func (p *Parquet) recover(epoch uint64, state []byte) error {
 	if err := p.clean(func(name string) bool { return keep[name] }); err != nil {
 		return err
 	}
-	p.base, p.run = t, st.Run
+	p.base = t
 	p.last, p.hasLast, p.through = epoch, true, epoch
 	return nil
 }
