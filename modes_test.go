@@ -1118,3 +1118,56 @@ func TestBackfillSpineWithoutTime(t *testing.T) {
 		t.Fatalf("backfill of a spine row without a time: %v, want an error naming spine row 2", err)
 	}
 }
+
+// TestLookupCandidateKey: a candidate row belongs to the lookup's key.
+// One that leaves the key columns out takes the key's values; one whose
+// key columns hold other values would, inserted, be in another key's
+// frames, so Lookup refuses it (ErrCandidateKey) and HTTP answers 400.
+func TestLookupCandidateKey(t *testing.T) {
+	tab := testutil.ModesData(2, 120)
+	p, err := volga.SQL(testutil.ModesSQL(modesTable, testutil.ModesLookupWindows),
+		volga.WithSource(modesTable, testutil.NewSource(tab.Schema, tab.Record(nil, 0, len(tab.Rows)))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	at := time.UnixMilli(tab.Rows[len(tab.Rows)-1][tab.Col("ts")].(int64) + 1000)
+	key := map[string]any{"user_id": int64(1), "merchant": "m0"}
+	full := map[string]any{"user_id": int64(1), "merchant": "m0", "amount": int64(10), "price": 2.5}
+	want, err := p.Lookup(context.Background(), key, at, full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.Lookup(context.Background(), key, at, map[string]any{"amount": int64(10), "price": 2.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want.Values {
+		if !same(got.Values[i], want.Values[i]) {
+			t.Errorf("candidate without key columns: %s = %s, with them %s", want.Names[i], show(got.Values[i]), show(want.Values[i]))
+		}
+	}
+	for _, other := range []map[string]any{
+		{"user_id": int64(2), "amount": int64(10)},
+		{"merchant": "m1", "amount": int64(10)},
+		{"user_id": nil, "merchant": "m0"},
+	} {
+		if _, err := p.Lookup(context.Background(), key, at, other); !errors.Is(err, pipeline.ErrCandidateKey) {
+			t.Errorf("Lookup of %v with the candidate %v: %v, want ErrCandidateKey", key, other, err)
+		}
+	}
+	srv := httptest.NewServer(p.Handler())
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+"/v1/features", "application/json",
+		strings.NewReader(fmt.Sprintf(`{"key":{"user_id":1,"merchant":"m0"},"at":%d,"row":{"user_id":2,"amount":10}}`, at.UnixMilli())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "key differs") {
+		t.Errorf("HTTP candidate of another key: %d %s, want 400 naming the key", resp.StatusCode, b)
+	}
+}
