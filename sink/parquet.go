@@ -620,8 +620,8 @@ func (p *Parquet) writeFinal(t *pqTarget, srcs []string, limit []int64) error {
 		f.Close()
 		return err // the next start or Recover removes tmp
 	}
-	if err := os.Rename(tmp, p.path); err != nil {
-		return fmt.Errorf("sink: %w", err)
+	if err := p.renameOver(tmp); err != nil {
+		return err
 	}
 	if err := p.step("rename final"); err != nil {
 		return err
@@ -859,8 +859,8 @@ func (p *Parquet) closePlain() error {
 	if err := p.closeWriter(); err != nil {
 		return err
 	}
-	if err := os.Rename(p.staged(currentName+parquetExt), p.path); err != nil {
-		return fmt.Errorf("sink: %w", err)
+	if err := p.renameOver(p.staged(currentName + parquetExt)); err != nil {
+		return err
 	}
 	if err := p.step("rename current"); err != nil {
 		return err

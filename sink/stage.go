@@ -72,6 +72,9 @@ func syncDir(dir string) error {
 // named pipe) or is a dangling link: such a target is written directly,
 // as a stream, and cannot take part in checkpoints.
 func resolveTarget(path string) (target string, transactional bool) {
+	if strings.HasPrefix(path, "/dev/") || strings.HasPrefix(path, "/proc/") {
+		return path, false // /dev/stdout may point to a file a shell holds open
+	}
 	if p, err := filepath.EvalSymlinks(path); err == nil {
 		fi, err := os.Stat(p)
 		if err == nil && fi.Mode().IsRegular() {
@@ -167,4 +170,18 @@ func (s *stager) rmdir() error {
 		return nil // prepared epochs wait for Commit or Recover
 	}
 	return fmt.Errorf("%s%w", errPrefix, err)
+}
+
+// renameOver renames the file from over the target, giving it the
+// permissions the target has (as truncating the target would keep them).
+func (s *stager) renameOver(from string) error {
+	if fi, err := os.Stat(s.path); err == nil {
+		if err := os.Chmod(from, fi.Mode().Perm()); err != nil {
+			return fmt.Errorf("%s%w", errPrefix, err)
+		}
+	}
+	if err := os.Rename(from, s.path); err != nil {
+		return fmt.Errorf("%s%w", errPrefix, err)
+	}
+	return nil
 }

@@ -363,7 +363,7 @@ func (f *textFile) close(w *bufio.Writer, failed error) error {
 		case f.cur != nil:
 			err = f.closeCurrent()
 			if err == nil {
-				err = os.Rename(f.staged(currentName), f.path)
+				err = f.renameOver(f.staged(currentName))
 			}
 			if err == nil {
 				err = f.step("rename current")
