@@ -34,9 +34,11 @@ import (
 //     at parallelism 1 and 2, equals the batch output row for row (matched
 //     by id), bit for bit (SPEC section 6: same accumulators, same rows);
 //   - Pipeline.Lookup(key, t) on each finished pipeline (batch with a
-//     lookup retention, streaming at parallelism 1 and 2) gives the same
-//     values everywhere, equal to the reference for the frame a row at
-//     (key, t) would have without that row;
+//     lookup retention, streaming at parallelism 1 and 2, the last from
+//     four goroutines at once) gives the same values everywhere, equal to
+//     the reference for the frame a row at (key, t) would have without
+//     that row; lookups made while the parallelism-2 stream runs, at times
+//     up to the watermark they report, already give the final values;
 //   - the HTTP answer of Pipeline.Handler, through a real loopback
 //     listener, single and array requests, decodes to exactly the Lookup
 //     values (same numbers, same map order, watermark "+inf");
@@ -55,7 +57,11 @@ import (
 //     the frame;
 //   - Lookup with a candidate row (in process and over HTTP) equals the
 //     output row of that row in a batch run with the row appended to the
-//     input.
+//     input; a candidate that fails the WHERE clause (no such output row)
+//     equals the lookup without it.
+//
+// Every comparison between modes is bit for bit, except ew_avg (see
+// nearOnly); comparisons with the reference use its tolerances.
 //
 // The query has a WHERE clause, an integer key (user_id) and a string key
 // (merchant), both with NULLs, event-time ties, NULL values, standard and
