@@ -3,6 +3,7 @@ package sink
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -46,6 +47,8 @@ func (p *Parquet) abandon() {
 }
 
 var errCrash = errors.New("simulated crash")
+
+var crashAll = flag.Bool("sink.crashall", false, "crash tests: restart from every checkpoint and crash every restart at every step, after every crash point")
 
 // crasher counts steps (file-system steps inside the sink, calls outside)
 // and fails the step number at (never when at is 0).
@@ -374,9 +377,12 @@ func testCrashes(t *testing.T, k txKind, p txPlan) {
 	// Restart from every checkpoint (not only the latest) after every
 	// olderEvery-th crash point; crash the restart too after every
 	// nestEvery-th one, and after the last tail ones (in Close).
-	olderEvery, nestEvery, tail := 3, 8, 4
-	if testing.Short() {
-		olderEvery, nestEvery, tail = 8, 24, 2
+	olderEvery, nestEvery, tail := 4, 16, 3
+	switch {
+	case *crashAll:
+		olderEvery, nestEvery, tail = 1, 1, 1<<30
+	case testing.Short():
+		olderEvery, nestEvery, tail = 12, 48, 2
 	}
 	noSync(t)
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
