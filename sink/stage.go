@@ -98,6 +98,9 @@ type stager struct {
 	// an error from it is returned at once, leaving the files as a crash
 	// at that point would.
 	hook func(step string) error
+	// parentDirty: the directory of the target has an entry the sink
+	// relies on that is not yet synced (a target it created).
+	parentDirty bool
 }
 
 func (s *stager) step(name string) error {
@@ -116,6 +119,7 @@ func (s *stager) mkdir() error {
 		if err := syncDir(filepath.Dir(s.dir)); err != nil {
 			return fmt.Errorf("%s%w", errPrefix, err)
 		}
+		s.parentDirty = false
 		return s.step("mkdir staging")
 	}
 	if errors.Is(err, fs.ErrExist) {
