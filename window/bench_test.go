@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/volga-go/volga/agg"
+	"github.com/volga-go/volga/statestore"
 )
 
 func benchRecords(keys, n, rows int) []arrow.RecordBatch {
@@ -74,6 +75,47 @@ func BenchmarkOperatorStreaming(b *testing.B) {
 				o.Release()
 			}
 		}
+		op.Close()
+	}
+}
+
+// BenchmarkCheckpointBadger: Checkpoint of 100k dirty keys to a view of a
+// Badger store (one write batch, not a transaction per key).
+func BenchmarkCheckpointBadger(b *testing.B) {
+	db, err := statestore.OpenBadger(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	sum, _ := agg.Bind("sum", []agg.Arg{{Type: arrow.PrimitiveTypes.Float64, Col: 0}})
+	cfg := Config{TsCol: 0, SeqCol: 1, KeyCols: []int{2}, ArgCols: []int{3, 4},
+		Windows: []Spec{{Frame: Frame{Preceding: 10_000}, Aggs: []agg.Func{sum}}},
+		Store:   statestore.Sub(db, "op/0/0/")}
+	recs := benchRecords(100_000, 100, 2000)
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		op, err := New(cfg, tileSchema)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range recs {
+			if _, _, err := op.Push(r); err != nil {
+				b.Fatal(err)
+			}
+		}
+		outs, err := op.Advance(context.Background(), End)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, o := range outs {
+			o.Release()
+		}
+		b.StartTimer()
+		if _, err := op.Checkpoint(); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(op.Stats().CheckpointKeys), "keys/op")
 		op.Close()
 	}
 }
