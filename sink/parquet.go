@@ -77,7 +77,10 @@ const (
 // the staged epochs up to the restored one and deletes later ones; if the
 // final file was already written it is kept, or cut back to the restored
 // epoch, and Close adds the replayed epochs to it. A restart after a
-// completed run therefore leaves the finished file as it is.
+// completed run therefore leaves the finished file as it is. Close reads
+// the staged epochs back, so under checkpoints the output is written
+// twice, and the staging directory holds the whole output until the end
+// of the input.
 type Parquet struct {
 	stager
 	schema *arrow.Schema // given, or that of the first batch
