@@ -34,9 +34,11 @@ import (
 //     at parallelism 1 and 2, equals the batch output row for row (matched
 //     by id), bit for bit (SPEC section 6: same accumulators, same rows);
 //   - Pipeline.Lookup(key, t) on each finished pipeline (batch with a
-//     lookup retention, streaming at parallelism 1 and 2) gives the same
-//     values everywhere, equal to the reference for the frame a row at
-//     (key, t) would have without that row;
+//     lookup retention, streaming at parallelism 1 and 2, the last from
+//     four goroutines at once) gives the same values everywhere, equal to
+//     the reference for the frame a row at (key, t) would have without
+//     that row; lookups made while the parallelism-2 stream runs, at times
+//     up to the watermark they report, already give the final values;
 //   - the HTTP answer of Pipeline.Handler, through a real loopback
 //     listener, single and array requests, decodes to exactly the Lookup
 //     values (same numbers, same map order, watermark "+inf");
@@ -55,7 +57,11 @@ import (
 //     the frame;
 //   - Lookup with a candidate row (in process and over HTTP) equals the
 //     output row of that row in a batch run with the row appended to the
-//     input.
+//     input; a candidate that fails the WHERE clause (no such output row)
+//     equals the lookup without it.
+//
+// Every comparison between modes is bit for bit, except ew_avg (see
+// modesNearOnly); comparisons with the reference use its tolerances.
 //
 // The query has a WHERE clause, an integer key (user_id) and a string key
 // (merchant), both with NULLs, event-time ties, NULL values, standard and
@@ -219,7 +225,7 @@ func (f *modesFixture) batchVsReference(what string, windows []testutil.ModesWin
 		i := f.rng.IntN(len(f.acc.Rows))
 		row := f.acc.Rows[i]
 		for k, w := range windows {
-			lo, hi := featureRange(windows, k)
+			lo, hi := modesFeatureRange(windows, k)
 			want := testutil.EvalAt(f.acc, testutil.Window{Keys: w.Keys, Time: "ts", Frame: w.Frame}, w.Aggs, f.rowsOfKey(w.Keys, row), i)
 			if !f.agreeRef(fmt.Sprintf("%s vs reference: id %v window %s", what, row[0], w.Name), names[lo:hi], r.byID[row[0].(int64)][nProj+lo:nProj+hi], want) {
 				f.t.FailNow()
@@ -245,26 +251,26 @@ func (f *modesFixture) lastAt(w testutil.ModesWindow, p testutil.ModesPoint, str
 	return best
 }
 
-// same reports whether two values of one feature are identical: floats
+// modesSame reports whether two values of one feature are identical: floats
 // bit for bit (NaN equals NaN), lists, maps and structs element by element.
-func same(a, b any) bool {
+func modesSame(a, b any) bool {
 	switch x := a.(type) {
 	case float64:
 		y, ok := b.(float64)
 		return ok && (math.Float64bits(x) == math.Float64bits(y) || math.IsNaN(x) && math.IsNaN(y))
 	case []any:
 		y, ok := b.([]any)
-		return ok && slices.EqualFunc(x, y, same)
+		return ok && slices.EqualFunc(x, y, modesSame)
 	case []sink.MapEntry:
 		y, ok := b.([]sink.MapEntry)
-		return ok && slices.EqualFunc(x, y, func(p, q sink.MapEntry) bool { return same(p.Key, q.Key) && same(p.Value, q.Value) })
+		return ok && slices.EqualFunc(x, y, func(p, q sink.MapEntry) bool { return modesSame(p.Key, q.Key) && modesSame(p.Value, q.Value) })
 	case map[string]any:
 		y, ok := b.(map[string]any)
 		if !ok || len(x) != len(y) {
 			return false
 		}
 		for k, v := range x {
-			if w, ok := y[k]; !ok || !same(v, w) {
+			if w, ok := y[k]; !ok || !modesSame(v, w) {
 				return false
 			}
 		}
@@ -286,28 +292,28 @@ func (f *modesFixture) agree(what string, names []string, got, want []any) bool 
 	}
 	ok := true
 	for i := range want {
-		if same(got[i], want[i]) {
+		if modesSame(got[i], want[i]) {
 			continue
 		}
-		if nearOnly(names[i]) && testutil.Equal(got[i], want[i]) {
+		if modesNearOnly(names[i]) && testutil.Equal(got[i], want[i]) {
 			f.mism[names[i]]++
 			continue
 		}
-		f.t.Errorf("seed %d: %s: %s = %s, want %s (VOLGA_SEED=%d)", f.seed, what, names[i], show(got[i]), show(want[i]), f.seed)
+		f.t.Errorf("seed %d: %s: %s = %s, want %s (VOLGA_SEED=%d)", f.seed, what, names[i], modesShow(got[i]), modesShow(want[i]), f.seed)
 		ok = false
 	}
 	return ok
 }
 
-// nearOnly reports whether a feature may differ between modes in the last
+// modesNearOnly reports whether a feature may differ between modes in the last
 // bits: ew_avg, whose sliding form (a stack window merging partial states
 // with math.Pow(1-alpha, n)) rounds differently from adding the frame's
 // values one by one, as Lookup does. Every other aggregate here agrees bit
 // for bit across batch, streaming, lookup (tiles included), HTTP and
 // backfill.
-func nearOnly(name string) bool { return strings.Contains(name, "_ew_avg_") }
+func modesNearOnly(name string) bool { return strings.Contains(name, "_ew_avg_") }
 
-func show(v any) string {
+func modesShow(v any) string {
 	if v == nil {
 		return "NULL"
 	}
@@ -320,11 +326,11 @@ func show(v any) string {
 	return fmt.Sprintf("%v", v)
 }
 
-func pointLabel(p testutil.ModesPoint) string {
-	return fmt.Sprintf("user_id=%s merchant=%s t=%d", show(p.User), show(p.Merchant), p.T)
+func modesPointLabel(p testutil.ModesPoint) string {
+	return fmt.Sprintf("user_id=%s merchant=%s t=%d", modesShow(p.User), modesShow(p.Merchant), p.T)
 }
 
-func featureNames(windows []testutil.ModesWindow) (names []string, win []int) {
+func modesFeatureNames(windows []testutil.ModesWindow) (names []string, win []int) {
 	for k, w := range windows {
 		for _, a := range w.Aggs {
 			names = append(names, w.FeatureName(a))
@@ -334,8 +340,8 @@ func featureNames(windows []testutil.ModesWindow) (names []string, win []int) {
 	return names, win
 }
 
-// featureRange returns the positions of window k's features.
-func featureRange(windows []testutil.ModesWindow, k int) (lo, hi int) {
+// modesFeatureRange returns the positions of window k's features.
+func modesFeatureRange(windows []testutil.ModesWindow, k int) (lo, hi int) {
 	for i, w := range windows {
 		if i == k {
 			return lo, lo + len(w.Aggs)
@@ -345,9 +351,9 @@ func featureRange(windows []testutil.ModesWindow, k int) (lo, hi int) {
 	panic("no window")
 }
 
-// backfillParallelism is 1 and 2, or only underRace under the race
+// modesBackfillParallelism is 1 and 2, or only underRace under the race
 // detector (where a run at parallelism 2 costs several times more).
-func backfillParallelism(underRace int) []int {
+func modesBackfillParallelism(underRace int) []int {
 	if testutil.Race {
 		return []int{underRace}
 	}
@@ -400,7 +406,7 @@ func (f *modesFixture) lookupQuery() {
 	t := f.t
 	windows := testutil.ModesLookupWindows
 	query := testutil.ModesSQL(modesTable, windows)
-	names, _ := featureNames(windows)
+	names, _ := modesFeatureNames(windows)
 	const nProj = 5 // id, user_id, merchant, ts, amount
 	bound := time.Duration(testutil.ModesMaxOutOfOrder) * time.Millisecond
 
@@ -436,7 +442,7 @@ func (f *modesFixture) lookupQuery() {
 				return
 			}
 			if err != nil {
-				t.Errorf("seed %d: Lookup(%s) while streaming, before read %d: %v", f.seed, pointLabel(pt), n, err)
+				t.Errorf("seed %d: Lookup(%s) while streaming, before read %d: %v", f.seed, modesPointLabel(pt), n, err)
 				return
 			}
 			live = append(live, liveLookup{point: i, wm: res.Watermark, values: res.Values})
@@ -496,7 +502,7 @@ func (f *modesFixture) lookupQuery() {
 					p := f.points[i]
 					res, err := r.p.Lookup(context.Background(), map[string]any{"user_id": p.User, "merchant": p.Merchant}, time.UnixMilli(p.T), nil)
 					if err != nil {
-						t.Errorf("seed %d: %s: Lookup(%s): %v", f.seed, r.name, pointLabel(p), err)
+						t.Errorf("seed %d: %s: Lookup(%s): %v", f.seed, r.name, modesPointLabel(p), err)
 						return
 					}
 					if res.Watermark != window.End {
@@ -524,11 +530,11 @@ func (f *modesFixture) lookupQuery() {
 		p := f.points[l.point]
 		key := fmt.Sprint(p.User, p.Merchant)
 		if w, ok := prevWM[key]; ok && l.wm < w {
-			t.Errorf("seed %d: a lookup of %s while streaming reported watermark %d after %d", f.seed, pointLabel(p), l.wm, w)
+			t.Errorf("seed %d: a lookup of %s while streaming reported watermark %d after %d", f.seed, modesPointLabel(p), l.wm, w)
 		}
 		prevWM[key] = l.wm
 		if p.T <= l.wm {
-			f.agree(fmt.Sprintf("lookup while streaming (watermark %d) vs after the run: %s", l.wm, pointLabel(p)), names, l.values, lookups[2][l.point])
+			f.agree(fmt.Sprintf("lookup while streaming (watermark %d) vs after the run: %s", l.wm, modesPointLabel(p)), names, l.values, lookups[2][l.point])
 			liveFinal++
 		}
 	}
@@ -536,17 +542,17 @@ func (f *modesFixture) lookupQuery() {
 		t.Errorf("seed %d: none of the %d lookups made while streaming was at or behind the watermark", f.seed, len(live))
 	}
 	refLoose, refStrict := f.references(windows, false), f.references(windows, true)
-	long, _ := featureRange(windows, slices.IndexFunc(windows, func(w testutil.ModesWindow) bool { return w.Name == "d1" }))
+	long, _ := modesFeatureRange(windows, slices.IndexFunc(windows, func(w testutil.ModesWindow) bool { return w.Name == "d1" }))
 	tiled := 0
 	for i, p := range f.points {
 		if n := refLoose[i][long].(int64); n > 256 {
 			tiled++
 		}
-		if !f.agreeRef("lookup vs reference: "+pointLabel(p), names, lookups[0][i], refLoose[i]) {
+		if !f.agreeRef("lookup vs reference: "+modesPointLabel(p), names, lookups[0][i], refLoose[i]) {
 			t.FailNow()
 		}
 		for k := range runs[1:] {
-			f.agree(fmt.Sprintf("lookup %s vs %s: %s", runs[k+1].name, runs[0].name, pointLabel(p)), names, lookups[k+1][i], lookups[0][i])
+			f.agree(fmt.Sprintf("lookup %s vs %s: %s", runs[k+1].name, runs[0].name, modesPointLabel(p)), names, lookups[k+1][i], lookups[0][i])
 		}
 	}
 	if tiled == 0 {
@@ -562,17 +568,17 @@ func (f *modesFixture) lookupQuery() {
 
 	// (e) Backfill: non-strict equals the lookups, strict equals the
 	// reference over ts < t.
-	for _, par := range backfillParallelism(2) {
+	for _, par := range modesBackfillParallelism(2) {
 		loose := f.backfill(query, false, par)
 		strict := f.backfill(query, true, par)
 		for i, p := range f.points {
-			f.agree(fmt.Sprintf("backfill p%d vs lookup: %s", par, pointLabel(p)), names, loose[i], lookups[0][i])
-			f.agreeRef(fmt.Sprintf("strict backfill p%d vs reference: %s", par, pointLabel(p)), names, strict[i], refStrict[i])
+			f.agree(fmt.Sprintf("backfill p%d vs lookup: %s", par, modesPointLabel(p)), names, loose[i], lookups[0][i])
+			f.agreeRef(fmt.Sprintf("strict backfill p%d vs reference: %s", par, modesPointLabel(p)), names, strict[i], refStrict[i])
 			// Frames that end before the current row see nothing at t.
 			for k, w := range windows {
 				if w.Frame.EndPreceding > 0 {
-					lo, hi := featureRange(windows, k)
-					f.agree(fmt.Sprintf("strict vs non-strict backfill p%d, window %s: %s", par, w.Name, pointLabel(p)), names[lo:hi], strict[i][lo:hi], loose[i][lo:hi])
+					lo, hi := modesFeatureRange(windows, k)
+					f.agree(fmt.Sprintf("strict vs non-strict backfill p%d, window %s: %s", par, w.Name, modesPointLabel(p)), names[lo:hi], strict[i][lo:hi], loose[i][lo:hi])
 				}
 			}
 		}
@@ -590,10 +596,10 @@ func (f *modesFixture) lookupQuery() {
 			if e < 0 || f.acc.Rows[e][f.acc.Col("ts")].(int64) != p.T {
 				continue
 			}
-			lo, hi := featureRange(windows, k)
+			lo, hi := modesFeatureRange(windows, k)
 			id := f.acc.Rows[e][0].(int64)
 			for _, r := range runs {
-				f.agree(fmt.Sprintf("lookup vs %s output row of id %d, window %s: %s", r.name, id, w.Name, pointLabel(p)), names[lo:hi], lookups[0][i][lo:hi], r.byID[id][nProj+lo:nProj+hi])
+				f.agree(fmt.Sprintf("lookup vs %s output row of id %d, window %s: %s", r.name, id, w.Name, modesPointLabel(p)), names[lo:hi], lookups[0][i][lo:hi], r.byID[id][nProj+lo:nProj+hi])
 			}
 			compared++
 		}
@@ -606,7 +612,7 @@ func (f *modesFixture) lookupQuery() {
 
 	// Candidate rows: Lookup with the row (in process and over HTTP) equals
 	// a batch run with the row appended.
-	f.candidates(windows, query, names, runs)
+	f.candidates(windows, query, names, runs, lookups[0])
 }
 
 // agreeRef compares with the brute-force reference (whose Exact and
@@ -616,7 +622,7 @@ func (f *modesFixture) agreeRef(what string, names []string, got, want []any) bo
 	ok := true
 	for i := range want {
 		if !testutil.Equal(got[i], want[i]) {
-			f.t.Errorf("seed %d: %s: %s = %s, want %v (VOLGA_SEED=%d)", f.seed, what, names[i], show(got[i]), want[i], f.seed)
+			f.t.Errorf("seed %d: %s: %s = %s, want %v (VOLGA_SEED=%d)", f.seed, what, names[i], modesShow(got[i]), want[i], f.seed)
 			ok = false
 		}
 	}
@@ -634,28 +640,29 @@ func (f *modesFixture) excludePairs(windows []testutil.ModesWindow, names []stri
 			if fr != wa.Frame || !slices.Equal(wa.Keys, wb.Keys) {
 				continue
 			}
-			loA, _ := featureRange(windows, a)
-			loB, _ := featureRange(windows, b)
+			loA, _ := modesFeatureRange(windows, a)
+			loB, _ := modesFeatureRange(windows, b)
 			for j, ag := range wb.Aggs {
 				k := slices.Index(wa.Aggs, ag)
 				if k < 0 {
 					continue
 				}
 				for i, p := range f.points {
-					f.agree(fmt.Sprintf("lookup of %s vs %s: %s", wb.Name, wa.Name, pointLabel(p)), names[loB+j:loB+j+1], lookups[i][loB+j:loB+j+1], lookups[i][loA+k:loA+k+1])
+					f.agree(fmt.Sprintf("lookup of %s vs %s: %s", wb.Name, wa.Name, modesPointLabel(p)), names[loB+j:loB+j+1], lookups[i][loB+j:loB+j+1], lookups[i][loA+k:loA+k+1])
 				}
 			}
 		}
 	}
 }
 
-func (f *modesFixture) candidates(windows []testutil.ModesWindow, query string, names []string, runs []modesRun) {
+func (f *modesFixture) candidates(windows []testutil.ModesWindow, query string, names []string, runs []modesRun, lookups [][]any) {
 	t := f.t
 	srv := httptest.NewServer(runs[0].p.Handler())
 	defer srv.Close()
-	n := testutil.Scale(9)
+	n := testutil.Scale(12)
 	for c := 0; c < n; c++ {
-		p := f.points[f.rng.IntN(len(f.points))]
+		pi := f.rng.IntN(len(f.points))
+		p := f.points[pi]
 		maybe := func(v any) any {
 			if f.rng.IntN(6) == 0 {
 				return nil
@@ -667,11 +674,17 @@ func (f *modesFixture) candidates(windows []testutil.ModesWindow, query string, 
 			maybe(int64(f.rng.IntN(240) - 39)), maybe(float64(f.rng.IntN(100_001)-20_000) / 100),
 			maybe([]string{"food", "fuel", "zzz"}[f.rng.IntN(3)]), maybe(f.rng.IntN(2) == 0),
 			maybe(int64(f.rng.IntN(testutil.MLTags))), maybe(float64(f.rng.IntN(13)-2) / 2)}
+		if c%3 == 2 {
+			cand[4] = int64(-40 - f.rng.IntN(20)) // fails WHERE amount > -40
+		}
 		row := map[string]any{}
 		for j, col := range cols {
 			row[col] = cand[j]
 		}
-		label := fmt.Sprintf("candidate %v at %s", cand, pointLabel(p))
+		// A third of the candidates fail the WHERE clause (amount <= -40):
+		// inserted, they would be filtered out and count nowhere.
+		pass := testutil.ModesKeep(cand)
+		label := fmt.Sprintf("candidate %v (passes WHERE: %v) at %s", cand, pass, modesPointLabel(p))
 		res, err := runs[0].p.Lookup(context.Background(), map[string]any{"user_id": p.User, "merchant": p.Merchant}, time.UnixMilli(p.T), row)
 		if err != nil {
 			t.Fatalf("seed %d: Lookup with %s: %v", f.seed, label, err)
@@ -684,7 +697,7 @@ func (f *modesFixture) candidates(windows []testutil.ModesWindow, query string, 
 			}
 			f.agree(fmt.Sprintf("candidate lookup %s vs batch: %s", r.name, label), names, o.Values, res.Values)
 		}
-		body := requestJSON(p, c%2 == 0, row)
+		body := modesRequestJSON(p, c%2 == 0, row)
 		got := f.post(srv.URL, body)
 		if len(got) != 1 {
 			t.Fatalf("HTTP candidate request answered %d results", len(got))
@@ -693,13 +706,24 @@ func (f *modesFixture) candidates(windows []testutil.ModesWindow, query string, 
 		// By the reference, the candidate in its own frame.
 		var want []any
 		for _, w := range windows {
-			want = append(want, f.reference(w, p, false, cand)...)
+			if pass {
+				want = append(want, f.reference(w, p, false, cand)...)
+			} else {
+				want = append(want, f.reference(w, p, false, nil)...)
+			}
 		}
 		f.agreeRef("candidate lookup vs reference: "+label, names, res.Values, want)
 		// A batch run with the candidate appended.
 		ext := &testutil.Table{Schema: f.tab.Schema, Rows: append(f.tab.Rows[:len(f.tab.Rows):len(f.tab.Rows)], cand)}
 		r := runModes(t, query, ext, f.rng, "batch+candidate")
 		out, ok := r.byID[cand[0].(int64)]
+		if !pass {
+			if ok {
+				t.Fatalf("batch run with the candidate appended: an output row for a row failing WHERE (%s)", label)
+			}
+			f.agree("candidate failing WHERE vs the lookup without it: "+label, names, res.Values, lookups[pi])
+			continue
+		}
 		if !ok {
 			t.Fatalf("batch run with the candidate appended: no output row for it (%s)", label)
 		}
@@ -707,14 +731,14 @@ func (f *modesFixture) candidates(windows []testutil.ModesWindow, query string, 
 	}
 }
 
-// requestJSON renders a lookup request at p ("at" as epoch ms or RFC
+// modesRequestJSON renders a lookup request at p ("at" as epoch ms or RFC
 // 3339), with a candidate row when row is not nil.
-func requestJSON(p testutil.ModesPoint, rfc bool, row map[string]any) []byte {
+func modesRequestJSON(p testutil.ModesPoint, rfc bool, row map[string]any) []byte {
 	var b bytes.Buffer
 	b.WriteString(`{"key":{"user_id":`)
-	b.WriteString(jsonScalar(p.User))
+	b.WriteString(modesJSONScalar(p.User))
 	b.WriteString(`,"merchant":`)
-	b.WriteString(jsonScalar(p.Merchant))
+	b.WriteString(modesJSONScalar(p.Merchant))
 	b.WriteString(`},"at":`)
 	if rfc {
 		b.WriteString(strconv.Quote(time.UnixMilli(p.T).UTC().Format(time.RFC3339Nano)))
@@ -729,7 +753,7 @@ func requestJSON(p testutil.ModesPoint, rfc bool, row map[string]any) []byte {
 				b.WriteByte(',')
 			}
 			first = false
-			b.WriteString(strconv.Quote(col) + ":" + jsonScalar(row[col]))
+			b.WriteString(strconv.Quote(col) + ":" + modesJSONScalar(row[col]))
 		}
 		b.WriteByte('}')
 	}
@@ -737,7 +761,7 @@ func requestJSON(p testutil.ModesPoint, rfc bool, row map[string]any) []byte {
 	return b.Bytes()
 }
 
-func jsonScalar(v any) string {
+func modesJSONScalar(v any) string {
 	switch x := v.(type) {
 	case nil:
 		return "null"
@@ -751,7 +775,7 @@ func jsonScalar(v any) string {
 
 // post sends body to the features endpoint and returns the decoded
 // result objects (one for a single request).
-func (f *modesFixture) post(url string, body []byte) []jnode {
+func (f *modesFixture) post(url string, body []byte) []modesJSON {
 	f.t.Helper()
 	resp, err := http.Post(url+"/v1/features", "application/json", bytes.NewReader(body))
 	if err != nil {
@@ -767,14 +791,14 @@ func (f *modesFixture) post(url string, body []byte) []jnode {
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	n, err := decodeNode(dec)
+	n, err := modesDecodeJSON(dec)
 	if err != nil {
 		f.t.Fatalf("decoding %s: %v", data, err)
 	}
 	if n.kind == '[' {
 		return n.arr
 	}
-	return []jnode{n}
+	return []modesJSON{n}
 }
 
 func (f *modesFixture) checkHTTP(r modesRun, names []string, lookups [][]any) {
@@ -783,11 +807,11 @@ func (f *modesFixture) checkHTTP(r modesRun, names []string, lookups [][]any) {
 	// Single requests for the first points, then arrays of up to 25.
 	single := min(len(f.points), 20)
 	for i := range single {
-		got := f.post(srv.URL, requestJSON(f.points[i], i%2 == 1, nil))
+		got := f.post(srv.URL, modesRequestJSON(f.points[i], i%2 == 1, nil))
 		if len(got) != 1 {
 			f.t.Fatalf("single request answered %d results", len(got))
 		}
-		f.checkAnswer("HTTP single: "+pointLabel(f.points[i]), got[0], f.points[i], names, lookups[i])
+		f.checkAnswer("HTTP single: "+modesPointLabel(f.points[i]), got[0], f.points[i], names, lookups[i])
 	}
 	for lo := 0; lo < len(f.points); lo += 25 {
 		hi := min(lo+25, len(f.points))
@@ -797,7 +821,7 @@ func (f *modesFixture) checkHTTP(r modesRun, names []string, lookups [][]any) {
 			if i > lo {
 				body.WriteByte(',')
 			}
-			body.Write(requestJSON(f.points[i], i%3 == 0, nil))
+			body.Write(modesRequestJSON(f.points[i], i%3 == 0, nil))
 		}
 		body.WriteByte(']')
 		got := f.post(srv.URL, body.Bytes())
@@ -805,7 +829,7 @@ func (f *modesFixture) checkHTTP(r modesRun, names []string, lookups [][]any) {
 			f.t.Fatalf("array of %d requests answered %d results", hi-lo, len(got))
 		}
 		for i := lo; i < hi; i++ {
-			f.checkAnswer("HTTP array: "+pointLabel(f.points[i]), got[i-lo], f.points[i], names, lookups[i])
+			f.checkAnswer("HTTP array: "+modesPointLabel(f.points[i]), got[i-lo], f.points[i], names, lookups[i])
 		}
 	}
 }
@@ -813,16 +837,16 @@ func (f *modesFixture) checkHTTP(r modesRun, names []string, lookups [][]any) {
 // checkAnswer checks one HTTP result object against the lookup values:
 // the key and time echoed, watermark "+inf", features in SELECT order with
 // exactly the lookup's values.
-func (f *modesFixture) checkAnswer(what string, n jnode, p testutil.ModesPoint, names []string, want []any) {
+func (f *modesFixture) checkAnswer(what string, n modesJSON, p testutil.ModesPoint, names []string, want []any) {
 	f.t.Helper()
-	get := func(name string) jnode {
+	get := func(name string) modesJSON {
 		for i, k := range n.keys {
 			if k == name {
 				return n.vals[i]
 			}
 		}
 		f.t.Fatalf("seed %d: %s: no %q in the answer", f.seed, what, name)
-		return jnode{}
+		return modesJSON{}
 	}
 	if wm := get("watermark"); wm.kind != 's' || wm.str != "+inf" {
 		f.t.Errorf("%s: watermark %+v, want \"+inf\"", what, wm)
@@ -832,10 +856,10 @@ func (f *modesFixture) checkAnswer(what string, n jnode, p testutil.ModesPoint, 
 		f.t.Errorf("%s: at %q, want %d ms (%v)", what, get("at").str, p.T, err)
 	}
 	key := get("key")
-	if err := matchJSON(p.User, key.get("user_id")); err != nil {
+	if err := modesMatchJSON(p.User, key.get("user_id")); err != nil {
 		f.t.Errorf("%s: key user_id: %v", what, err)
 	}
-	if err := matchJSON(p.Merchant, key.get("merchant")); err != nil {
+	if err := modesMatchJSON(p.Merchant, key.get("merchant")); err != nil {
 		f.t.Errorf("%s: key merchant: %v", what, err)
 	}
 	feats := get("features")
@@ -843,33 +867,33 @@ func (f *modesFixture) checkAnswer(what string, n jnode, p testutil.ModesPoint, 
 		f.t.Fatalf("%s: features %v, want %v in this order", what, feats.keys, names)
 	}
 	for i, v := range want {
-		if err := matchJSON(v, feats.vals[i]); err != nil {
+		if err := modesMatchJSON(v, feats.vals[i]); err != nil {
 			f.t.Errorf("seed %d: %s: %s: %v", f.seed, what, names[i], err)
 		}
 	}
 }
 
-// jnode is a decoded JSON value that keeps the order of object members.
-type jnode struct {
+// modesJSON is a decoded JSON value that keeps the order of object members.
+type modesJSON struct {
 	kind byte // 'n' null, 'b' bool, '#' number, 's' string, '[' array, '{' object
 	b    bool
 	num  json.Number
 	str  string
-	arr  []jnode
+	arr  []modesJSON
 	keys []string
-	vals []jnode
+	vals []modesJSON
 }
 
-func (n jnode) get(key string) jnode {
+func (n modesJSON) get(key string) modesJSON {
 	for i, k := range n.keys {
 		if k == key {
 			return n.vals[i]
 		}
 	}
-	return jnode{kind: '?'}
+	return modesJSON{kind: '?'}
 }
 
-func (n jnode) String() string {
+func (n modesJSON) String() string {
 	switch n.kind {
 	case 'n':
 		return "null"
@@ -895,22 +919,22 @@ func (n jnode) String() string {
 	return "(missing)"
 }
 
-func decodeNode(dec *json.Decoder) (jnode, error) {
+func modesDecodeJSON(dec *json.Decoder) (modesJSON, error) {
 	tok, err := dec.Token()
 	if err != nil {
-		return jnode{}, err
+		return modesJSON{}, err
 	}
 	switch x := tok.(type) {
 	case nil:
-		return jnode{kind: 'n'}, nil
+		return modesJSON{kind: 'n'}, nil
 	case bool:
-		return jnode{kind: 'b', b: x}, nil
+		return modesJSON{kind: 'b', b: x}, nil
 	case json.Number:
-		return jnode{kind: '#', num: x}, nil
+		return modesJSON{kind: '#', num: x}, nil
 	case string:
-		return jnode{kind: 's', str: x}, nil
+		return modesJSON{kind: 's', str: x}, nil
 	case json.Delim:
-		n := jnode{kind: byte(x)}
+		n := modesJSON{kind: byte(x)}
 		for dec.More() {
 			if x == '{' {
 				k, err := dec.Token()
@@ -919,7 +943,7 @@ func decodeNode(dec *json.Decoder) (jnode, error) {
 				}
 				n.keys = append(n.keys, k.(string))
 			}
-			v, err := decodeNode(dec)
+			v, err := modesDecodeJSON(dec)
 			if err != nil {
 				return n, err
 			}
@@ -932,15 +956,15 @@ func decodeNode(dec *json.Decoder) (jnode, error) {
 		_, err := dec.Token() // the closing delimiter
 		return n, err
 	}
-	return jnode{}, fmt.Errorf("unexpected token %v", tok)
+	return modesJSON{}, fmt.Errorf("unexpected token %v", tok)
 }
 
-// matchJSON checks that the JSON value n is the rendering of the feature
+// modesMatchJSON checks that the JSON value n is the rendering of the feature
 // value v: exactly the same number (a float must parse back to the same
 // bits), NULL and NaN as null, lists as arrays, structs as objects, maps
 // as objects in key order.
-func matchJSON(v any, n jnode) error {
-	bad := func() error { return fmt.Errorf("JSON %s does not render %s (%T)", n, show(v), v) }
+func modesMatchJSON(v any, n modesJSON) error {
+	bad := func() error { return fmt.Errorf("JSON %s does not render %s (%T)", n, modesShow(v), v) }
 	switch x := v.(type) {
 	case nil:
 		if n.kind != 'n' {
@@ -979,7 +1003,7 @@ func matchJSON(v any, n jnode) error {
 			return bad()
 		}
 		for i := range x {
-			if err := matchJSON(x[i], n.arr[i]); err != nil {
+			if err := modesMatchJSON(x[i], n.arr[i]); err != nil {
 				return err
 			}
 		}
@@ -988,7 +1012,7 @@ func matchJSON(v any, n jnode) error {
 			return bad()
 		}
 		for k, e := range x {
-			if err := matchJSON(e, n.get(k)); err != nil {
+			if err := modesMatchJSON(e, n.get(k)); err != nil {
 				return err
 			}
 		}
@@ -1011,7 +1035,7 @@ func matchJSON(v any, n jnode) error {
 			if n.keys[i] != kt {
 				return fmt.Errorf("map entry %d: JSON key %q, want %q (map order)", i, n.keys[i], kt)
 			}
-			if err := matchJSON(e.Value, n.vals[i]); err != nil {
+			if err := modesMatchJSON(e.Value, n.vals[i]); err != nil {
 				return err
 			}
 		}
@@ -1029,7 +1053,7 @@ func (f *modesFixture) unboundedQuery() {
 	t := f.t
 	windows := testutil.ModesUnboundedWindows
 	query := testutil.ModesSQL(modesTable, windows)
-	names, _ := featureNames(windows)
+	names, _ := modesFeatureNames(windows)
 	const nProj = 5
 	bound := time.Duration(testutil.ModesMaxOutOfOrder) * time.Millisecond
 	batch := runModes(t, query, f.tab, f.rng, "unbounded batch")
@@ -1054,16 +1078,16 @@ func (f *modesFixture) unboundedQuery() {
 		}
 	}
 	refLoose, refStrict := f.references(windows, false), f.references(windows, true)
-	for _, par := range backfillParallelism(1) {
+	for _, par := range modesBackfillParallelism(1) {
 		loose := f.backfill(query, false, par)
 		strict := f.backfill(query, true, par)
 		for i, p := range f.points {
-			f.agreeRef(fmt.Sprintf("unbounded backfill p%d vs reference: %s", par, pointLabel(p)), names, loose[i], refLoose[i])
-			f.agreeRef(fmt.Sprintf("unbounded strict backfill p%d vs reference: %s", par, pointLabel(p)), names, strict[i], refStrict[i])
+			f.agreeRef(fmt.Sprintf("unbounded backfill p%d vs reference: %s", par, modesPointLabel(p)), names, loose[i], refLoose[i])
+			f.agreeRef(fmt.Sprintf("unbounded strict backfill p%d vs reference: %s", par, modesPointLabel(p)), names, strict[i], refStrict[i])
 			for k, w := range windows {
-				lo, hi := featureRange(windows, k)
+				lo, hi := modesFeatureRange(windows, k)
 				if w.Frame.EndPreceding > 0 {
-					f.agree(fmt.Sprintf("unbounded strict vs non-strict backfill p%d, window %s: %s", par, w.Name, pointLabel(p)), names[lo:hi], strict[i][lo:hi], loose[i][lo:hi])
+					f.agree(fmt.Sprintf("unbounded strict vs non-strict backfill p%d, window %s: %s", par, w.Name, modesPointLabel(p)), names[lo:hi], strict[i][lo:hi], loose[i][lo:hi])
 				}
 				if w.Frame.ExcludeCurrent {
 					continue
@@ -1078,10 +1102,78 @@ func (f *modesFixture) unboundedQuery() {
 						got = strict[i]
 					}
 					id := f.acc.Rows[e][0].(int64)
-					f.agree(fmt.Sprintf("unbounded backfill p%d (strict %v) vs batch output row of id %d, window %s: %s", par, st, id, w.Name, pointLabel(p)),
+					f.agree(fmt.Sprintf("unbounded backfill p%d (strict %v) vs batch output row of id %d, window %s: %s", par, st, id, w.Name, modesPointLabel(p)),
 						names[lo:hi], got[lo:hi], batch.byID[id][nProj+lo:nProj+hi])
 				}
 			}
 		}
+	}
+}
+
+// TestBackfillSpineWithoutTime: a spine row whose time is NULL is an
+// error naming the row, not a row silently missing from the training data
+// (which would shift every later label against its features).
+func TestBackfillSpineWithoutTime(t *testing.T) {
+	tab := testutil.ModesData(1, 50)
+	spine := testutil.ModesSpine([]testutil.ModesPoint{{User: int64(1), Merchant: "m0", T: 1_700_000_100_000}, {User: int64(2), Merchant: "m1"}})
+	spine.Rows[1][3] = nil
+	err := volga.Backfill(context.Background(), testutil.ModesSQL(modesTable, testutil.ModesLookupWindows[:1]),
+		testutil.NewSource(spine.Schema, spine.Record(nil, 0, 2)), sink.NewCollector(),
+		volga.WithSource(modesTable, testutil.NewSource(tab.Schema, tab.Record(nil, 0, len(tab.Rows)))))
+	if err == nil || !strings.Contains(err.Error(), "spine row 2") {
+		t.Fatalf("backfill of a spine row without a time: %v, want an error naming spine row 2", err)
+	}
+}
+
+// TestLookupCandidateKey: a candidate row belongs to the lookup's key.
+// One that leaves the key columns out takes the key's values; one whose
+// key columns hold other values would, inserted, be in another key's
+// frames, so Lookup refuses it (ErrCandidateKey) and HTTP answers 400.
+func TestLookupCandidateKey(t *testing.T) {
+	tab := testutil.ModesData(2, 120)
+	p, err := volga.SQL(testutil.ModesSQL(modesTable, testutil.ModesLookupWindows),
+		volga.WithSource(modesTable, testutil.NewSource(tab.Schema, tab.Record(nil, 0, len(tab.Rows)))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	at := time.UnixMilli(tab.Rows[len(tab.Rows)-1][tab.Col("ts")].(int64) + 1000)
+	key := map[string]any{"user_id": int64(1), "merchant": "m0"}
+	full := map[string]any{"user_id": int64(1), "merchant": "m0", "amount": int64(10), "price": 2.5}
+	want, err := p.Lookup(context.Background(), key, at, full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.Lookup(context.Background(), key, at, map[string]any{"amount": int64(10), "price": 2.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want.Values {
+		if !modesSame(got.Values[i], want.Values[i]) {
+			t.Errorf("candidate without key columns: %s = %s, with them %s", want.Names[i], modesShow(got.Values[i]), modesShow(want.Values[i]))
+		}
+	}
+	for _, other := range []map[string]any{
+		{"user_id": int64(2), "amount": int64(10)},
+		{"merchant": "m1", "amount": int64(10)},
+		{"user_id": nil, "merchant": "m0"},
+	} {
+		if _, err := p.Lookup(context.Background(), key, at, other); !errors.Is(err, pipeline.ErrCandidateKey) {
+			t.Errorf("Lookup of %v with the candidate %v: %v, want ErrCandidateKey", key, other, err)
+		}
+	}
+	srv := httptest.NewServer(p.Handler())
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+"/v1/features", "application/json",
+		strings.NewReader(fmt.Sprintf(`{"key":{"user_id":1,"merchant":"m0"},"at":%d,"row":{"user_id":2,"amount":10}}`, at.UnixMilli())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "key differs") {
+		t.Errorf("HTTP candidate of another key: %d %s, want 400 naming the key", resp.StatusCode, b)
 	}
 }

@@ -25,8 +25,9 @@ import (
 // values converted to the types of their source columns first: a
 // timestamp may be a time.Time, an RFC 3339 string or epoch
 // milliseconds, an integral float64 is an integer. A value that does not
-// fit its column, an unknown candidate column or a time older than the
-// state kept is a request.ErrInvalid error; a lookup before the pipeline
+// fit its column, an unknown candidate column, a candidate whose key
+// columns differ from the key or a time older than the state kept is a
+// request.ErrInvalid error; a lookup before the pipeline
 // started is request.ErrUnavailable. Map-valued features are
 // []request.MapEntry.
 func (p *Pipeline) Service() request.Service { return pipelineService{p} }
@@ -78,7 +79,7 @@ func (s pipelineService) Lookup(ctx context.Context, key map[string]any, at time
 	case err == nil:
 	case errors.Is(err, pipeline.ErrNotRunning):
 		return request.Features{}, request.Unavailable(err)
-	case errors.Is(err, window.ErrTooOld):
+	case errors.Is(err, window.ErrTooOld), errors.Is(err, pipeline.ErrCandidateKey):
 		return request.Features{}, request.Invalid(err)
 	default:
 		return request.Features{}, err

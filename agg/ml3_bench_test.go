@@ -87,6 +87,7 @@ func BenchmarkML3(b *testing.B) {
 				rows += r.Len()
 			}
 			b.Run(fmt.Sprintf("%s/rows_per_key=%d", c.name, perKey), func(b *testing.B) {
+				stateBytes := retainedPerKey(f, keys, los, his, rows)
 				var m0, m1 runtime.MemStats
 				runtime.ReadMemStats(&m0)
 				b.ReportAllocs()
@@ -105,7 +106,29 @@ func BenchmarkML3(b *testing.B) {
 				n := float64(b.N) * float64(rows)
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/row")
 				b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/n, "allocs/row")
+				b.ReportMetric(stateBytes, "state_B/key")
 			})
 		}
 	}
+}
+
+// retainedPerKey returns the heap bytes each key's Window holds after
+// evaluating all its rows, as batch mode keeps them.
+func retainedPerKey(f Func, keys []*Rows, los, his [][]int64, rows int) float64 {
+	bld := array.NewBuilder(memory.DefaultAllocator, f.ResultType())
+	defer bld.Release()
+	bld.Reserve(rows)
+	wins := make([]Window, len(keys))
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	for k, r := range keys {
+		wins[k] = f.NewWindow()
+		wins[k].Eval(r, los[k], his[k], nil, bld)
+	}
+	bld.NewArray().Release()
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	runtime.KeepAlive(wins)
+	return float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc)) / float64(len(keys))
 }

@@ -1,6 +1,8 @@
 package agg
 
 import (
+	"slices"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
@@ -36,18 +38,44 @@ type top1Func[K comparable] struct {
 func (f *top1Func[K]) Name() string               { return "top1_ratio" }
 func (f *top1Func[K]) ResultType() arrow.DataType { return arrow.PrimitiveTypes.Float64 }
 func (f *top1Func[K]) Retractable() bool          { return true }
-func (f *top1Func[K]) NewState() State            { return &top1State[K]{col: f.col, bag: bag[K]{ops: f.ops}} }
+func (f *top1Func[K]) NewState() State            { return &top1State[K]{f: f, bag: bag[K]{ops: f.ops}} }
 func (f *top1Func[K]) NewWindow() Window          { return NewRetractWindow(f.NewState) }
 
-// top1State keeps value -> count and count -> number of values with that
-// count, so the largest count is maintained exactly in O(1) per row: it
-// only grows on Add, and on Retract it drops by one exactly when the last
-// value holding it is retracted.
+// fofEntry is a multiplicity held by some values, and how many.
+type fofEntry struct{ c, num int64 }
+
+// top1State counts values in a bag and keeps fof, the distinct
+// multiplicities with the number of values holding each, largest first:
+// the largest count is fof[0], exact after any change. fof is short (its
+// counts sum to at most the number of rows, so it has fewer than
+// sqrt(2*rows) entries) and a row changes one or two of them.
 type top1State[K comparable] struct {
-	col  int
-	bag  bag[K]
-	fof  map[int64]int64 // count -> number of distinct values with it
-	maxc int64
+	f   *top1Func[K]
+	bag bag[K]
+	fof []fofEntry // descending by c
+}
+
+// fofAdd changes the number of values holding count c by d.
+func (s *top1State[K]) fofAdd(c, d int64) {
+	fof := s.fof
+	lo, hi := 0, len(fof)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if fof[m].c > c {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(fof) && fof[lo].c == c {
+		if fof[lo].num += d; fof[lo].num <= 0 {
+			s.fof = slices.Delete(fof, lo, lo+1)
+		}
+		return
+	}
+	if d > 0 {
+		s.fof = slices.Insert(fof, lo, fofEntry{c, d})
+	}
 }
 
 func (s *top1State[K]) update(k K, delta int64) {
@@ -55,41 +83,25 @@ func (s *top1State[K]) update(k K, delta int64) {
 	if old == n {
 		return
 	}
-	if s.fof == nil {
-		s.fof = make(map[int64]int64)
-	}
 	if old > 0 {
-		if s.fof[old]--; s.fof[old] == 0 {
-			delete(s.fof, old)
-		}
+		s.fofAdd(old, -1)
 	}
 	if n > 0 {
-		s.fof[n]++
-	}
-	switch {
-	case n > s.maxc:
-		s.maxc = n
-	case old == s.maxc && s.fof[old] == 0:
-		// Retraction (delta -1) of the last value at the maximum: it now
-		// holds old-1, which no other value exceeds.
-		s.maxc = n
-		for s.maxc > 0 && s.fof[s.maxc] == 0 { // only for larger decrements
-			s.maxc--
-		}
+		s.fofAdd(n, 1)
 	}
 }
 
 func (s *top1State[K]) Add(r *Rows, a int64) {
-	c := &r.Cols[s.col]
+	c := &r.Cols[s.f.col]
 	if i := int(a - r.Base); !c.Null[i] {
-		s.update(s.bag.ops.get(c, i), 1)
+		s.update(s.f.ops.get(c, i), 1)
 	}
 }
 
 func (s *top1State[K]) Retract(r *Rows, a int64) {
-	c := &r.Cols[s.col]
+	c := &r.Cols[s.f.col]
 	if i := int(a - r.Base); !c.Null[i] {
-		s.update(s.bag.ops.get(c, i), -1)
+		s.update(s.f.ops.get(c, i), -1)
 	}
 }
 
@@ -100,25 +112,26 @@ func (s *top1State[K]) Merge(o State) {
 }
 
 func (s *top1State[K]) AppendResult(b array.Builder) {
-	if s.bag.total == 0 {
+	if s.bag.total == 0 || len(s.fof) == 0 {
 		appendFloat(b, 0)
 		return
 	}
-	appendFloat(b, float64(s.maxc)/float64(s.bag.total))
+	appendFloat(b, float64(s.fof[0].c)/float64(s.bag.total))
 }
 
 func (s *top1State[K]) Reset() {
 	s.bag.reset()
-	clear(s.fof)
-	s.maxc = 0
+	s.fof = s.fof[:0]
 }
 
-func (s *top1State[K]) MarshalBinary() ([]byte, error) { return s.bag.appendBinary(nil), nil }
+func (s *top1State[K]) MarshalBinary() ([]byte, error) {
+	return s.bag.appendBinary(nil), nil
+}
 
 func (s *top1State[K]) UnmarshalBinary(data []byte) error {
 	d := decoder{b: data}
-	t := &top1State[K]{col: s.col, bag: bag[K]{ops: s.bag.ops}}
-	decodeBag(&d, s.bag.ops, func(k K, n int64) { t.update(k, n) })
+	t := &top1State[K]{f: s.f, bag: bag[K]{ops: s.f.ops}}
+	decodeBag(&d, s.f.ops, t.update)
 	if err := d.finish(); err != nil {
 		return err
 	}

@@ -105,7 +105,8 @@ func Backfill(ctx context.Context, plan *Plan, events, spine source.Source, out 
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	src := &unionSource{schema: union, parts: []source.Source{events, spine}, mem: mem}
+	src := &unionSource{schema: union, parts: []source.Source{events, spine}, mem: mem,
+		spineTime: fieldIndexFold(ss, c.TimeColumn), timeName: c.TimeColumn}
 	closeOut = false
 	return c.Run(ctx, src, out, opt)
 }
@@ -130,6 +131,13 @@ type unionSource struct {
 	parts  []source.Source
 	cur    int
 	mem    memory.Allocator
+	// spineTime is the index of the time column in the spine's batches
+	// (timeName its name), and spineRows the spine rows read so far: a
+	// spine row without a time is an error, not a row silently missing
+	// from the output.
+	spineTime int
+	timeName  string
+	spineRows int64
 }
 
 func (u *unionSource) Schema() *arrow.Schema { return u.schema }
@@ -145,7 +153,18 @@ func (u *unionSource) Read(ctx context.Context) (arrow.RecordBatch, error) {
 			return nil, err
 		}
 		defer rec.Release()
-		return u.layout(rec, u.cur == len(u.parts)-1)
+		probe := u.cur == len(u.parts)-1
+		if probe {
+			if col := rec.Column(u.spineTime); col.NullN() > 0 {
+				for i := 0; i < col.Len(); i++ {
+					if col.IsNull(i) {
+						return nil, fmt.Errorf("volga: backfill: spine row %d has no time (column %q is NULL); every spine row needs one", u.spineRows+int64(i)+1, u.timeName)
+					}
+				}
+			}
+			u.spineRows += rec.NumRows()
+		}
+		return u.layout(rec, probe)
 	}
 	return nil, io.EOF
 }

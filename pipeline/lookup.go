@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +24,11 @@ import (
 // ErrNotRunning is returned by Live.Lookup before the pipeline has
 // started.
 var ErrNotRunning = errors.New("volga: lookup before the pipeline started")
+
+// ErrCandidateKey is returned by Live.Lookup for a candidate row whose key
+// columns hold other values than the lookup's key: inserted, the row would
+// belong to another key's frames.
+var ErrCandidateKey = errors.New("volga: the candidate row's key differs from the lookup key")
 
 // ErrNoLookup is returned by Live.Lookup for a pipeline without sliding
 // windows (a stateless or tumble/hop query).
@@ -160,8 +166,11 @@ func (c *Compiled) LookupKeys() []string {
 // row at (key, at) would have, without that row (SPEC section 6). key
 // maps every key column (see KeyColumns) to its value. row, when not nil,
 // is a candidate row (source column -> value) counted in its own frame as
-// if it had been ingested, without being stored. A key with no rows gets
-// the empty-frame values.
+// if it had been ingested, without being stored; a candidate that does not
+// pass the query's WHERE clause would have been filtered out, so it counts
+// nowhere. The candidate belongs to key: key columns it leaves out take
+// key's values, and other values than key's are refused (ErrCandidateKey).
+// A key with no rows gets the empty-frame values.
 func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row map[string]any) (_ LookupResult, err error) {
 	l.mu.RLock()
 	obs := l.obs
@@ -183,11 +192,27 @@ func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row
 	}
 	var cand arrow.RecordBatch
 	if row != nil {
+		// The candidate belongs to the key: key columns it leaves out take
+		// the key's values (candidateKey refuses conflicting ones).
+		cloned := false
+		for _, name := range c.LookupKeys() {
+			if _, ok := lookupValue(row, name); ok {
+				continue
+			}
+			if v, ok := lookupValue(key, name); ok {
+				if !cloned {
+					row, cloned = maps.Clone(row), true
+				}
+				row[name] = v
+			}
+		}
 		var err error
 		if cand, err = c.candidate(row); err != nil {
 			return LookupResult{}, err
 		}
-		defer cand.Release()
+		if cand != nil {
+			defer cand.Release()
+		}
 	}
 	t := at.UnixMilli()
 	res := LookupResult{Watermark: window.End, Names: l.names}
@@ -206,6 +231,11 @@ func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row
 		var err error
 		if buf, err = window.EncodeKeyValues(buf[:0], types, vals); err != nil {
 			return LookupResult{}, fmt.Errorf("volga: lookup key: %w", err)
+		}
+		if cand != nil {
+			if err := candidateKey(row, l.keyNames[s], types, vals, buf); err != nil {
+				return LookupResult{}, err
+			}
 		}
 		task := 0
 		if n := len(ops[s]); n > 1 {
@@ -251,6 +281,31 @@ func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row
 	return res, nil
 }
 
+// candidateKey checks that the key columns the candidate row gives hold
+// the lookup key's values (vals, encoded as enc); a column the row leaves
+// out takes the key's value.
+func candidateKey(row map[string]any, names []string, types []arrow.DataType, vals []any, enc []byte) error {
+	cv := make([]any, len(vals))
+	given := false
+	for j, name := range names {
+		cv[j] = vals[j]
+		if v, ok := lookupValue(row, name); ok {
+			cv[j], given = v, true
+		}
+	}
+	if !given {
+		return nil
+	}
+	got, err := window.EncodeKeyValues(nil, types, cv)
+	if err != nil {
+		return fmt.Errorf("volga: candidate row: %w", err)
+	}
+	if string(got) != string(enc) {
+		return fmt.Errorf("%w: the row has %s = %v, the key %v", ErrCandidateKey, strings.Join(names, ", "), cv, vals)
+	}
+	return nil
+}
+
 // lookupValue finds a key value by column name, case-insensitively.
 func lookupValue(key map[string]any, name string) (any, bool) {
 	if v, ok := key[name]; ok {
@@ -277,7 +332,10 @@ func routeHash(types []arrow.DataType, enc []byte) uint64 {
 }
 
 // candidate turns a candidate row into a one-row batch of the prep layout
-// (source columns, event time, sequence, computed columns).
+// (source columns, event time, sequence, computed columns). It returns nil
+// when the row does not pass the query's WHERE clause: inserted, such a
+// row is filtered out and counts in no frame, its own included, so the
+// lookup is the one without it.
 func (c *Compiled) candidate(row map[string]any) (arrow.RecordBatch, error) {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, c.Source)
 	defer b.Release()
@@ -289,6 +347,18 @@ func (c *Compiled) candidate(row map[string]any) (arrow.RecordBatch, error) {
 	}
 	src := b.NewRecordBatch()
 	defer src.Release()
+	if c.where != nil {
+		mask, err := c.where.Eval(src)
+		if err != nil {
+			return nil, fmt.Errorf("volga: candidate row: evaluating WHERE: %w", err)
+		}
+		m, ok := mask.(*array.Boolean)
+		pass := ok && m.IsValid(0) && m.Value(0)
+		mask.Release()
+		if !pass {
+			return nil, nil
+		}
+	}
 	cols := append([]arrow.Array{}, src.Columns()...)
 	zero := array.NewInt64Builder(memory.DefaultAllocator)
 	zero.Append(0)

@@ -11,6 +11,10 @@ import (
 // .jsonl or .ndjson (JSON lines), .parquet (Parquet, schema from the first
 // batch). The path "-" or "" means standard output as CSV; standard output
 // is flushed but never closed. Any other extension is an error.
+//
+// The file sinks implement [Committer] and are exactly once under
+// checkpoints (see [CreateCSV] and [Parquet]); standard output is at least
+// once.
 func Open(path string) (Sink, error) {
 	if path == "" || path == "-" {
 		return NewCSV(os.Stdout), nil

@@ -77,7 +77,10 @@ const (
 // the staged epochs up to the restored one and deletes later ones; if the
 // final file was already written it is kept, or cut back to the restored
 // epoch, and Close adds the replayed epochs to it. A restart after a
-// completed run therefore leaves the finished file as it is.
+// completed run therefore leaves the finished file as it is. Close reads
+// the staged epochs back, so under checkpoints the output is written
+// twice, and the staging directory holds the whole output until the end
+// of the input.
 type Parquet struct {
 	stager
 	schema *arrow.Schema // given, or that of the first batch
@@ -471,6 +474,7 @@ func (p *Parquet) recover(epoch uint64, state []byte) error {
 	if st.Epoch != epoch {
 		return fmt.Errorf("sink: recover %s: state of epoch %d given for epoch %d", p.path, st.Epoch, epoch)
 	}
+	p.run = st.Run // the run goes on: a file written now (cutTarget) is its
 	t, err := p.readTarget(st.Run)
 	if err != nil {
 		return err
@@ -533,7 +537,7 @@ func (p *Parquet) recover(epoch uint64, state []byte) error {
 	if err := p.clean(func(name string) bool { return keep[name] }); err != nil {
 		return err
 	}
-	p.base, p.run = t, st.Run
+	p.base = t
 	p.last, p.hasLast, p.through = epoch, true, epoch
 	return nil
 }
@@ -619,8 +623,8 @@ func (p *Parquet) writeFinal(t *pqTarget, srcs []string, limit []int64) error {
 		f.Close()
 		return err // the next start or Recover removes tmp
 	}
-	if err := os.Rename(tmp, p.path); err != nil {
-		return fmt.Errorf("sink: %w", err)
+	if err := p.renameOver(tmp); err != nil {
+		return err
 	}
 	if err := p.step("rename final"); err != nil {
 		return err
@@ -858,8 +862,8 @@ func (p *Parquet) closePlain() error {
 	if err := p.closeWriter(); err != nil {
 		return err
 	}
-	if err := os.Rename(p.staged(currentName+parquetExt), p.path); err != nil {
-		return fmt.Errorf("sink: %w", err)
+	if err := p.renameOver(p.staged(currentName + parquetExt)); err != nil {
+		return err
 	}
 	if err := p.step("rename current"); err != nil {
 		return err

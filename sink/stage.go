@@ -72,6 +72,9 @@ func syncDir(dir string) error {
 // named pipe) or is a dangling link: such a target is written directly,
 // as a stream, and cannot take part in checkpoints.
 func resolveTarget(path string) (target string, transactional bool) {
+	if strings.HasPrefix(path, "/dev/") || strings.HasPrefix(path, "/proc/") {
+		return path, false // /dev/stdout may point to a file a shell holds open
+	}
 	if p, err := filepath.EvalSymlinks(path); err == nil {
 		fi, err := os.Stat(p)
 		if err == nil && fi.Mode().IsRegular() {
@@ -95,6 +98,9 @@ type stager struct {
 	// an error from it is returned at once, leaving the files as a crash
 	// at that point would.
 	hook func(step string) error
+	// parentDirty: the directory of the target has an entry the sink
+	// relies on that is not yet synced (a target it created).
+	parentDirty bool
 }
 
 func (s *stager) step(name string) error {
@@ -113,6 +119,7 @@ func (s *stager) mkdir() error {
 		if err := syncDir(filepath.Dir(s.dir)); err != nil {
 			return fmt.Errorf("%s%w", errPrefix, err)
 		}
+		s.parentDirty = false
 		return s.step("mkdir staging")
 	}
 	if errors.Is(err, fs.ErrExist) {
@@ -167,4 +174,18 @@ func (s *stager) rmdir() error {
 		return nil // prepared epochs wait for Commit or Recover
 	}
 	return fmt.Errorf("%s%w", errPrefix, err)
+}
+
+// renameOver renames the file from over the target, giving it the
+// permissions the target has (as truncating the target would keep them).
+func (s *stager) renameOver(from string) error {
+	if fi, err := os.Stat(s.path); err == nil {
+		if err := os.Chmod(from, fi.Mode().Perm()); err != nil {
+			return fmt.Errorf("%s%w", errPrefix, err)
+		}
+	}
+	if err := os.Rename(from, s.path); err != nil {
+		return fmt.Errorf("%s%w", errPrefix, err)
+	}
+	return nil
 }

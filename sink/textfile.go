@@ -65,13 +65,13 @@ type stagedText struct {
 
 const textStateFormat = "volga-text/1"
 
-func openTextFile(path string) (*textFile, error) {
-	p, _ := resolveTarget(path)
+func openTextFile(p string) (*textFile, error) {
+	_, serr := os.Lstat(p)
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o666)
 	if err != nil {
 		return nil, fmt.Errorf("sink: %w", err)
 	}
-	return &textFile{stager: stager{path: p, dir: stagingDir(p)}, target: f}, nil
+	return &textFile{stager: stager{path: p, dir: stagingDir(p), parentDirty: serr != nil}, target: f}, nil
 }
 
 // start begins a run from scratch: the target is emptied (as os.Create
@@ -141,6 +141,16 @@ func (f *textFile) prepare(w *bufio.Writer, epoch uint64) ([]byte, error) {
 	}
 	if err := w.Flush(); err != nil {
 		return nil, err
+	}
+	if f.parentDirty {
+		// Commit will append to the target: its name must survive a crash.
+		if err := syncDir(filepath.Dir(f.path)); err != nil {
+			return nil, fmt.Errorf("sink: %w", err)
+		}
+		f.parentDirty = false
+		if err := f.step("sync target directory"); err != nil {
+			return nil, err
+		}
 	}
 	if f.cur != nil {
 		size, crc := f.curN, f.curCRC
@@ -363,7 +373,7 @@ func (f *textFile) close(w *bufio.Writer, failed error) error {
 		case f.cur != nil:
 			err = f.closeCurrent()
 			if err == nil {
-				err = os.Rename(f.staged(currentName), f.path)
+				err = f.renameOver(f.staged(currentName))
 			}
 			if err == nil {
 				err = f.step("rename current")

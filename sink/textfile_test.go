@@ -364,3 +364,32 @@ func TestTextSinkSymlink(t *testing.T) {
 		t.Fatal("link replaced")
 	}
 }
+
+// TestFileSinksKeepMode: the published file keeps the permissions of the
+// file it replaces.
+func TestFileSinksKeepMode(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	rec := txBatch(mem, 0, 2)
+	defer rec.Release()
+	for _, k := range append(textKinds, parquetKind) {
+		path := filepath.Join(t.TempDir(), k.file)
+		if err := os.WriteFile(path, nil, 0o640); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, 0o640); err != nil {
+			t.Fatal(err)
+		}
+		s, err := k.open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustWrite(t, s, rec)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o640 {
+			t.Errorf("%s: mode %v, %v", k.name, fi.Mode(), err)
+		}
+	}
+}

@@ -3,11 +3,14 @@ package sink
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -44,6 +47,8 @@ func (p *Parquet) abandon() {
 }
 
 var errCrash = errors.New("simulated crash")
+
+var crashAll = flag.Bool("sink.crashall", false, "crash tests: restart from every checkpoint and crash every restart at every step, after every crash point")
 
 // crasher counts steps (file-system steps inside the sink, calls outside)
 // and fails the step number at (never when at is 0).
@@ -369,12 +374,17 @@ func restart(ctx context.Context, k txKind, dir string, c *checkpoint, p txPlan,
 // latest checkpoint it also crashes the restart at every step and
 // restarts again.
 func testCrashes(t *testing.T, k txKind, p txPlan) {
-	nestEvery := 8
-	if testing.Short() {
-		nestEvery = 16
+	// Restart from every checkpoint (not only the latest) after every
+	// olderEvery-th crash point; crash the restart too after every
+	// nestEvery-th one, and after the last tail ones (in Close).
+	olderEvery, nestEvery, tail := 4, 16, 3
+	switch {
+	case *crashAll:
+		olderEvery, nestEvery, tail = 1, 1, 1<<30
+	case testing.Short():
+		olderEvery, nestEvery, tail = 12, 48, 2
 	}
 	noSync(t)
-	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
 	batches := p.batches(mem)
@@ -398,51 +408,77 @@ func testCrashes(t *testing.T, k txKind, p txPlan) {
 			t.Fatalf("epoch %d: visible after Commit:\n%s\nwant:\n%s", e, visible[e], upTo[e])
 		}
 	}
-	runs := 0
-	for at := 1; at < steps; at++ {
-		dir := t.TempDir()
-		path := filepath.Join(dir, k.file)
-		s, err := k.open(path)
-		if err != nil {
-			t.Fatal(err)
+	var runs atomic.Int64
+	// The crash points run in parallel (they wait on the file system).
+	t.Run("crash", func(t *testing.T) {
+		for at := 1; at < steps; at++ {
+			t.Run(strconv.Itoa(at), func(t *testing.T) {
+				t.Parallel()
+				runs.Add(int64(crashAt(t, k, p, batches, at, want, steps, upTo, olderEvery, nestEvery, tail)))
+			})
 		}
-		c := &crasher{at: at}
-		s.setHook(c.step)
-		var ckpts []checkpoint
-		if err := drive(ctx, s, 0, p, batches, &ckpts, c.step); !errors.Is(err, errCrash) {
-			t.Fatalf("crash at step %d: run ended with %v", at, err)
+	})
+	t.Logf("%d steps, %d recoveries checked", steps, runs.Load())
+}
+
+// crashAt crashes a run at step at, then restarts it (see testCrashes);
+// it returns the number of restarts checked.
+func crashAt(t *testing.T, k txKind, p txPlan, batches [][]arrow.RecordBatch, at int, want string, steps int, upTo map[uint64]string, olderEvery, nestEvery, tail int) (runs int) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, k.file)
+	s, err := k.open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &crasher{at: at}
+	s.setHook(c.step)
+	var ckpts []checkpoint
+	if err := drive(ctx, s, 0, p, batches, &ckpts, c.step); !errors.Is(err, errCrash) {
+		t.Fatalf("crash at step %d: run ended with %v", at, err)
+	}
+	s.abandon()
+	files := snapshot(t, dir)
+	choices := []*checkpoint{nil}
+	for i := range ckpts {
+		choices = append(choices, &ckpts[i])
+	}
+	latest := choices[len(choices)-1:]
+	restarts := latest
+	if at%olderEvery == 0 || at >= steps-tail {
+		restarts = choices
+	}
+	for _, from := range restarts {
+		name := "scratch"
+		if from != nil {
+			name = fmt.Sprintf("epoch %d", from.epoch)
 		}
-		s.abandon()
-		files := snapshot(t, dir)
-		choices := []*checkpoint{nil}
-		for i := range ckpts {
-			choices = append(choices, &ckpts[i])
+		d := restore(t, files)
+		check := func() error {
+			got := k.read(t, filepath.Join(d, k.file))
+			if got != upTo[from.epoch] && !(k.whole && got == "<missing>") {
+				return fmt.Errorf("after Recover:\n%s\nwant:\n%s", got, upTo[from.epoch])
+			}
+			return nil
 		}
-		for _, from := range choices {
-			name := "scratch"
-			if from != nil {
-				name = fmt.Sprintf("epoch %d", from.epoch)
-			}
-			d := restore(t, files)
-			check := func() error {
-				got := k.read(t, filepath.Join(d, k.file))
-				if got != upTo[from.epoch] && !(k.whole && got == "<missing>") {
-					return fmt.Errorf("after Recover:\n%s\nwant:\n%s", got, upTo[from.epoch])
-				}
-				return nil
-			}
-			if err := restart(ctx, k, d, from, p, batches, func(string) error { return nil }, check); err != nil {
-				t.Fatalf("crash at step %d, restart from %s: %v", at, name, err)
-			}
-			runs++
-			if got := k.read(t, filepath.Join(d, k.file)); got != want {
-				t.Fatalf("crash at step %d, restart from %s:\ngot:\n%s\nwant:\n%s", at, name, got, want)
-			}
+		if err := restart(ctx, k, d, from, p, batches, func(string) error { return nil }, check); err != nil {
+			t.Fatalf("crash at step %d, restart from %s: %v", at, name, err)
 		}
-		// Crash the restart from the latest checkpoint at every step (at
-		// some crash points of the first run, to keep the test short).
-		from := choices[len(choices)-1]
-		for at2 := 1; at%nestEvery == 0; at2++ {
+		runs++
+		if got := k.read(t, filepath.Join(d, k.file)); got != want {
+			t.Fatalf("crash at step %d, restart from %s:\ngot:\n%s\nwant:\n%s", at, name, got, want)
+		}
+	}
+	// Crash the restart at every step.
+	nested := latest
+	switch {
+	case at >= steps-tail:
+		nested = choices
+	case at%nestEvery != 0:
+		nested = nil
+	}
+	for _, from := range nested {
+		for at2 := 1; ; at2++ {
 			d := restore(t, files)
 			c2 := &crasher{at: at2}
 			err := restart(ctx, k, d, from, p, batches, c2.step, nil)
@@ -452,9 +488,8 @@ func testCrashes(t *testing.T, k txKind, p txPlan) {
 			if !errors.Is(err, errCrash) {
 				t.Fatalf("crash at step %d then %d: %v", at, at2, err)
 			}
-			// The second crash may have completed checkpoints of its
-			// own; the latest the engine knows is still from or later,
-			// and from stays valid, so restart from it.
+			// The second run may have completed checkpoints of its
+			// own; from stays valid, restart from it again.
 			if err := restart(ctx, k, d, from, p, batches, func(string) error { return nil }, nil); err != nil {
 				t.Fatalf("crash at step %d then %d, restart: %v", at, at2, err)
 			}
@@ -464,11 +499,11 @@ func testCrashes(t *testing.T, k txKind, p txPlan) {
 			}
 		}
 	}
-	t.Logf("%d steps, %d recoveries checked", steps, runs)
+	return runs
 }
 
 func TestTextSinkCrashes(t *testing.T) {
-	smallCopies(t, 16)
+	smallCopies(t, 48)
 	for _, k := range textKinds {
 		t.Run(k.name, func(t *testing.T) { testCrashes(t, k, defaultPlan) })
 	}

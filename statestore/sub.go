@@ -3,6 +3,7 @@ package statestore
 import (
 	"bytes"
 	"errors"
+	"sync/atomic"
 )
 
 // WriteBatch groups many writes to a store so that they cost far less than
@@ -115,10 +116,11 @@ func (b directBatch) Cancel()                     {}
 // without seeing each other's keys. Scan takes and reports keys WITHOUT
 // the prefix (a view is a store of its own). The view is a Batcher: its
 // batches go to s's own batch when s is a Batcher (a *Badger's batches
-// are fast), prefixing keys. Close does not close s, which the caller
-// owns. Sub of a view nests the prefixes.
+// are fast), prefixing keys. Close closes the view only (its methods then
+// return ErrClosed), not s, which the caller owns. Sub of a view nests the
+// prefixes.
 func Sub(s Store, prefix string) Store {
-	if v, ok := s.(*subStore); ok {
+	if v, ok := s.(*subStore); ok && !v.closed.Load() {
 		return &subStore{s: v.s, prefix: v.prefix + prefix}
 	}
 	return &subStore{s: s, prefix: prefix}
@@ -127,6 +129,7 @@ func Sub(s Store, prefix string) Store {
 type subStore struct {
 	s      Store
 	prefix string
+	closed atomic.Bool
 }
 
 func (v *subStore) key(k []byte) []byte {
@@ -135,16 +138,34 @@ func (v *subStore) key(k []byte) []byte {
 }
 
 // Get implements Store.
-func (v *subStore) Get(key []byte) ([]byte, error) { return v.s.Get(v.key(key)) }
+func (v *subStore) Get(key []byte) ([]byte, error) {
+	if v.closed.Load() {
+		return nil, ErrClosed
+	}
+	return v.s.Get(v.key(key))
+}
 
 // Set implements Store.
-func (v *subStore) Set(key, value []byte) error { return v.s.Set(v.key(key), value) }
+func (v *subStore) Set(key, value []byte) error {
+	if v.closed.Load() {
+		return ErrClosed
+	}
+	return v.s.Set(v.key(key), value)
+}
 
 // Delete implements Store.
-func (v *subStore) Delete(key []byte) error { return v.s.Delete(v.key(key)) }
+func (v *subStore) Delete(key []byte) error {
+	if v.closed.Load() {
+		return ErrClosed
+	}
+	return v.s.Delete(v.key(key))
+}
 
 // Scan implements Store; fn gets keys without the view's prefix.
 func (v *subStore) Scan(prefix []byte, fn func(key, value []byte) error) error {
+	if v.closed.Load() {
+		return ErrClosed
+	}
 	n := len(v.prefix)
 	return v.s.Scan(v.key(prefix), func(key, value []byte) error {
 		if len(key) < n {
@@ -154,11 +175,18 @@ func (v *subStore) Scan(prefix []byte, fn func(key, value []byte) error) error {
 	})
 }
 
-// Close implements Store; it leaves the underlying store open.
-func (v *subStore) Close() error { return nil }
+// Close implements Store: it closes the view and leaves the underlying
+// store open.
+func (v *subStore) Close() error {
+	v.closed.Store(true)
+	return nil
+}
 
 // NewWriteBatch implements Batcher.
 func (v *subStore) NewWriteBatch() (WriteBatch, error) {
+	if v.closed.Load() {
+		return nil, ErrClosed
+	}
 	wb, err := NewWriteBatch(v.s)
 	if err != nil {
 		return nil, err

@@ -163,9 +163,11 @@ type Operator struct {
 	lookupLoads atomic.Int64
 
 	// Store-backed state (see Config.Store): encs[id] is the encoded key
-	// of id; a nil states[id] is a key evicted to the store. resident is
-	// the estimated size of the resident states, tick the LRU clock.
+	// of id and kmeta[id] its bookkeeping; a nil states[id] is a key
+	// evicted to the store. resident is the estimated size of the
+	// resident states, tick the LRU clock.
 	encs     []string
+	kmeta    []keyMeta
 	resident int64
 	tick     uint64
 	restored bool
@@ -186,6 +188,11 @@ type keyState struct {
 	// dropped is the event time of the newest row dropped from rows
 	// (None when none was): lookups whose frames reach it are refused.
 	dropped int64
+}
+
+// keyMeta is the bookkeeping of a key's state in the store, kept (in
+// Operator.kmeta, by key id) only when there is a store.
+type keyMeta struct {
 	// dirty marks state changed since it was last written to the store.
 	dirty bool
 	// used is the LRU clock value of the key's last use; size the
@@ -415,6 +422,7 @@ func (o *Operator) push(rec arrow.RecordBatch) (out []arrow.RecordBatch, late ar
 		o.states[id] = o.newKeyState()
 		if o.cfg.Store != nil {
 			o.encs = append(o.encs, o.encodeKeyRow(rec, row))
+			o.kmeta = append(o.kmeta, keyMeta{})
 		}
 	})
 	if err != nil {
@@ -483,13 +491,15 @@ func (o *Operator) applyLate(rec arrow.RecordBatch, hb *heldBatch, ids []int32, 
 	o.ensureBuilders()
 	for _, i := range rows {
 		ks := o.states[ids[i]]
-		if ks == nil {
-			var err error
-			if ks, err = o.load(ids[i]); err != nil {
-				return nil, err
+		if o.cfg.Store != nil {
+			if ks == nil {
+				var err error
+				if ks, err = o.load(ids[i]); err != nil {
+					return nil, err
+				}
 			}
+			o.kmeta[ids[i]].dirty = true
 		}
-		ks.dirty = true
 		r := &ks.rows
 		p := sort.Search(r.Len(), func(k int) bool { return r.Ts[k] > ts[i] })
 		insertRow(r, p, ts[i], hb.args, int(i))
@@ -512,7 +522,7 @@ func (o *Operator) applyLate(rec arrow.RecordBatch, hb *heldBatch, ids []int32, 
 			}
 		}
 		if o.cfg.MemoryBudget > 0 {
-			o.touch(ks)
+			o.touch(ids[i], ks)
 		}
 	}
 	res := o.finishBuilders()
@@ -616,21 +626,18 @@ func (o *Operator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBatch, 
 				return nil, err
 			}
 		}
-		ks := o.states[rel[s].key]
-		if ks == nil {
-			var err error
-			if ks, err = o.load(rel[s].key); err != nil {
+		if o.cfg.Store != nil {
+			if err := o.ensureResident(rel[s].key); err != nil {
 				return nil, err
 			}
 		}
-		ks.dirty = true
 		if o.cfg.ProbeCol > 0 {
 			o.processKeyProbes(rel, s, e)
 		} else {
 			o.processKey(rel, s, e, final)
 		}
 		if o.cfg.MemoryBudget > 0 {
-			o.touch(ks)
+			o.touch(rel[s].key, o.states[rel[s].key])
 		}
 		s = e
 	}

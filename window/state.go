@@ -70,11 +70,24 @@ func (o *Operator) load(id int32) (*keyState, error) {
 		return nil, err
 	}
 	o.states[id] = ks
+	o.kmeta[id] = keyMeta{}
 	o.stats.Loaded++
 	if o.cfg.MemoryBudget > 0 {
-		o.touch(ks)
+		o.touch(id, ks)
 	}
 	return ks, nil
+}
+
+// ensureResident loads key id if it was evicted and marks it dirty: its
+// state is about to change.
+func (o *Operator) ensureResident(id int32) error {
+	if o.states[id] == nil {
+		if _, err := o.load(id); err != nil {
+			return err
+		}
+	}
+	o.kmeta[id].dirty = true
+	return nil
 }
 
 // readState decodes the stored state of key id into a new keyState; it
@@ -99,12 +112,13 @@ func (o *Operator) readState(id int32) (*keyState, error) {
 }
 
 // touch marks ks used now and updates its size estimate.
-func (o *Operator) touch(ks *keyState) {
+func (o *Operator) touch(id int32, ks *keyState) {
+	m := &o.kmeta[id]
 	o.tick++
-	ks.used = o.tick
+	m.used = o.tick
 	sz := o.sizeOf(ks)
-	o.resident += sz - ks.size
-	ks.size = sz
+	o.resident += sz - m.size
+	m.size = sz
 }
 
 // Size estimate of a key state: a fixed overhead, 8 bytes of event time
@@ -149,7 +163,7 @@ func (o *Operator) evict() error {
 	var cands []cand
 	for id, ks := range o.states {
 		if ks != nil {
-			cands = append(cands, cand{int32(id), ks.used})
+			cands = append(cands, cand{int32(id), o.kmeta[id].used})
 		}
 	}
 	slices.SortFunc(cands, func(a, b cand) int { return cmpInt(int64(a.used), int64(b.used)) })
@@ -166,7 +180,8 @@ func (o *Operator) evict() error {
 		if err := o.writeKey(wb, c.id, ks); err != nil {
 			return err
 		}
-		o.resident -= ks.size
+		o.resident -= o.kmeta[c.id].size
+		o.kmeta[c.id].size = 0
 		o.states[c.id] = nil
 		o.stats.Evicted++
 	}
@@ -179,7 +194,7 @@ func (o *Operator) evict() error {
 // writeKey adds the write of a dirty key's state (its deletion when it
 // is empty) to wb and marks the key clean. It reports whether it wrote.
 func (o *Operator) writeKey(wb statestore.WriteBatch, id int32, ks *keyState) error {
-	if !ks.dirty {
+	if !o.kmeta[id].dirty {
 		return nil
 	}
 	var err error
@@ -194,7 +209,7 @@ func (o *Operator) writeKey(wb statestore.WriteBatch, id int32, ks *keyState) er
 	if err != nil {
 		return fmt.Errorf("window: writing key state: %w", err)
 	}
-	ks.dirty = false
+	o.kmeta[id].dirty = false
 	return nil
 }
 
@@ -517,7 +532,7 @@ func (o *Operator) Checkpoint() ([]byte, error) {
 	defer wb.Cancel()
 	var n int64
 	for id, ks := range o.states {
-		if ks == nil || !ks.dirty {
+		if ks == nil || !o.kmeta[id].dirty {
 			continue
 		}
 		if err := o.writeKey(wb, int32(id), ks); err != nil {
@@ -632,6 +647,7 @@ func (o *Operator) Restore(meta []byte) error {
 			return err
 		}
 		o.encs = append(o.encs, string(enc))
+		o.kmeta = append(o.kmeta, keyMeta{})
 		o.states = append(o.states, nil)
 		if o.cfg.MemoryBudget == 0 {
 			ks, err := o.decodeKeyState(value)

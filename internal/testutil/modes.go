@@ -59,9 +59,9 @@ type ModesWindow struct {
 }
 
 const (
-	minute = int64(60_000)
-	hour   = 60 * minute
-	day    = 24 * hour
+	modesMinute = int64(60_000)
+	modesHour   = 60 * modesMinute
+	modesDay    = 24 * modesHour
 )
 
 // ModesLookupWindows are the windows of the query every mode serves
@@ -70,7 +70,7 @@ const (
 // ending before the current row over the string key, and two day-long
 // RANGE frames (one per key) whose lookups merge tiles.
 var ModesLookupWindows = []ModesWindow{
-	{Name: "h1", Keys: []string{"user_id"}, Frame: Frame{Preceding: hour}, Aggs: []Agg{
+	{Name: "h1", Keys: []string{"user_id"}, Frame: Frame{Preceding: modesHour}, Aggs: []Agg{
 		{Func: "count"}, {Func: "count", Arg: "price"}, {Func: "sum", Arg: "amount"}, {Func: "sum", Arg: "price"},
 		{Func: "avg", Arg: "price"}, {Func: "min", Arg: "category"}, {Func: "max", Arg: "amount"},
 		{Func: "var_samp", Arg: "price"}, {Func: "stddev_pop", Arg: "amount"},
@@ -82,7 +82,7 @@ var ModesLookupWindows = []ModesWindow{
 		{Func: "ew_avg", Arg: "price", Param: 0.3}, {Func: "drawdown", Arg: "score"},
 		{Func: "approx_percentile", Arg: "price", Param: 0.5}, {Func: "approx_count_distinct", Arg: "tag"},
 	}},
-	{Name: "h1x", Keys: []string{"user_id"}, Frame: Frame{Preceding: hour, ExcludeCurrent: true}, Aggs: []Agg{
+	{Name: "h1x", Keys: []string{"user_id"}, Frame: Frame{Preceding: modesHour, ExcludeCurrent: true}, Aggs: []Agg{
 		{Func: "count"}, {Func: "sum", Arg: "price"}, {Func: "max", Arg: "category"}, {Func: "last_value", Arg: "amount"},
 		{Func: "avg", Arg: "amount"},
 	}},
@@ -93,12 +93,12 @@ var ModesLookupWindows = []ModesWindow{
 	{Name: "r3x", Keys: []string{"user_id"}, Frame: Frame{Rows: true, Preceding: 3, ExcludeCurrent: true}, Aggs: []Agg{
 		{Func: "count"}, {Func: "sum", Arg: "amount"}, {Func: "max", Arg: "price"}, {Func: "first_value", Arg: "price"},
 	}},
-	{Name: "m30", Keys: []string{"merchant"}, Frame: Frame{Preceding: 30 * minute, EndPreceding: 5 * minute}, Aggs: []Agg{
+	{Name: "m30", Keys: []string{"merchant"}, Frame: Frame{Preceding: 30 * modesMinute, EndPreceding: 5 * modesMinute}, Aggs: []Agg{
 		{Func: "count"}, {Func: "sum", Arg: "amount"}, {Func: "avg", Arg: "price"}, {Func: "min", Arg: "amount"},
 		{Func: "max", Arg: "category"}, {Func: "var_pop", Arg: "price"}, {Func: "first_value", Arg: "price"},
 		{Func: "count_distinct", Arg: "user_id"},
 	}},
-	{Name: "d1", Keys: []string{"user_id"}, Frame: Frame{Preceding: day}, Aggs: []Agg{
+	{Name: "d1", Keys: []string{"user_id"}, Frame: Frame{Preceding: modesDay}, Aggs: []Agg{
 		{Func: "count"}, {Func: "count", Arg: "amount"}, {Func: "sum", Arg: "amount"}, {Func: "sum", Arg: "price"},
 		{Func: "avg", Arg: "price"}, {Func: "min", Arg: "price"}, {Func: "max", Arg: "amount"}, {Func: "min", Arg: "category"},
 		{Func: "var_samp", Arg: "price"}, {Func: "stddev_samp", Arg: "amount"},
@@ -106,7 +106,7 @@ var ModesLookupWindows = []ModesWindow{
 		{Func: "topn_frequency", Arg: "tag", Param: int64(3)}, {Func: "sum_cate", Arg: "amount", Cate: "category"},
 		{Func: "max_where", Arg: "price", Cond: "flag"}, {Func: "drawdown", Arg: "score"},
 	}},
-	{Name: "m12", Keys: []string{"merchant"}, Frame: Frame{Preceding: 12 * hour}, Aggs: []Agg{
+	{Name: "m12", Keys: []string{"merchant"}, Frame: Frame{Preceding: 12 * modesHour}, Aggs: []Agg{
 		{Func: "count"}, {Func: "sum", Arg: "price"}, {Func: "avg", Arg: "amount"}, {Func: "max", Arg: "price"},
 		{Func: "min", Arg: "category"}, {Func: "var_pop", Arg: "amount"}, {Func: "last_value", Arg: "category"},
 		{Func: "top1_ratio", Arg: "category"},
@@ -122,7 +122,7 @@ var ModesUnboundedWindows = []ModesWindow{
 		{Func: "first_value", Arg: "amount"}, {Func: "last_value", Arg: "price"}, {Func: "count_distinct", Arg: "category"},
 		{Func: "top", Arg: "amount", Param: int64(2)}, {Func: "sum_where", Arg: "price", Cond: "flag"},
 	}},
-	{Name: "u10", Keys: []string{"merchant"}, Frame: Frame{Unbounded: true, EndPreceding: 10 * minute}, Aggs: []Agg{
+	{Name: "u10", Keys: []string{"merchant"}, Frame: Frame{Unbounded: true, EndPreceding: 10 * modesMinute}, Aggs: []Agg{
 		{Func: "count"}, {Func: "sum", Arg: "price"}, {Func: "max", Arg: "amount"}, {Func: "first_value", Arg: "category"},
 	}},
 	{Name: "ux", Keys: []string{"user_id"}, Frame: Frame{Unbounded: true, ExcludeCurrent: true}, Aggs: []Agg{
@@ -140,7 +140,7 @@ func FrameSQL(f Frame) string {
 		for _, u := range []struct {
 			name string
 			ms   int64
-		}{{"DAY", day}, {"HOUR", hour}, {"MINUTE", minute}, {"SECOND", 1000}} {
+		}{{"DAY", modesDay}, {"HOUR", modesHour}, {"MINUTE", modesMinute}, {"SECOND", 1000}} {
 			if ms%u.ms == 0 {
 				return fmt.Sprintf("INTERVAL '%d' %s", ms/u.ms, u.name)
 			}
@@ -239,13 +239,13 @@ func ModesPoints(rng *rand.Rand, tab *Table, n int) []ModesPoint {
 		case k < 11:
 			p.T += rng.Int64N(240_001) - 120_000
 		case k < 13:
-			p.T += []int64{hour, 5 * minute, 30 * minute, 1, hour + 1, 12 * hour}[rng.IntN(6)]
+			p.T += []int64{modesHour, 5 * modesMinute, 30 * modesMinute, 1, modesHour + 1, 12 * modesHour}[rng.IntN(6)]
 		case k < 15:
 			p = ModesPoint{User: randUser(), Merchant: randMerchant(), T: lo + rng.Int64N(hi-lo+1)}
 		case k < 17:
-			p = ModesPoint{User: randUser(), Merchant: randMerchant(), T: hi + rng.Int64N(36*hour)}
+			p = ModesPoint{User: randUser(), Merchant: randMerchant(), T: hi + rng.Int64N(36*modesHour)}
 		case k < 18:
-			p = ModesPoint{User: randUser(), Merchant: randMerchant(), T: lo - rng.Int64N(2*hour)}
+			p = ModesPoint{User: randUser(), Merchant: randMerchant(), T: lo - rng.Int64N(2*modesHour)}
 		default:
 			if len(out) > 0 {
 				p = out[rng.IntN(len(out))]

@@ -305,3 +305,26 @@ func TestSinkCloseLeavesNoGoroutines(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestSinkRecover: a restart from the checkpoint of epoch 7 stamps the
+// replayed rows with epoch 8, numbered from 0.
+func TestSinkRecover(t *testing.T) {
+	s, err := kafka.NewSink(kafka.SinkConfig{Brokers: []string{"127.0.0.1:1"}, Topic: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Recover(context.Background(), 7, nil); err != nil {
+		t.Fatal(err)
+	}
+	if s.Epoch() != 8 {
+		t.Fatalf("Epoch = %d, want 8", s.Epoch())
+	}
+	if state, err := s.PrepareCommit(context.Background(), 8); err != nil || state != nil || s.Epoch() != 9 {
+		t.Fatalf("PrepareCommit: %q %v, Epoch %d", state, err, s.Epoch())
+	}
+	s.Close()
+	if err := s.Recover(context.Background(), 1, nil); err == nil {
+		t.Fatal("Recover after Close succeeded")
+	}
+}

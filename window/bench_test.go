@@ -1,0 +1,121 @@
+package window
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/volga-go/volga/agg"
+	"github.com/volga-go/volga/statestore"
+)
+
+func benchRecords(keys, n, rows int) []arrow.RecordBatch {
+	rng := rand.New(rand.NewPCG(7, 7))
+	var out []arrow.RecordBatch
+	var seq int64
+	ts := int64(1_700_000_000_000)
+	for range n {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, tileSchema)
+		for range rows {
+			ts += int64(rng.IntN(3))
+			b.Field(0).(*array.Int64Builder).Append(ts)
+			b.Field(1).(*array.Int64Builder).Append(seq)
+			seq++
+			b.Field(2).(*array.Int64Builder).Append(int64(rng.IntN(keys)))
+			b.Field(3).(*array.Float64Builder).Append(float64(rng.IntN(10000)) / 100)
+			b.Field(4).(*array.StringBuilder).Append("abcd"[rng.IntN(4):][:1])
+		}
+		out = append(out, b.NewRecordBatch())
+		b.Release()
+	}
+	return out
+}
+
+// BenchmarkOperatorStreaming: 100k rows over 5000 keys in batches of
+// 1000, the watermark advanced after each; RANGE, ROWS and UNBOUNDED
+// frames; no store (the hot path).
+func BenchmarkOperatorStreaming(b *testing.B) {
+	recs := benchRecords(5000, 100, 1000)
+	bind := func(name string, args ...agg.Arg) agg.Func {
+		f, err := agg.Bind(name, args)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return f
+	}
+	amount := agg.Arg{Type: arrow.PrimitiveTypes.Float64, Col: 0}
+	aggs := func() []agg.Func {
+		return []agg.Func{bind("count", agg.Arg{Star: true, Col: -1}), bind("sum", amount), bind("max", amount), bind("first_value", amount)}
+	}
+	cfg := Config{TsCol: 0, SeqCol: 1, KeyCols: []int{2}, ArgCols: []int{3, 4}, Windows: []Spec{
+		{Frame: Frame{Preceding: 10_000}, Aggs: aggs()},
+		{Frame: Frame{Rows: true, Preceding: 5}, Aggs: aggs()},
+		{Frame: Frame{Unbounded: true}, Aggs: aggs()},
+	}}
+	b.ReportAllocs()
+	for b.Loop() {
+		op, err := New(cfg, tileSchema)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range recs {
+			if _, _, err := op.Push(r); err != nil {
+				b.Fatal(err)
+			}
+			ts := r.Column(0).(*array.Int64).Int64Values()
+			outs, err := op.Advance(context.Background(), ts[len(ts)-1]-5)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, o := range outs {
+				o.Release()
+			}
+		}
+		op.Close()
+	}
+}
+
+// BenchmarkCheckpointBadger: Checkpoint of 100k dirty keys to a view of a
+// Badger store (one write batch, not a transaction per key).
+func BenchmarkCheckpointBadger(b *testing.B) {
+	db, err := statestore.OpenBadger(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	sum, _ := agg.Bind("sum", []agg.Arg{{Type: arrow.PrimitiveTypes.Float64, Col: 0}})
+	cfg := Config{TsCol: 0, SeqCol: 1, KeyCols: []int{2}, ArgCols: []int{3, 4},
+		Windows: []Spec{{Frame: Frame{Preceding: 10_000}, Aggs: []agg.Func{sum}}},
+		Store:   statestore.Sub(db, "op/0/0/")}
+	recs := benchRecords(100_000, 100, 2000)
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		op, err := New(cfg, tileSchema)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range recs {
+			if _, _, err := op.Push(r); err != nil {
+				b.Fatal(err)
+			}
+		}
+		outs, err := op.Advance(context.Background(), End)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, o := range outs {
+			o.Release()
+		}
+		b.StartTimer()
+		if _, err := op.Checkpoint(); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(op.Stats().CheckpointKeys), "keys/op")
+		op.Close()
+	}
+}

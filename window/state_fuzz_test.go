@@ -1,0 +1,142 @@
+package window
+
+import (
+	"context"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/volga-go/volga/agg"
+	"github.com/volga-go/volga/statestore"
+)
+
+// fuzzOperator is an operator with every window kind (retract, stack,
+// min/max deque, first/last edge, count(*), percentile skip list), fed
+// some rows, and encodings of its key states.
+func fuzzOperator(tb testing.TB) (*Operator, [][]byte) {
+	cfg := budgetConfig(tb, true)
+	amount := agg.Arg{Type: arrow.PrimitiveTypes.Float64, Col: 0}
+	for _, name := range []string{"drawdown", "last_value", "approx_percentile", "ew_avg"} {
+		args := []agg.Arg{amount}
+		if name == "approx_percentile" || name == "ew_avg" {
+			args = append(args, agg.Arg{IsConst: true, Const: 0.5, Col: -1, Type: arrow.PrimitiveTypes.Float64})
+		}
+		f, err := agg.Bind(name, args)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for w := range cfg.Windows {
+			cfg.Windows[w].Aggs = append(cfg.Windows[w].Aggs, f)
+		}
+	}
+	cfg.Store = statestore.NewMemory()
+	op, err := New(cfg, tileSchema)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	recs := budgetBatches(5, 6, 3, 40)
+	for _, r := range recs {
+		if _, _, err := op.Push(r); err != nil {
+			tb.Fatal(err)
+		}
+		outs, err := op.Advance(context.Background(), r.Column(0).(interface{ Value(int) int64 }).Value(int(r.NumRows())-1)-3)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, o := range outs {
+			o.Release()
+		}
+		r.Release()
+	}
+	var encs [][]byte
+	for _, ks := range op.states {
+		b, err := op.encodeKeyState(ks)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		encs = append(encs, b)
+	}
+	return op, encs
+}
+
+// TestKeyStateRoundTrip: decoding an encoded key state and encoding it
+// again gives the same bytes.
+func TestKeyStateRoundTrip(t *testing.T) {
+	op, encs := fuzzOperator(t)
+	defer op.Close()
+	for i, b := range encs {
+		ks, err := op.decodeKeyState(b)
+		if err != nil {
+			t.Fatalf("key %d: %v", i, err)
+		}
+		again, err := op.encodeKeyState(ks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(again) != string(b) {
+			t.Errorf("key %d: re-encoding differs (%d vs %d bytes)", i, len(again), len(b))
+		}
+	}
+}
+
+// FuzzDecodeKeyState: corrupt key states give an error, never a panic;
+// what decodes encodes again.
+func FuzzDecodeKeyState(f *testing.F) {
+	op, encs := fuzzOperator(f)
+	defer op.Close()
+	for _, b := range encs {
+		f.Add(b)
+		f.Add(b[:len(b)/2])
+	}
+	f.Add([]byte{})
+	f.Add([]byte{keyStateVersion})
+	f.Add([]byte{9, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ks, err := op.decodeKeyState(data)
+		if err != nil {
+			return
+		}
+		if _, err := op.encodeKeyState(ks); err != nil {
+			t.Fatalf("decoded state does not encode: %v", err)
+		}
+	})
+}
+
+// FuzzGroupRestore: corrupt GroupOperator meta gives an error, never a
+// panic.
+func FuzzGroupRestore(f *testing.F) {
+	cfg := GroupConfig{TsCol: 0, SeqCol: 1, KeyCols: []int{2, 4}, ArgCols: []int{3, 4}, SizeMs: 100, SlideMs: 50}
+	for _, name := range []string{"sum", "max", "first_value"} {
+		fn, err := agg.Bind(name, []agg.Arg{{Type: arrow.PrimitiveTypes.Float64, Col: 0}})
+		if err != nil {
+			f.Fatal(err)
+		}
+		cfg.Aggs = append(cfg.Aggs, fn)
+	}
+	g, err := NewGroup(cfg, tileSchema)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, r := range budgetBatches(6, 5, 2, 30) {
+		if _, _, err := g.Push(r); err != nil {
+			f.Fatal(err)
+		}
+		outs, _ := g.Advance(context.Background(), r.Column(0).(interface{ Value(int) int64 }).Value(int(r.NumRows())-1)-20)
+		for _, o := range outs {
+			o.Release()
+		}
+		r.Release()
+		meta, err := g.Checkpoint()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(meta)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g, err := NewGroup(cfg, tileSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = g.Restore(data)
+	})
+}
