@@ -380,3 +380,34 @@ func lineDiff(got, want []byte) string {
 func slogTo(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
+
+// TestStopWithoutCheckpoints: without checkpoints, Stop ends the input
+// where reading stopped: the output is that of a run over the batches read
+// so far, every pending row emitted.
+func TestStopWithoutCheckpoints(t *testing.T) {
+	rng := testutil.Rand(testutil.Seeds(1)[0] + 11)
+	tab := testutil.Events(rng, testutil.DefaultEvents(1500))
+	tab = tab.Subset(testutil.Shuffle(rng, tab, "ts", nil, 1500))
+	batches := tab.Batches(rng, 25)
+	defer func() {
+		for _, b := range batches {
+			b.Release()
+		}
+	}()
+	opts := []volga.Option{volga.WithMode(volga.Streaming), volga.WithMaxOutOfOrder(time.Second), volga.WithParallelism(2)}
+	dir := t.TempDir()
+	n := len(batches) / 2
+	ref := filepath.Join(dir, "ref.csv")
+	if err := runToFile(context.Background(), t, ref, tab.Schema, batches[:n], 0, nil, opts...); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(ref)
+	out := filepath.Join(dir, "out.csv")
+	if err := runToFile(context.Background(), t, out, tab.Schema, batches, n, nil, opts...); err != nil {
+		t.Fatalf("stopped run: %v", err)
+	}
+	got, _ := os.ReadFile(out)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("a run stopped after %d batches differs from a run over them:\n%s", n, lineDiff(got, want))
+	}
+}
