@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+	"gocloud.dev/blob/memblob"
 
 	"github.com/volga-go/volga"
 	"github.com/volga-go/volga/request"
@@ -675,4 +676,65 @@ WINDOW w AS (PARTITION BY user_id ORDER BY ts
 	// volga_sink_rows_total 4
 	// volga_source_rows_total 6
 	// volga_window_keys 1
+}
+
+// TestMetricsCheckpoints: a run with checkpoints exports their count, the
+// last epoch, its bytes and timings, in agreement with the
+// OnCheckpoint callback; a run without exports none of them.
+func TestMetricsCheckpoints(t *testing.T) {
+	checkGoroutines(t)
+	var evs []event
+	for i := int64(0); i < 40; i++ {
+		evs = append(evs, event{user: i % 5, ts: i * 30_000, amount: float64(i)})
+	}
+	rec := batchOf(evs...)
+	defer rec.Release()
+	bucket := memblob.OpenBucket(nil)
+	defer bucket.Close()
+	reg := prometheus.NewPedanticRegistry()
+	var infos []volga.CheckpointInfo
+	p, err := volga.SQL(metricQuery,
+		volga.WithSource("tx", source.NewMemorySliced(metricSchema, 4, rec)),
+		volga.WithMode(volga.Streaming), volga.WithMetrics(reg), volga.WithName("ck"),
+		volga.WithCheckpointBucket(bucket, time.Hour),
+		volga.WithOnCheckpoint(func(i volga.CheckpointInfo) { infos = append(infos, i) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 1 || !infos[0].Final || infos[0].Bytes <= 0 {
+		t.Fatalf("checkpoints: %+v, want one final checkpoint with bytes", infos)
+	}
+	got := scrape(t, reg)
+	expect(t, got, map[string]float64{
+		`volga_checkpoints_total{outcome="completed",pipeline="ck"}`: 1,
+		`volga_checkpoints_total{outcome="failed",pipeline="ck"}`:    0,
+		`volga_checkpoint_epoch{pipeline="ck"}`:                      float64(infos[0].Epoch),
+		`volga_checkpoint_bytes{pipeline="ck"}`:                      float64(infos[0].Bytes),
+		`volga_checkpoint_duration_seconds{pipeline="ck"}`:           infos[0].Duration.Seconds(),
+		`volga_checkpoint_stall_seconds{pipeline="ck"}`:              infos[0].Stall.Seconds(),
+	})
+	if ts := got[`volga_checkpoint_timestamp_seconds{pipeline="ck"}`]; ts < float64(time.Now().Add(-time.Minute).Unix()) {
+		t.Errorf("volga_checkpoint_timestamp_seconds = %v, want about now", ts)
+	}
+	if st := p.Stats(); st.Checkpoints != 1 || st.LastCheckpoint != int64(infos[0].Epoch) {
+		t.Errorf("Stats: %d checkpoints, last %d", st.Checkpoints, st.LastCheckpoint)
+	}
+
+	// Without checkpoints, no checkpoint metric at all.
+	reg2 := prometheus.NewPedanticRegistry()
+	p2, err := volga.SQL(metricQuery, volga.WithSource("tx", source.NewMemory(metricSchema, rec)), volga.WithMetrics(reg2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p2.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for k := range scrape(t, reg2) {
+		if strings.HasPrefix(k, "volga_checkpoint") {
+			t.Errorf("%s present without checkpoints", k)
+		}
+	}
 }
