@@ -374,10 +374,10 @@ func colValue(r *Rows, c int, a int64) any {
 
 // aggCase is one bound aggregate under test with its naive oracle.
 type aggCase struct {
-	name   string
-	args   []Arg
+	name string
+	args []Arg
 	// tune, if set, adjusts the bound Func (tests of internal modes).
-	tune func(Func)
+	tune   func(Func)
 	oracle func(r *Rows, rows []int64) any
 	// ordered: results depend on the order of rows (first_value ...).
 	ordered bool
