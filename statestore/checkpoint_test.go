@@ -9,8 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"net/http/httptest"
-	"net/url"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -18,13 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/fileblob"
 	_ "gocloud.dev/blob/memblob"
-	_ "gocloud.dev/blob/s3blob"
 
+	"github.com/volga-go/volga/internal/testutil"
 	"github.com/volga-go/volga/statestore"
 )
 
@@ -39,7 +35,7 @@ var bucketKinds = []struct {
 	{"file", func(t testing.TB) *blob.Bucket {
 		return openBucket(t, "file://"+filepath.ToSlash(t.TempDir())+"?no_tmp_dir=true")
 	}},
-	{"s3", openS3Bucket},
+	{"s3", testutil.S3Bucket},
 }
 
 // forEachBucket runs one test body against every bucket kind.
@@ -59,34 +55,6 @@ func openBucket(t testing.TB, u string) *blob.Bucket {
 	return b
 }
 
-// openS3Bucket serves a fake S3 API (gofakes3, in memory) over HTTP on
-// loopback and opens a bucket on it through s3blob. The AWS SDK is kept
-// off the network: no instance metadata, static dummy credentials.
-func openS3Bucket(t testing.TB) *blob.Bucket {
-	t.Helper()
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
-	backend := s3mem.New()
-	if err := backend.CreateBucket("checkpoints"); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(gofakes3.New(backend).Server())
-	t.Cleanup(srv.Close)
-	q := url.Values{
-		"endpoint":       {srv.URL},
-		"use_path_style": {"true"},
-		"disable_https":  {"true"},
-		"region":         {"us-east-1"},
-	}
-	b := openBucket(t, "s3://checkpoints?"+q.Encode())
-	// Close the bucket's idle connections before the server.
-	t.Cleanup(func() { srv.CloseClientConnections() })
-	return b
-}
 
 // fill writes the keys from, from+step, ... below to, in the operator key
 // layout; step defaults to 1.
