@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -44,6 +45,14 @@ type Config struct {
 	// stores offsets in the group. Without it every partition is read
 	// directly, starting at StartOffset or at the offsets given to Seek.
 	GroupID string
+
+	// Partitions, when not empty, limits reading to these partitions of
+	// the topic, read directly (it excludes GroupID): each starts at
+	// StartOffset or at the offset given to Seek, and Position covers only
+	// them. A member of a volga.Group reads each partition it is assigned
+	// with a source of its own this way. Partitions() still reports the
+	// topic's partition count.
+	Partitions []int
 
 	// HeartbeatInterval and SessionTimeout tune group membership
 	// (defaults 3s and 30s, kafka-go's): a member learns of a rebalance at
@@ -156,6 +165,16 @@ func (c *Config) defaults() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.GroupID != "" && len(c.Partitions) > 0 {
+		return errors.New("source/kafka: Config.Partitions and Config.GroupID exclude each other")
+	}
+	seen := map[int]bool{}
+	for _, p := range c.Partitions {
+		if p < 0 || seen[p] {
+			return fmt.Errorf("source/kafka: Config.Partitions: partition %d is negative or repeated", p)
+		}
+		seen[p] = true
 	}
 	if c.DeadLetterTopic == c.Topic {
 		return errors.New("source/kafka: Config.DeadLetterTopic must differ from Config.Topic")

@@ -70,3 +70,9 @@ func decodePosition(topic string, b []byte) (map[int]int64, error) {
 	}
 	return next, nil
 }
+
+// DecodePosition returns the next offset to read of each partition
+// recorded in pos, a Position of a source of topic.
+func DecodePosition(topic string, pos []byte) (map[int]int64, error) {
+	return decodePosition(topic, pos)
+}

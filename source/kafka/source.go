@@ -37,6 +37,7 @@ var ErrNoGroup = errors.New("source/kafka: Commit needs a consumer group (Config
 // DeadLetters may be called from any goroutine.
 type Source struct {
 	cfg     Config
+	values  *arrow.Schema // the schema of the JSON values (Config.Schema or inferred)
 	dec     *decoder
 	bld     *array.RecordBuilder
 	schemas []*arrow.Schema // per partition: the schema with MetadataPartition
@@ -135,6 +136,11 @@ func (s *Source) init() error {
 	for _, p := range meta.Topics[0].Partitions {
 		s.nparts = max(s.nparts, p.ID+1)
 	}
+	for _, p := range s.cfg.Partitions {
+		if p >= s.nparts {
+			return fmt.Errorf("source/kafka: topic %q has %d partitions; Config.Partitions names partition %d", s.cfg.Topic, s.nparts, p)
+		}
+	}
 	first, last, err := s.offsets(ctx)
 	if err != nil {
 		return err
@@ -154,6 +160,7 @@ func (s *Source) init() error {
 		}
 		schema = inferSchema(sample)
 	}
+	s.values = schema
 	timeCol := s.cfg.TimeColumn
 	if s.cfg.TimeField != "" {
 		timeCol = ""
@@ -185,7 +192,7 @@ func (s *Source) init() error {
 		if s.cfg.StartOffset == LastOffset {
 			start = last
 		}
-		for p := range s.nparts {
+		for _, p := range s.read() {
 			s.next[p] = start[p]
 		}
 		s.assigned = true
@@ -214,6 +221,19 @@ func (s *Source) logger(what string) kafkago.Logger {
 	return kafkago.LoggerFunc(func(msg string, args ...any) {
 		s.cfg.Logger.Warn(fmt.Sprintf(msg, args...), "topic", s.cfg.Topic, "client", what)
 	})
+}
+
+// read returns the partitions read in direct mode: Config.Partitions, or
+// all of them.
+func (s *Source) read() []int {
+	if len(s.cfg.Partitions) > 0 {
+		return slices.Sorted(slices.Values(s.cfg.Partitions))
+	}
+	out := make([]int, s.nparts)
+	for p := range out {
+		out[p] = p
+	}
+	return out
 }
 
 // offsets returns the first and the high-water offset of every partition.
@@ -246,11 +266,12 @@ func (s *Source) offsets(ctx context.Context) (first, last []int64, err error) {
 // sample reads the newest messages of every partition, up to SampleSize in
 // all, for schema inference.
 func (s *Source) sample(ctx context.Context, first, last []int64) ([][]byte, error) {
-	per := int64((s.cfg.SampleSize + s.nparts - 1) / s.nparts)
+	n := len(s.read())
+	per := int64((s.cfg.SampleSize + n - 1) / n)
 	out := make([][][]byte, s.nparts)
 	errs := make([]error, s.nparts)
 	var wg sync.WaitGroup
-	for p := range s.nparts {
+	for _, p := range s.read() {
 		from := max(first[p], last[p]-per)
 		if from >= last[p] {
 			continue
@@ -396,7 +417,7 @@ func (s *Source) startPart(p int, from int64) {
 }
 
 func (s *Source) startAll() {
-	for p := range s.nparts {
+	for _, p := range s.read() {
 		s.startPart(p, s.cfg.StartOffset)
 	}
 }
@@ -460,6 +481,11 @@ func (s *Source) runGroup() {
 // Schema returns the schema of the batches: the JSON fields, plus the
 // message-timestamp column when Config.TimeField is empty.
 func (s *Source) Schema() *arrow.Schema { return s.dec.schema }
+
+// ValueSchema returns the schema of the JSON values: Config.Schema, or
+// the schema inferred from the sample. Given as Config.Schema to another
+// source of the topic, it makes that source's Schema equal this one's.
+func (s *Source) ValueSchema() *arrow.Schema { return s.values }
 
 // TimeColumn returns the name of the event-time column.
 func (s *Source) TimeColumn() string { return s.dec.cols[s.dec.timeCol].Name() }
@@ -731,7 +757,8 @@ func (s *Source) Position() ([]byte, error) {
 
 // Seek restores a position returned by Position: the next Read returns
 // the messages that followed it. Partitions missing from pos keep theirs.
-// Messages fetched but not yet returned are dropped. In group mode the
+// Messages fetched but not yet returned are dropped. With
+// Config.Partitions, offsets of other partitions are ignored. In group mode the
 // offsets apply to the partitions this member is (or will be) assigned;
 // other members are not affected.
 func (s *Source) Seek(pos []byte) error {
@@ -742,10 +769,20 @@ func (s *Source) Seek(pos []byte) error {
 	if err != nil {
 		return err
 	}
-	for p, off := range next {
+	for p := range next {
 		if p >= s.nparts {
 			return fmt.Errorf("%w: partition %d, topic %q has %d", errPosition, p, s.cfg.Topic, s.nparts)
 		}
+	}
+	if len(s.cfg.Partitions) > 0 {
+		// Only the partitions this source reads.
+		for p := range next {
+			if !slices.Contains(s.cfg.Partitions, p) {
+				delete(next, p)
+			}
+		}
+	}
+	for p, off := range next {
 		s.next[p] = off
 	}
 	s.fatal = nil
