@@ -28,9 +28,13 @@ import (
 // fit its column, an unknown candidate column, a candidate whose key
 // columns differ from the key or a time older than the state kept is a
 // request.ErrInvalid error; a lookup before the pipeline
-// started is request.ErrUnavailable. Map-valued features are
+// started is request.ErrUnavailable; a pipeline that cannot serve lookups
+// (an UNBOUNDED PRECEDING frame, no sliding window) answers
+// request.ErrUnsupported. Map-valued features are
 // []request.MapEntry.
-func (p *Pipeline) Service() request.Service { return pipelineService{p} }
+func (p *Pipeline) Service() request.Service {
+	return pipelineService{p: p, canErr: request.Unsupported(p.CanLookup())}
+}
 
 // Handler serves p's lookups over HTTP: request.NewHandler(p.Service(),
 // opts...). Run the pipeline (or start it) to have something to serve.
@@ -39,11 +43,19 @@ func (p *Pipeline) Handler(opts ...request.HandlerOption) http.Handler {
 }
 
 // pipelineService adapts a Pipeline to request.Service.
-type pipelineService struct{ p *Pipeline }
+type pipelineService struct {
+	p *Pipeline
+	// canErr is why the pipeline can never serve a lookup (an UNBOUNDED
+	// frame, no sliding window), as a request.ErrUnsupported; nil if it can.
+	canErr error
+}
 
 func (s pipelineService) KeyColumns() []string { return s.p.KeyColumns() }
 
 func (s pipelineService) Lookup(ctx context.Context, key map[string]any, at time.Time, row map[string]any) (request.Features, error) {
+	if s.canErr != nil {
+		return request.Features{}, s.canErr
+	}
 	schema := s.p.compiled.Source
 	typed := make(map[string]any, len(key))
 	for col, v := range key {
@@ -81,6 +93,8 @@ func (s pipelineService) Lookup(ctx context.Context, key map[string]any, at time
 		return request.Features{}, request.Unavailable(err)
 	case errors.Is(err, window.ErrTooOld), errors.Is(err, pipeline.ErrCandidateKey):
 		return request.Features{}, request.Invalid(err)
+	case errors.Is(err, window.ErrUnboundedLookup), errors.Is(err, pipeline.ErrNoLookup):
+		return request.Features{}, request.Unsupported(err)
 	default:
 		return request.Features{}, err
 	}

@@ -48,7 +48,9 @@ type Live struct {
 	builders []sync.Pool
 	// names are the feature names, shared by every result.
 	names []string
-	obs   Observer // told of each lookup; see setObserver
+	// canErr is c.CanLookup(), computed once.
+	canErr error
+	obs    Observer // told of each lookup; see setObserver
 }
 
 // LookupResult holds the features of one key at one time.
@@ -79,6 +81,7 @@ func (l *Live) start(c *Compiled, n int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.c = c
+	l.canErr = c.CanLookup()
 	l.ops = make([][]*window.Operator, len(c.stages))
 	l.keyNames = make([][]string, len(c.stages))
 	l.keyTypes = make([][]arrow.DataType, len(c.stages))
@@ -130,11 +133,29 @@ func (l *Live) KeyColumns() []string {
 }
 
 // CanLookup reports why the pipeline cannot serve lookups: ErrNoLookup
-// without sliding windows, window.ErrUnboundedLookup with an UNBOUNDED
-// PRECEDING frame; nil when it can.
+// without sliding windows, window.ErrUnboundedLookup (wrapped, naming the
+// window and its features) with an UNBOUNDED PRECEDING frame; nil when it
+// can.
 func (c *Compiled) CanLookup() error {
 	if len(c.stages) == 0 || c.stages[0].group != nil {
 		return ErrNoLookup
+	}
+	for _, it := range c.Plan.Items {
+		if it.Agg == nil || it.Agg.Window == nil || !it.Agg.Window.Frame.Unbounded {
+			continue
+		}
+		w := it.Agg.Window
+		var feats []string
+		for _, o := range c.Plan.Items {
+			if o.Agg != nil && o.Agg.Window == w {
+				feats = append(feats, o.Name)
+			}
+		}
+		name := "OVER (...)"
+		if w.Name != "" {
+			name = w.Name
+		}
+		return fmt.Errorf("%w: window %s (%s) of feature(s) %s", window.ErrUnboundedLookup, name, w.Frame, strings.Join(feats, ", "))
 	}
 	for _, st := range c.stages {
 		for _, w := range st.cfg.Windows {
@@ -182,13 +203,13 @@ func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row
 		return LookupResult{}, err
 	}
 	l.mu.RLock()
-	c, ops := l.c, l.ops
+	c, ops, canErr := l.c, l.ops, l.canErr
 	l.mu.RUnlock()
 	if c == nil {
 		return LookupResult{}, ErrNotRunning
 	}
-	if len(c.stages) == 0 || c.stages[0].group != nil {
-		return LookupResult{}, ErrNoLookup
+	if canErr != nil {
+		return LookupResult{}, canErr
 	}
 	var cand arrow.RecordBatch
 	if row != nil {

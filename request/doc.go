@@ -49,8 +49,11 @@
 // Errors are JSON objects {"error": "..."}: 400 for malformed JSON, a
 // missing or unknown key column, a bad "at", a value of the wrong type or
 // a time older than the state kept; 405 for a method other than POST; 413
-// for a body over the limit (WithMaxBodyBytes, 1 MiB by default); 503
-// before the pipeline has started; 500 for anything unexpected, including
+// for a body over the limit (WithMaxBodyBytes, 1 MiB by default); 501
+// when the service cannot answer lookups at all (a pipeline whose query has
+// an UNBOUNDED PRECEDING frame, or no sliding window: the message names
+// the window); 503 before the pipeline has started; 500 for anything
+// unexpected, including
 // a panic in the Service, which is recovered. GET /healthz answers 200 "ok".
 //
 // # Online/offline consistency

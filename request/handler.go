@@ -203,6 +203,8 @@ func statusOf(err error) int {
 		return http.StatusBadRequest
 	case errors.Is(err, ErrUnavailable), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable
+	case errors.Is(err, ErrUnsupported):
+		return http.StatusNotImplemented
 	}
 	return http.StatusInternalServerError
 }

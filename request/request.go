@@ -71,6 +71,10 @@ var (
 	// one before the pipeline started: the handler answers 503 Service
 	// Unavailable.
 	ErrUnavailable = errors.New("features unavailable")
+	// ErrUnsupported marks a lookup the service cannot answer for any
+	// request, such as one of a pipeline whose query has an UNBOUNDED
+	// PRECEDING frame: the handler answers 501 Not Implemented.
+	ErrUnsupported = errors.New("lookup not supported")
 )
 
 // Invalid marks err as the caller's mistake: errors.Is(Invalid(err),
@@ -89,6 +93,15 @@ func Unavailable(err error) error {
 		return nil
 	}
 	return &kindError{err: err, kind: ErrUnavailable}
+}
+
+// Unsupported marks err as a lookup the service can never answer (see
+// ErrUnsupported). Unsupported(nil) is nil.
+func Unsupported(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &kindError{err: err, kind: ErrUnsupported}
 }
 
 // kindError classifies an error without changing its message.
