@@ -26,6 +26,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -51,6 +52,11 @@ type config struct {
 	HTTPRate      int
 	HTTPDuration  time.Duration
 	IngestRate    int
+	// CPUProfile and MemProfile, when set, are files the child engine
+	// writes a CPU profile (of the engine's run) and a heap profile (at
+	// its end) to; with several engines the engine name is appended.
+	CPUProfile string
+	MemProfile string
 	// Input is the prepared input, set by the parent.
 	Input input
 }
@@ -123,25 +129,32 @@ type workloadDef struct {
 	Pending string
 }
 
-// workloads is the registry. ml-3, lookup and checkpoint are hooks that
-// the issues adding those features fill in.
+// workloads is the registry of the workloads of BENCHMARKS.md.
 var workloads = map[string]workloadDef{
 	"features-4": {
 		Engines: []string{"duckdb", "volga-batch", "go-loop"},
 		Prepare: prepareFeatures4,
+		// volga-batch-ckpt and volga-batch-budget run on request (-engines).
 		Run: map[string]engineFunc{
-			"duckdb":      runDuckDB,
-			"volga-batch": runVolgaBatch,
-			"go-loop":     runGoLoop,
+			"duckdb":             runDuckDB,
+			"volga-batch":        runVolgaBatch,
+			"go-loop":            runGoLoop,
+			"volga-batch-ckpt":   runVolgaBatchCkpt,
+			"volga-batch-budget": runVolgaBatchBudget,
 		},
+		Ratios: durableRatios("duckdb", "volga-batch"),
 	},
 	"stream-4": {
-		Engines: []string{"duckdb", "volga-stream"},
+		// volga-stream-budget runs on request (-engines).
+		Engines: []string{"duckdb", "volga-stream", "volga-stream-ckpt"},
 		Prepare: prepareStream4,
 		Run: map[string]engineFunc{
-			"duckdb":       runDuckDB,
-			"volga-stream": runVolgaStream,
+			"duckdb":              runDuckDB,
+			"volga-stream":        runVolgaStream,
+			"volga-stream-ckpt":   runVolgaStreamCkpt,
+			"volga-stream-budget": runVolgaStreamBudget,
 		},
+		Ratios: durableRatios("duckdb", "volga-stream"),
 	},
 	"ml-3": {
 		// DuckDB has no topn_frequency, sum_cate or top1_ratio; the
@@ -161,13 +174,23 @@ var workloads = map[string]workloadDef{
 		Run:     map[string]engineFunc{"volga": runLookup},
 		Ratios:  func(string, []measured) {},
 	},
-	"checkpoint": {Pending: "needs checkpoints (statestore package)"},
+	"checkpoint": {
+		// volga-stream is the uninterrupted run the three checkpointed
+		// runs' output is compared with (checkpoint.go).
+		Engines: []string{"volga", "volga-stream"},
+		Prepare: prepareCheckpoint,
+		Run: map[string]engineFunc{
+			"volga":        runCheckpoint,
+			"volga-stream": runCheckpointPlain,
+		},
+		Ratios: printCheckpointRatios,
+	},
 }
 
 func main() {
 	var c config
 	child := flag.String("child", "", "internal: run one engine in this process and report JSON on stdout")
-	flag.StringVar(&c.Workload, "workload", "features-4", "workload to run: features-4, stream-4, ml-3, lookup (checkpoint to come)")
+	flag.StringVar(&c.Workload, "workload", "features-4", "workload to run: features-4, stream-4, ml-3, lookup, checkpoint")
 	flag.IntVar(&c.Events, "events", 10_000_000, "number of generated events")
 	flag.Uint64Var(&c.Seed, "seed", 1, "generator seed")
 	flag.StringVar(&c.DataDir, "data-dir", defaultDataDir(), "directory caching the generated Parquet files")
@@ -181,6 +204,8 @@ func main() {
 	flag.IntVar(&c.HTTPRate, "http-rate", 5000, "lookup: HTTP requests per second (fixed rate, open loop)")
 	flag.DurationVar(&c.HTTPDuration, "http-duration", 10*time.Second, "lookup: how long the HTTP load runs")
 	flag.IntVar(&c.IngestRate, "ingest-rate", 10_000, "lookup: events per second ingested while the HTTP load runs")
+	flag.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of each engine's run to this file (suffixed with the engine name)")
+	flag.StringVar(&c.MemProfile, "memprofile", "", "write a heap profile at the end of each engine's run to this file (suffixed with the engine name)")
 	flag.StringVar(&c.Input.Log, "input-log", "", "internal: prepared event log")
 	flag.StringVar(&c.Input.Arrival, "input-arrival", "", "internal: prepared arrival-order events")
 	flag.Parse()
@@ -208,7 +233,28 @@ func runChild(engine string, c config) int {
 		fmt.Fprintf(os.Stderr, "bench: no engine %q for workload %q\n", engine, c.Workload)
 		return 2
 	}
+	if c.CPUProfile != "" {
+		f, err := os.Create(c.CPUProfile + "." + engine)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+			return 1
+		}
+	}
 	res, err := w.Run[engine](context.Background(), c)
+	if c.CPUProfile != "" {
+		pprof.StopCPUProfile()
+	}
+	if c.MemProfile != "" {
+		if f, err := os.Create(c.MemProfile + "." + engine); err == nil {
+			pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %s: %v\n", engine, err)
 		return 1
@@ -372,7 +418,10 @@ func runEngine(engine string, c config) (measured, error) {
 		fmt.Sprintf("-http-rate=%d", c.HTTPRate),
 		"-http-duration=" + c.HTTPDuration.String(),
 		fmt.Sprintf("-ingest-rate=%d", c.IngestRate),
+		"-cpuprofile=" + c.CPUProfile,
+		"-memprofile=" + c.MemProfile,
 	}
+	args = append(args, ckptChildArgs()...)
 	cmd := exec.Command(self, args...)
 	var out bytes.Buffer
 	cmd.Stdout = &out
