@@ -12,10 +12,18 @@ import (
 // batch). The path "-" or "" means standard output as CSV; standard output
 // is flushed but never closed. Any other extension is an error.
 //
+// A directory of Parquet files ([NewParquetDir], for streams) is named by
+// a path ending in a separator ("out/"), by a path whose last element is
+// "*.parquet" ("out/*.parquet", the pattern readers use), or by an
+// existing directory whose name has no extension or ends in .parquet.
+//
 // The file sinks implement [Committer] and are exactly once under
-// checkpoints (see [CreateCSV] and [Parquet]); standard output is at least
-// once.
+// checkpoints (see [CreateCSV], [Parquet] and [ParquetDir]); standard
+// output is at least once.
 func Open(path string) (Sink, error) {
+	if dir, ok := parquetDirPath(path); ok {
+		return NewParquetDir(dir, nil)
+	}
 	if path == "" || path == "-" {
 		return NewCSV(os.Stdout), nil
 	}
@@ -27,6 +35,27 @@ func Open(path string) (Sink, error) {
 	case ".parquet":
 		return NewParquet(path, nil)
 	default:
-		return nil, fmt.Errorf("sink: cannot choose a format for %q from extension %q: use .csv, .jsonl, .ndjson or .parquet", path, ext)
+		return nil, fmt.Errorf("sink: cannot choose a format for %q from extension %q: use .csv, .jsonl, .ndjson or .parquet, or DIR/ for a directory of Parquet files", path, ext)
 	}
+}
+
+// parquetDirPath tells whether path names a directory of Parquet files
+// (see Open) and returns the directory.
+func parquetDirPath(path string) (string, bool) {
+	if path == "" || path == "-" {
+		return "", false
+	}
+	if os.IsPathSeparator(path[len(path)-1]) {
+		return filepath.Clean(path), true
+	}
+	if filepath.Base(path) == "*.parquet" {
+		return filepath.Dir(path), true
+	}
+	switch strings.ToLower(filepath.Ext(path)) {
+	case "", ".parquet":
+		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+			return path, true
+		}
+	}
+	return "", false
 }

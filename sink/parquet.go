@@ -34,6 +34,7 @@ type Option func(*parquetOptions)
 type parquetOptions struct {
 	rowGroup int64
 	codec    compress.Compression
+	fileRows int64 // ParquetDir without checkpoints: rows per file
 }
 
 // WithRowGroupSize sets the maximum number of rows per row group. Values

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -36,7 +39,19 @@ func NewParquet(paths ...string) (*Parquet, error) {
 
 // NewParquetFiles opens Parquet files to be read in order. WithBatchSize
 // and WithAllocator apply; the other options are ignored.
+//
+// A path that is a directory stands for the .parquet files in it, in name
+// order, leaving out names that start with "." or "_" (staging and
+// marker files): the layout of sink.ParquetDir, whose file names sort in
+// output order, and of most tools that write a directory of Parquet
+// files. A path that does not exist and holds a glob pattern
+// (filepath.Match syntax, such as "out/*.parquet") stands for the files
+// it matches, in name order. The list of files is taken when the source
+// is opened; positions (Seek) count files in that list.
 func NewParquetFiles(paths []string, opts ...Option) (p *Parquet, err error) {
+	if paths, err = expandParquetPaths(paths); err != nil {
+		return nil, err
+	}
 	if len(paths) == 0 {
 		return nil, errors.New("source: NewParquet needs at least one file")
 	}
@@ -205,4 +220,51 @@ func (p *Parquet) Close() error {
 		p.release()
 	}
 	return nil
+}
+
+// expandParquetPaths replaces directories and glob patterns among paths by
+// the files they stand for (see NewParquetFiles).
+func expandParquetPaths(paths []string) ([]string, error) {
+	var out []string
+	for _, path := range paths {
+		fi, err := os.Stat(path)
+		switch {
+		case err == nil && fi.IsDir():
+			ents, err := os.ReadDir(path)
+			if err != nil {
+				return nil, fmt.Errorf("source: parquet %s: %w", path, err)
+			}
+			n := len(out)
+			for _, e := range ents {
+				name := e.Name()
+				if strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || !strings.EqualFold(filepath.Ext(name), ".parquet") {
+					continue
+				}
+				if fi, err := os.Stat(filepath.Join(path, name)); err != nil || !fi.Mode().IsRegular() {
+					continue
+				}
+				out = append(out, filepath.Join(path, name))
+			}
+			if len(out) == n {
+				return nil, fmt.Errorf("source: parquet %s: no .parquet files in the directory", path)
+			}
+		case err != nil && strings.ContainsAny(path, "*?["):
+			matches, err := filepath.Glob(path)
+			if err != nil {
+				return nil, fmt.Errorf("source: parquet %s: %w", path, err)
+			}
+			n := len(out)
+			for _, m := range matches {
+				if fi, err := os.Stat(m); err == nil && fi.Mode().IsRegular() {
+					out = append(out, m)
+				}
+			}
+			if len(out) == n {
+				return nil, fmt.Errorf("source: parquet %s: no file matches", path)
+			}
+		default:
+			out = append(out, path)
+		}
+	}
+	return out, nil
 }
