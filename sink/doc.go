@@ -7,19 +7,24 @@
 //
 // # Exactly once and at least once
 //
-// The file sinks made by [CreateCSV], [CreateJSONL] and [NewParquet] are
-// transactional. Their rows are staged in a directory next to the target
-// (.<name>.volga for a target <name>) and the target shows only the output
+// The file sinks made by [CreateCSV], [CreateJSONL], [NewParquet] and
+// [NewParquetDir] are transactional. Their rows are staged in a directory
+// next to the target (.<name>.volga for a target <name>; DIR/.volga for
+// the directory of a [ParquetDir]) and the target shows only the output
 // of epochs whose checkpoint is complete: PrepareCommit makes an epoch's
 // rows durable in the staging directory, Commit (called once the
 // checkpoint is written) publishes them, and Recover, on a restart from a
 // checkpoint, finishes a publication a crash interrupted and cuts away the
 // output of later epochs. With a replayable source the output after any
 // number of crashes is byte for byte that of a run without one: exactly
-// once. CSV and JSON-lines files grow by appending at each Commit; a
+// once (for a ParquetDir, the same rows in the same file order; where
+// files end follows the epochs). CSV and JSON-lines files grow by appending at each Commit; a
 // Parquet file cannot be appended to, so it becomes visible as a whole at
-// the end of the input (see [Parquet]). Without checkpoints the engine
-// calls none of the Committer methods and Close publishes everything.
+// the end of the input (see [Parquet]). For an endless stream, a
+// [ParquetDir] grows by one Parquet file per epoch, published at Commit
+// (part-<epoch:020d>.parquet). Without checkpoints the engine calls none
+// of the Committer methods and Close publishes everything; a ParquetDir
+// then publishes a file every WithFileRows rows (at least once).
 //
 // The other sinks are at least once: after a recovery they see again the
 // rows written since the last completed checkpoint. That is the case of
@@ -35,7 +40,10 @@
 //   - [Callback] hands each batch to a Go function (at-least-once);
 //   - [CSV] and [JSONL] write text to an io.Writer or a file they create;
 //   - [Parquet] writes a Parquet file through arrow-go's pqarrow;
-//   - [Open] picks one of them from a path's extension.
+//   - [ParquetDir] writes a directory of Parquet files, rolled per epoch
+//     (or every WithFileRows rows without checkpoints), for streams;
+//   - [Open] picks one of them from a path's extension, or a directory
+//     for "DIR/" and "DIR/*.parquet".
 //
 // Text rendering follows SPEC section 4 and is exported so logs and the
 // command line print values the same way: [FormatValue] / [AppendText]

@@ -81,7 +81,8 @@ const (
 // completed run therefore leaves the finished file as it is. Close reads
 // the staged epochs back, so under checkpoints the output is written
 // twice, and the staging directory holds the whole output until the end
-// of the input.
+// of the input. For an endless stream use [ParquetDir], which publishes
+// a file per epoch.
 type Parquet struct {
 	stager
 	schema *arrow.Schema // given, or that of the first batch

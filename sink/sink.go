@@ -24,8 +24,8 @@ type Sink interface {
 // Commit(e2) then publishes e1 and e2. Without checkpoints the engine
 // calls none of these methods and Close publishes everything.
 //
-// The file sinks ([CreateCSV], [CreateJSONL], [NewParquet]) are
-// transactional: with a replayable source their output after any crash
+// The file sinks ([CreateCSV], [CreateJSONL], [NewParquet],
+// [NewParquetDir]) are transactional: with a replayable source their output after any crash
 // equals that of a run without one (exactly once). Other sinks implement
 // the interface only to learn epoch boundaries and are at least once; their
 // documentation says so.
