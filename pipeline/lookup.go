@@ -45,7 +45,11 @@ type Live struct {
 	// pool of result builders (a lookup takes one set and gives it back).
 	keyNames [][]string
 	keyTypes [][]arrow.DataType
-	builders []sync.Pool
+	// scratch pools *lookupScratch: what one lookup needs, reused.
+	scratch sync.Pool
+	// outPos[s][i] is the position in names (and LookupResult.Values) of
+	// stage s's result column i.
+	outPos [][]int
 	// names are the feature names, shared by every result.
 	names []string
 	// canErr is c.CanLookup(), computed once.
@@ -85,7 +89,7 @@ func (l *Live) start(c *Compiled, n int) {
 	l.ops = make([][]*window.Operator, len(c.stages))
 	l.keyNames = make([][]string, len(c.stages))
 	l.keyTypes = make([][]arrow.DataType, len(c.stages))
-	l.builders = make([]sync.Pool, len(c.stages))
+	l.outPos = make([][]int, len(c.stages))
 	for s, st := range c.stages {
 		l.ops[s] = make([]*window.Operator, n)
 		for _, col := range st.cfg.KeyCols {
@@ -93,26 +97,73 @@ func (l *Live) start(c *Compiled, n int) {
 			l.keyNames[s] = append(l.keyNames[s], f.Name)
 			l.keyTypes[s] = append(l.keyTypes[s], f.Type)
 		}
-		var types []arrow.DataType
-		for _, w := range st.cfg.Windows {
-			for _, f := range w.Aggs {
-				types = append(types, f.ResultType())
-			}
-		}
-		l.builders[s].New = func() any {
-			bld := make([]array.Builder, len(types))
-			for i, rt := range types {
-				bld[i] = array.NewBuilder(memory.DefaultAllocator, rt)
-			}
-			return bld
-		}
 	}
 	l.names = nil
-	for _, it := range c.Plan.Items {
+	pos := make([]int, len(c.Plan.Items)) // item -> position in names
+	for k, it := range c.Plan.Items {
 		if it.Agg != nil {
+			pos[k] = len(l.names)
 			l.names = append(l.names, it.Name)
 		}
 	}
+	for s, st := range c.stages {
+		for _, item := range st.items {
+			l.outPos[s] = append(l.outPos[s], pos[item])
+		}
+	}
+	stages := c.stages
+	l.scratch.New = func() any {
+		sc := &lookupScratch{stages: make([]stageScratch, len(stages))}
+		for s, st := range stages {
+			ss := &sc.stages[s]
+			ss.vals = make([]any, len(st.cfg.KeyCols))
+			ss.states = make([][]agg.State, len(st.cfg.Windows))
+			for w, spec := range st.cfg.Windows {
+				for _, f := range spec.Aggs {
+					ss.bld = append(ss.bld, array.NewBuilder(memory.DefaultAllocator, f.ResultType()))
+					ss.states[w] = append(ss.states[w], f.NewState())
+				}
+			}
+		}
+		return sc
+	}
+}
+
+// lookupScratch is what one lookup needs, kept in a pool so that a lookup
+// allocates little more than its result.
+type lookupScratch struct {
+	buf    []byte // the encoded key
+	stages []stageScratch
+}
+
+type stageScratch struct {
+	vals   []any           // key values, by key column
+	bld    []array.Builder // one per result column, empty between lookups
+	states [][]agg.State   // [window][aggregate], see window.Operator.LookupWith
+}
+
+// builderValue returns the single value b holds as its Go value (see
+// sink.Value) and empties b, for the common result types; ok is false for
+// the others (b is left as it is).
+func builderValue(b array.Builder) (v any, ok bool) {
+	if b.Len() != 1 {
+		return nil, false
+	}
+	switch x := b.(type) {
+	case *array.Float64Builder:
+		if !x.IsNull(0) {
+			v = x.Value(0)
+		}
+		x.Resize(0)
+		return v, true
+	case *array.Int64Builder:
+		if !x.IsNull(0) {
+			v = x.Value(0)
+		}
+		x.Resize(0)
+		return v, true
+	}
+	return nil, false
 }
 
 func (l *Live) register(stage, task int, op *window.Operator) {
@@ -236,28 +287,35 @@ func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row
 		}
 	}
 	t := at.UnixMilli()
-	res := LookupResult{Watermark: window.End, Names: l.names}
-	values := make([]any, len(c.Plan.Items)) // by item
-	var buf []byte
+	res := LookupResult{Watermark: window.End, Names: l.names, Values: make([]any, len(l.names))}
+	sc := l.scratch.Get().(*lookupScratch)
+	defer l.scratch.Put(sc)
 	for s, st := range c.stages {
+		ss := &sc.stages[s]
 		types := l.keyTypes[s]
-		vals := make([]any, len(types))
+		vals := ss.vals
 		for j, name := range l.keyNames[s] {
 			v, ok := lookupValue(key, name)
 			if !ok {
+				clear(vals)
 				return LookupResult{}, fmt.Errorf("volga: lookup key has no value for column %q (key columns: %s)", name, strings.Join(c.LookupKeys(), ", "))
 			}
 			vals[j] = v
 		}
 		var err error
-		if buf, err = window.EncodeKeyValues(buf[:0], types, vals); err != nil {
+		sc.buf, err = window.EncodeKeyValues(sc.buf[:0], types, vals)
+		if err != nil {
+			clear(vals)
 			return LookupResult{}, fmt.Errorf("volga: lookup key: %w", err)
 		}
+		buf := sc.buf
 		if cand != nil {
 			if err := candidateKey(row, l.keyNames[s], types, vals, buf); err != nil {
+				clear(vals)
 				return LookupResult{}, err
 			}
 		}
+		clear(vals) // do not keep the caller's values alive in the pool
 		task := 0
 		if n := len(ops[s]); n > 1 {
 			task = int(routeHash(types, buf) % uint64(n))
@@ -275,28 +333,24 @@ func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row
 				candRows.Cols[j].AppendArrow(cand.Column(pc), nil)
 			}
 		}
-		bld := l.builders[s].Get().([]array.Builder)
-		wm, err := op.Lookup(buf, t, candRows, bld)
+		bld := ss.bld
+		wm, err := op.LookupWith(buf, t, candRows, bld, ss.states)
 		if err != nil {
 			// Drop what a failed lookup may have appended.
 			for _, b := range bld {
 				b.NewArray().Release()
 			}
-			l.builders[s].Put(bld)
 			return LookupResult{}, fmt.Errorf("volga: lookup: %w", err)
 		}
 		res.Watermark = min(res.Watermark, wm)
 		for i, b := range bld {
-			arr := b.NewArray()
-			values[st.items[i]] = goValue(arr, 0)
-			arr.Release()
-		}
-		l.builders[s].Put(bld)
-	}
-	res.Values = make([]any, 0, len(l.names))
-	for k, it := range c.Plan.Items {
-		if it.Agg != nil {
-			res.Values = append(res.Values, values[k])
+			v, ok := builderValue(b)
+			if !ok {
+				arr := b.NewArray()
+				v = goValue(arr, 0)
+				arr.Release()
+			}
+			res.Values[l.outPos[s][i]] = v
 		}
 	}
 	return res, nil

@@ -40,10 +40,34 @@ func (o *Operator) KeyTypes() []arrow.DataType {
 // bld, in result-column order. A key with no rows gets the empty-frame
 // values. Lookup is safe for concurrent use with Push and Advance.
 func (o *Operator) Lookup(key []byte, t int64, cand *agg.Rows, bld []array.Builder) (watermark int64, err error) {
+	return o.LookupWith(key, t, cand, bld, nil)
+}
+
+// NewLookupStates returns one state per aggregate of the operator
+// (indexed [window][aggregate]), for LookupWith to reuse.
+func (o *Operator) NewLookupStates() [][]agg.State {
+	out := make([][]agg.State, len(o.cfg.Windows))
+	for w, spec := range o.cfg.Windows {
+		out[w] = make([]agg.State, len(spec.Aggs))
+		for a, fn := range spec.Aggs {
+			out[w][a] = fn.NewState()
+		}
+	}
+	return out
+}
+
+// LookupWith is Lookup evaluating into states, made by NewLookupStates of
+// an operator of the same configuration (nil: fresh states): they are
+// reset and reused, so a lookup allocates nothing for them. states must
+// not be used by two lookups at once.
+func (o *Operator) LookupWith(key []byte, t int64, cand *agg.Rows, bld []array.Builder, states [][]agg.State) (watermark int64, err error) {
 	o.mu.RLock()
 	defer o.mu.RUnlock()
 	if len(bld) != o.nAggs {
 		return o.wm, fmt.Errorf("window: Lookup needs %d builders, got %d", o.nAggs, len(bld))
+	}
+	if states != nil && len(states) != len(o.cfg.Windows) {
+		return o.wm, fmt.Errorf("window: Lookup needs states for %d windows, got %d", len(o.cfg.Windows), len(states))
 	}
 	var ks *keyState
 	if id, ok := o.keys.find(key); ok {
@@ -106,7 +130,13 @@ func (o *Operator) Lookup(key []byte, t int64, cand *agg.Rows, bld []array.Build
 			tiles = o.tilesFor(ks, w, spec)
 		}
 		for ai, fn := range spec.Aggs {
-			st := fn.NewState()
+			var st agg.State
+			if states != nil {
+				st = states[w][ai]
+				st.Reset()
+			} else {
+				st = fn.NewState()
+			}
 			switch {
 			case tiles != nil:
 				evalTiled(st, &ks.rows, tiles, ai, lo, hi)
