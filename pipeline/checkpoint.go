@@ -194,6 +194,12 @@ func (r *runner) openCheckpoints(ctx context.Context) error {
 			return fmt.Errorf("volga: %w", err)
 		}
 		cr.db, cr.restored, cr.epoch = db, parts, m.Epoch
+		r.ck = cr
+		if _, err := r.checkRestored(); err != nil {
+			cr.close()
+			r.ck = nil
+			return err
+		}
 		log.LogAttrs(ctx, slog.LevelInfo, "volga: resuming from checkpoint",
 			slog.Uint64("epoch", m.Epoch), slog.Time("created", m.Created))
 	case errors.Is(err, statestore.ErrNoCheckpoint):
@@ -263,10 +269,13 @@ func (cr *checkpointRun) close() error {
 // checkpointing reports whether the run takes checkpoints.
 func (r *runner) checkpointing() bool { return r.ck != nil && r.ck.ckp != nil }
 
-// restoreReader checks the reader's part against this run and returns it.
-func (r *runner) restoreReader(nparts, parallelism int) (*readerState, error) {
-	if r.ck == nil || r.ck.restored == nil {
-		return nil, nil
+// checkRestored checks the reader's part of the checkpoint the run
+// resumes from against this run (parallelism, query, source schema), so
+// that a mismatch is reported as such before any operator restores.
+func (r *runner) checkRestored() (*readerState, error) {
+	parallelism := r.opt.Parallelism
+	if r.c.stateless {
+		parallelism = 1
 	}
 	var st readerState
 	if err := json.Unmarshal(r.ck.restored[partReader], &st); err != nil {
@@ -282,6 +291,20 @@ func (r *runner) restoreReader(nparts, parallelism int) (*readerState, error) {
 	if st.Schema != r.c.Source.String() {
 		return nil, fmt.Errorf("volga: checkpoint %d was written for another source schema (%s)", r.ck.epoch, st.Schema)
 	}
+	return &st, nil
+}
+
+// restoreReader returns the reader's part of the checkpoint the run
+// resumes from (nil on a fresh start) and seeks the source to its
+// position.
+func (r *runner) restoreReader(nparts int) (*readerState, error) {
+	if r.ck == nil || r.ck.restored == nil {
+		return nil, nil
+	}
+	st, err := r.checkRestored()
+	if err != nil {
+		return nil, err
+	}
 	if len(st.Max) != nparts {
 		return nil, fmt.Errorf("volga: checkpoint %d: the source had %d partitions, now %d", r.ck.epoch, len(st.Max), nparts)
 	}
@@ -292,7 +315,7 @@ func (r *runner) restoreReader(nparts, parallelism int) (*readerState, error) {
 	if err := seeker.Seek(st.Position); err != nil {
 		return nil, fmt.Errorf("volga: checkpoint %d: seeking the source: %w", r.ck.epoch, err)
 	}
-	return &st, nil
+	return st, nil
 }
 
 // recoverSink prepares the sink of a resumed run.

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -409,5 +410,34 @@ func TestStopWithoutCheckpoints(t *testing.T) {
 	got, _ := os.ReadFile(out)
 	if !bytes.Equal(got, want) {
 		t.Fatalf("a run stopped after %d batches differs from a run over them:\n%s", n, lineDiff(got, want))
+	}
+}
+
+// TestCheckpointOtherParallelismRefused: resuming with another parallelism
+// is refused with an error that says so, and the output is left alone.
+func TestCheckpointOtherParallelismRefused(t *testing.T) {
+	rng := testutil.Rand(testutil.Seeds(1)[0] + 5)
+	tab := testutil.Events(rng, testutil.DefaultEvents(300))
+	batches := tab.Batches(rng, 50)
+	defer func() {
+		for _, b := range batches {
+			b.Release()
+		}
+	}()
+	bucket := memblob.OpenBucket(nil)
+	defer bucket.Close()
+	out := filepath.Join(t.TempDir(), "out.csv")
+	ck := volga.WithCheckpointBucket(bucket, time.Hour)
+	if err := runToFile(context.Background(), t, out, tab.Schema, batches, 0, nil, ck, volga.WithParallelism(1)); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(out)
+	err := runToFile(context.Background(), t, out, tab.Schema, batches, 0, nil, ck, volga.WithParallelism(2))
+	if err == nil || !strings.Contains(err.Error(), "parallelism 1") {
+		t.Fatalf("resuming with parallelism 2: %v, want an error naming parallelism 1", err)
+	}
+	after, _ := os.ReadFile(out)
+	if !bytes.Equal(before, after) {
+		t.Fatal("the refused run changed the output")
 	}
 }

@@ -205,6 +205,9 @@ func (c *Compiled) Run(ctx context.Context, src source.Source, out sink.Sink, op
 	if !c.Source.Equal(src.Schema()) {
 		return fmt.Errorf("volga: source schema %s does not match the schema the pipeline was compiled for %s", src.Schema(), c.Source)
 	}
+	if opt.Name == "" {
+		opt.Name = DefaultName
+	}
 	r := &runner{c: c, opt: opt, src: src, out: out, stats: opt.Stats}
 	switch {
 	case opt.Checkpoints != nil:
@@ -402,7 +405,7 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 		return nil
 	}
 	broadcast := func(wm int64) error { return bcast(msg{wm: wm}) }
-	rs, err := r.restoreReader(nparts, r.n)
+	rs, err := r.restoreReader(nparts)
 	if err != nil {
 		return err
 	}
