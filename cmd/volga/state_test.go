@@ -252,3 +252,48 @@ func TestServeCheckpointsRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryBudget runs with a memory budget far below the window state:
+// keys go to the store on disk and come back, and neither the output nor
+// the lookups of serve change.
+func TestMemoryBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs pipelines with a state store")
+	}
+	dir := files(t, "q.sql", equivSQL, "tx.csv", randomTx(3000), "spend.sql", spendSQL, "small.csv", txCSV)
+	base := []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--parallelism", "2"}
+	code, want, stderr := cli(t, context.Background(), dir, "", base...)
+	if code != 0 || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	for _, extra := range [][]string{
+		{"--memory-budget", "4KiB"},
+		{"--memory-budget", "4KiB", "--state-dir", "state", "--mode", "stream", "--batch-size", "50"},
+		{"--memory-budget", "16KiB", "--checkpoints", "ckpt", "--checkpoint-interval", "20ms", "--batch-size", "100"},
+	} {
+		code, got, stderr := cli(t, context.Background(), dir, "", append(slices.Clone(base), extra...)...)
+		if code != 0 || stderr != "" {
+			t.Fatalf("%v: exit %d, stderr %q", extra, code, stderr)
+		}
+		if got != want {
+			t.Errorf("%v: output differs from the run with all state in memory:\n%s", extra, firstDiff(got, want))
+		}
+	}
+
+	body := `[{"key": {"user_id": "u1"}, "at": "2024-01-01T02:00:00Z"}, {"key": {"user_id": "u2"}, "at": "2024-01-01T01:30:00Z"}, {"key": {"user_id": "u1"}, "at": "2024-01-01T02:30:00Z"}]`
+	var answers []string
+	for _, extra := range [][]string{nil, {"--memory-budget", "1KiB"}} {
+		url, stderr, stop := startServe(t, dir, append([]string{"--sql", "spend.sql", "--source", "tx=small.csv"}, extra...)...)
+		status, got := postJSON(t, url+"/v1/features", body)
+		if status != 200 {
+			t.Fatalf("serve %v: status %d: %s", extra, status, got)
+		}
+		answers = append(answers, got)
+		if code := stop(); code != exitOK {
+			t.Errorf("serve %v: exit %d; stderr:\n%s", extra, code, stderr)
+		}
+	}
+	if answers[0] != answers[1] {
+		t.Errorf("serve with a memory budget answers\n%s\nwant\n%s", answers[1], answers[0])
+	}
+}
