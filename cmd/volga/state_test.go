@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -295,5 +296,55 @@ func TestMemoryBudget(t *testing.T) {
 	}
 	if answers[0] != answers[1] {
 		t.Errorf("serve with a memory budget answers\n%s\nwant\n%s", answers[1], answers[0])
+	}
+}
+
+// TestRunInterruptedResumes interrupts a run with checkpoints (as SIGINT
+// does) once it has written two, then starts it again: the output equals
+// that of a run without interruption.
+func TestRunInterruptedResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs pipelines with checkpoints")
+	}
+	dir := files(t, "q.sql", equivSQL, "tx.csv", randomTx(20000))
+	for _, mode := range []string{"stream", "batch"} {
+		t.Run(mode, func(t *testing.T) {
+			base := []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--mode", mode, "--batch-size", "64", "--parallelism", "2"}
+			code, _, stderr := cli(t, context.Background(), dir, "", append(slices.Clone(base), "--sink", mode+"-want.csv")...)
+			if code != 0 || stderr != "" {
+				t.Fatalf("exit %d, stderr %q", code, stderr)
+			}
+			want := readFile(t, filepath.Join(dir, mode+"-want.csv"))
+			args := append(slices.Clone(base), "--sink", mode+".csv", "--checkpoints", mode+"-ckpt", "--checkpoint-interval", "10ms", "--log-level", "info")
+
+			// The child type of the crash test signals checkpoints in the log.
+			w := &child{written: make(chan struct{}, 1024)}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() {
+				<-w.written
+				<-w.written
+				cancel()
+			}()
+			t.Chdir(dir)
+			code = run(ctx, args, strings.NewReader(""), io.Discard, w)
+			log := w.output()
+			if code != exitInterrupted {
+				t.Logf("the run ended (exit %d) before it was interrupted: nothing to resume; stderr:\n%s", code, log)
+			}
+			if code != exitInterrupted && code != exitOK {
+				t.Fatalf("exit %d, stderr:\n%s", code, log)
+			}
+			code, _, stderr = cli(t, context.Background(), dir, "", args...)
+			if code != 0 {
+				t.Fatalf("the run after the interrupt: exit %d, stderr:\n%s", code, stderr)
+			}
+			if resumedEpoch(stderr) == 0 {
+				t.Errorf("the run after the interrupt did not resume from a checkpoint; stderr:\n%s", stderr)
+			}
+			if got := readFile(t, filepath.Join(dir, mode+".csv")); got != want {
+				t.Errorf("output after the interrupt and the restart:\n%s", describeDiff(got, want))
+			}
+		})
 	}
 }
