@@ -17,6 +17,8 @@
 //
 //	volga run --sql FILE --source NAME=PATH [--source ...] [--mode batch|stream]
 //	          [--max-out-of-order DURATION] [--parallelism N] [--sink PATH]
+//	          [--checkpoints URL [--checkpoint-interval DURATION]]
+//	          [--state-dir DIR] [--memory-budget BYTES]
 //
 // The query in FILE ("-" reads it from standard input) is one SELECT of the
 // Volga SQL dialect over one table; --source binds that table's name to a
@@ -47,10 +49,40 @@
 // late: they are not emitted, and a summary line counts them (--late-sink
 // writes them to a file, --allowed-lateness applies them anyway).
 //
+// # Checkpoints and state
+//
+// With --checkpoints URL, run and serve take a consistent checkpoint of the
+// pipeline's state and of the input position every --checkpoint-interval
+// (default 10s) into a bucket: file:///DIR (or just a directory path,
+// created when missing), s3://BUCKET?region=REGION (also endpoint=,
+// use_path_style=true and disable_https=true for S3-compatible stores) or
+// mem:// (within the process only). Started again with the same URL, query,
+// input and --parallelism, after a crash or an interrupt, the command
+// resumes from the latest complete checkpoint; --log-level info logs
+//
+//	level=INFO msg="volga: resuming from checkpoint" pipeline=volga epoch=12 ...
+//
+// The CSV, JSON-lines and Parquet file outputs of run are then
+// exactly-once: rows are staged next to the output file (in .NAME.volga)
+// and appended to it only once their checkpoint is complete, so after any
+// crash and restart the file equals the output of a run without one (a
+// Parquet file appears whole at the end).
+// Standard output and Kafka see again the rows that followed the checkpoint
+// (at least once). A bounded input ends with a checkpoint: started again
+// after it finished, the command reads nothing twice (serve restores its
+// state and serves at once). Use one URL per pipeline.
+//
+// The state lives in a Badger store in --state-dir (emptied at start; by
+// default a temporary directory); --memory-budget BYTES (512MiB, 2GB,
+// 1000000) bounds the window state kept in memory, the least recently used
+// keys going to the store. Without it all state stays in memory.
+//
 // # volga serve
 //
 //	volga serve --sql FILE --source NAME=PATH --listen ADDR [--mode batch|stream]
 //	            [--max-out-of-order DURATION] [--parallelism N] [--max-body BYTES]
+//	            [--checkpoints URL [--checkpoint-interval DURATION]]
+//	            [--state-dir DIR] [--memory-budget BYTES]
 //
 // Ingests the bound file to its end, logs "volga: ingested N rows, serving
 // on ADDR" on standard error, then serves POST /v1/features and GET
@@ -78,9 +110,9 @@
 // # Exit status
 //
 // volga exits with 0 on success, 2 when the command line itself is wrong (an
-// unknown command or flag, a missing --sql or --source, a bad duration or
-// mode), 1 when the run fails (a query error, an unbound table, an
-// unreadable file, a failing sink) and 130 when interrupted by SIGINT or
-// SIGTERM. Errors are one line on standard error starting with "volga: ";
+// unknown command or flag, a missing --sql or --source, a bad duration,
+// mode, size or bucket URL), 1 when the run fails (a query error, an
+// unbound table, an unreadable file, a failing sink) and 130 when
+// interrupted by SIGINT or SIGTERM. Errors are one line on standard error starting with "volga: ";
 // query errors keep their line and column in the query file.
 package main

@@ -223,6 +223,7 @@ func (e *env) fail(ctx context.Context, err error) int {
 		e.errorf("%s", ue.msg)
 		return exitUsage
 	}
-	e.errorf("%v", err)
+	// The library's errors start with "volga: " too: say it once.
+	e.errorf("%s", strings.TrimPrefix(err.Error(), "volga: "))
 	return exitFailure
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/volga-go/volga/source"
 )
 
-const runSynopsis = "run --sql FILE --source NAME=PATH [--source ...] [--mode batch|stream] [--max-out-of-order DURATION] [--parallelism N] [--sink PATH] [--log-level LEVEL]"
+const runSynopsis = "run --sql FILE --source NAME=PATH [--source ...] [--mode batch|stream] [--max-out-of-order DURATION] [--parallelism N] [--sink PATH] [--checkpoints URL [--checkpoint-interval DURATION]] [--state-dir DIR] [--memory-budget BYTES] [--log-level LEVEL]"
 
 var runCommand = &command{
 	name:    "run",
@@ -44,6 +44,7 @@ type runConfig struct {
 	lateSink        string
 	batchSize       int
 	logLevel        slog.Level
+	state           stateConfig
 }
 
 // binding is one --source NAME=PATH.
@@ -170,6 +171,7 @@ func newRunFlags(cfg *runConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.lateSink, "late-sink", "", "stream mode: write late rows that were dropped to `PATH` (.csv, .jsonl, ...)")
 	cfg.logLevel = slog.LevelWarn
 	fs.Var(logLevelFlag{&cfg.logLevel}, "log-level", "log the pipeline's messages at this `LEVEL` and above to standard error: debug, info, warn or error")
+	addStateFlags(fs, &cfg.state)
 	return fs
 }
 
@@ -180,7 +182,12 @@ func printRunUsage(w io.Writer) {
 	fmt.Fprint(w, "Runs one SELECT of the Volga SQL dialect over the file bound to its FROM table\nand writes one output row per input row (OVER windows) or per window (GROUP BY).\n\nflags:\n")
 	fs.SetOutput(w)
 	fs.PrintDefaults()
-	fmt.Fprint(w, "\nexample:\n  volga run --sql spend.sql --source tx=tx.csv --mode stream --max-out-of-order 5s --sink features.jsonl\n")
+	fmt.Fprint(w, "\nexamples:\n  volga run --sql spend.sql --source tx=tx.csv --mode stream --max-out-of-order 5s --sink features.jsonl\n")
+	fmt.Fprint(w, "  volga run --sql spend.sql --source tx=tx.csv --sink features.csv --checkpoints file:///var/lib/volga/spend\n")
+	fmt.Fprint(w, "\n"+checkpointHelp+`  The CSV, JSON-lines and Parquet outputs are then exactly-once: after any
+  crash and restart they equal the output of a run without one. Standard
+  output and Kafka get again what followed the checkpoint (at least once).
+`)
 }
 
 // parseRunArgs parses the flags of volga run. Errors are usage errors.
@@ -225,6 +232,14 @@ func parseRunArgs(args []string) (*runConfig, error) {
 		if err := checkSinkPath(p); err != nil {
 			return nil, err
 		}
+	}
+	if err := cfg.state.check("run", fs); err != nil {
+		return nil, err
+	}
+	if cfg.state.checkpoints != "" && cfg.lateSink != "" {
+		// The late-row output is not part of the checkpoints: a restart
+		// would start it afresh and lose the rows written before.
+		return nil, usagef("run: --late-sink cannot be combined with --checkpoints yet (the late rows written before a restart would be lost)")
 	}
 	return cfg, nil
 }
@@ -313,45 +328,61 @@ func runPipeline(ctx context.Context, e *env, cfg *runConfig) (err error) {
 		}
 	}()
 	var counted *countingSource
+	total := int64(0)
 	if e.progress && cfg.mode == volga.Batch {
 		counted = &countingSource{Source: src}
-		src = counted
+		src, total = counted, estimateRows(bound.path)
+		if cfg.state.bucketURL != "" {
+			// A resumed run reads only what follows its checkpoint: count
+			// the rows, without a share of the whole. Checkpoints need the
+			// source's positions, which the counter must not hide.
+			src, total = progressSource(counted), 0
+		}
 	}
 
-	out, late := &deferredSink{}, &deferredSink{}
 	opts := []volga.Option{
 		volga.WithSource(plan.Table, src),
-		volga.WithSink(out),
 		volga.WithMode(cfg.mode),
 		volga.WithParallelism(cfg.parallelism),
 		volga.WithDeadLetters(report),
 		volga.WithLogger(newLogger(stderr, cfg.logLevel)),
 	}
+	opts = append(opts, cfg.state.options()...)
 	if cfg.mode == volga.Streaming {
 		opts = append(opts, volga.WithMaxOutOfOrder(cfg.maxOutOfOrder), volga.WithAllowedLateness(cfg.allowedLateness))
-		if cfg.lateSink != "" {
-			opts = append(opts, volga.WithLateSink(late))
-		}
 	}
-	p, err := volga.FromPlan(plan, opts...)
-	if err != nil {
+	// Compile once without the outputs: they are created only once the
+	// query compiled, so that a mistake in it leaves no empty file behind.
+	if _, err := volga.FromPlan(plan, opts...); err != nil {
 		return queryError(queryName, err)
 	}
-	// Output files are created only once the query compiled, so that a
-	// mistake in it leaves no empty file behind.
-	if out.Sink, out.flush, err = openSink(cfg.sinkPath, cfg.format, e.stdout, cfg.mode == volga.Streaming); err != nil {
+	// The pipeline gets the sink itself, not a wrapper, so that it sees
+	// whether the sink takes part in checkpoints (sink.Committer).
+	out, flush, err := openSink(cfg.sinkPath, cfg.format, e.stdout, cfg.mode == volga.Streaming)
+	if err != nil {
 		return err
 	}
-	if cfg.lateSink != "" {
-		if late.Sink, _, err = openSink(cfg.lateSink, "", e.stdout, false); err != nil {
+	if flush {
+		out = &flushingSink{Sink: out}
+	}
+	opts = append(opts, volga.WithSink(out))
+	if cfg.mode == volga.Streaming && cfg.lateSink != "" {
+		late, _, err := openSink(cfg.lateSink, "", e.stdout, false)
+		if err != nil {
 			out.Close()
 			return err
 		}
+		opts = append(opts, volga.WithLateSink(late))
+	}
+	p, err := volga.FromPlan(plan, opts...)
+	if err != nil {
+		out.Close()
+		return queryError(queryName, err)
 	}
 
 	var bar *progress
 	if counted != nil {
-		bar = startProgress(stderr, "run", estimateRows(bound.path), counted.rows.Load, e.progressEvery)
+		bar = startProgress(stderr, "run", total, counted.rows.Load, e.progressEvery)
 	}
 	runErr := p.Run(ctx)
 	if bar != nil {
@@ -432,30 +463,17 @@ func openSink(path, format string, stdout io.Writer, flushEach bool) (sink.Sink,
 	return sink.NewCSV(stdout), flushEach, nil
 }
 
-// deferredSink forwards to a sink opened after the pipeline compiled.
-type deferredSink struct {
-	sink.Sink
-	flush bool // flush after every batch
-}
+// flushingSink flushes standard output after every batch, so that a
+// stream shows its rows as they are emitted.
+type flushingSink struct{ sink.Sink }
 
-// Write forwards rec, flushing when asked to.
-func (d *deferredSink) Write(ctx context.Context, rec arrow.RecordBatch) error {
-	if d.Sink == nil {
-		return errors.New("volga: output is not open")
-	}
-	if err := d.Sink.Write(ctx, rec); err != nil {
+// Write forwards rec and flushes.
+func (f *flushingSink) Write(ctx context.Context, rec arrow.RecordBatch) error {
+	if err := f.Sink.Write(ctx, rec); err != nil {
 		return err
 	}
-	if f, ok := d.Sink.(interface{ Flush() error }); ok && d.flush {
-		return f.Flush()
+	if fl, ok := f.Sink.(interface{ Flush() error }); ok {
+		return fl.Flush()
 	}
 	return nil
-}
-
-// Close closes the underlying sink, if it was opened.
-func (d *deferredSink) Close() error {
-	if d.Sink == nil {
-		return nil
-	}
-	return d.Sink.Close()
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/volga-go/volga/request"
 )
 
-const serveSynopsis = "serve --sql FILE --source NAME=PATH --listen ADDR [--mode batch|stream] [--max-out-of-order DURATION] [--parallelism N] [--lookup-retention DURATION] [--max-body BYTES] [--log-level LEVEL]"
+const serveSynopsis = "serve --sql FILE --source NAME=PATH --listen ADDR [--mode batch|stream] [--max-out-of-order DURATION] [--parallelism N] [--lookup-retention DURATION] [--max-body BYTES] [--checkpoints URL [--checkpoint-interval DURATION]] [--state-dir DIR] [--memory-budget BYTES] [--log-level LEVEL]"
 
 var serveCommand = &command{
 	name:    "serve",
@@ -44,6 +44,7 @@ type serveConfig struct {
 	maxBody       int64
 	retention     time.Duration
 	logLevel      slog.Level
+	state         stateConfig
 }
 
 func newServeFlags(cfg *serveConfig) *flag.FlagSet {
@@ -59,6 +60,7 @@ func newServeFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.Var(durationFlag{&cfg.retention}, "lookup-retention", "answer lookups at times down to `DURATION` before the newest event (default: each key's newest event on); memory grows with it")
 	cfg.logLevel = slog.LevelWarn
 	fs.Var(logLevelFlag{&cfg.logLevel}, "log-level", "log at this `LEVEL` and above to standard error: debug, info, warn or error")
+	addStateFlags(fs, &cfg.state)
 	return fs
 }
 
@@ -67,6 +69,7 @@ func printServeUsage(w io.Writer) {
 	printCommandUsage(w, serveSynopsis,
 		"Ingests the file bound to the query's table to its end, then serves the query's\nwindowed features as of any time over HTTP: POST /v1/features with\n{\"key\": {...}, \"at\": \"RFC 3339 time\"}, GET /healthz, and Prometheus metrics\non GET /metrics. SIGINT or SIGTERM\nstops the server gracefully (exit status 0).",
 		newServeFlags(&cfg), "volga serve --sql spend.sql --source tx=tx.csv --listen :8080")
+	fmt.Fprint(w, "\n"+checkpointHelp+"  Restarted after ingesting its input, serve restores the state from the\n  final checkpoint instead of reading the input again.\n")
 }
 
 func parseServeArgs(args []string) (*serveConfig, error) {
@@ -85,6 +88,9 @@ func parseServeArgs(args []string) (*serveConfig, error) {
 		return nil, usagef("serve: --max-body must be at least 1, got %d", cfg.maxBody)
 	case cfg.mode != volga.Streaming && cfg.maxOutOfOrder != 0:
 		return nil, usagef("serve: --max-out-of-order applies to --mode stream only")
+	}
+	if err := cfg.state.check("serve", fs); err != nil {
+		return nil, err
 	}
 	return cfg, nil
 }
@@ -132,6 +138,7 @@ func serve(ctx context.Context, e *env, cfg *serveConfig, ready func(string)) er
 		volga.WithLogger(logger),
 		volga.WithMetrics(reg),
 	}
+	opts = append(opts, cfg.state.options()...)
 	if cfg.mode == volga.Streaming {
 		opts = append(opts, volga.WithMaxOutOfOrder(cfg.maxOutOfOrder))
 	}
