@@ -384,9 +384,43 @@ func runPipeline(ctx context.Context, e *env, cfg *runConfig) (err error) {
 	if counted != nil {
 		bar = startProgress(stderr, "run", total, counted.rows.Load, e.progressEvery)
 	}
-	runErr := p.Run(ctx)
+	// SIGINT or SIGTERM (ctx done) stops a streaming run, or a run with
+	// checkpoints, gracefully: reading stops, a final checkpoint is taken
+	// when checkpoints are on (without them the rows read so far are all
+	// emitted), the sinks are closed and the command exits 0. A second
+	// signal kills the process (main restores the default handling). A
+	// batch run without checkpoints is cancelled: its output would be
+	// incomplete.
+	graceful := cfg.mode == volga.Streaming || cfg.state.checkpoints != ""
+	runCtx := ctx
+	stopped := make(chan struct{})
+	if graceful {
+		runCtx = context.WithoutCancel(ctx)
+		finished := make(chan struct{})
+		defer close(finished)
+		go func() {
+			select {
+			case <-ctx.Done():
+				close(stopped)
+				p.Stop()
+			case <-finished:
+			}
+		}()
+	}
+	runErr := p.Run(runCtx)
 	if bar != nil {
 		bar.stop()
+	}
+	select {
+	case <-stopped:
+		if runErr == nil {
+			msg := "volga: stopped by a signal; every row read was emitted"
+			if cfg.state.checkpoints != "" {
+				msg = "volga: stopped by a signal after a final checkpoint; run the same command again to resume"
+			}
+			fmt.Fprintln(e.stderr, msg)
+		}
+	default:
 	}
 	st := p.Stats()
 	if dead > 0 {

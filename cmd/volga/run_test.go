@@ -360,14 +360,19 @@ func TestRunNoOutputFileOnQueryError(t *testing.T) {
 }
 
 // TestRunInterrupted checks that a cancelled context (SIGINT or SIGTERM in
-// main) ends the run with status 130 and one line.
+// main) ends a batch run with status 130 and one line, and stops a
+// streaming run gracefully: exit 0, every row read emitted, one line.
 func TestRunInterrupted(t *testing.T) {
 	dir := files(t, "q.sql", equivSQL, "tx.csv", randomTx(2000))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	code, _, stderr := cli(t, ctx, dir, "", "run", "--sql", "q.sql", "--source", "tx=tx.csv", "--mode", "stream", "--batch-size", "10")
+	code, _, stderr := cli(t, ctx, dir, "", "run", "--sql", "q.sql", "--source", "tx=tx.csv", "--batch-size", "10")
 	if code != exitInterrupted || stderr != "volga: interrupted\n" {
-		t.Errorf("exit %d, stderr %q; want %d, %q", code, stderr, exitInterrupted, "volga: interrupted\n")
+		t.Errorf("batch: exit %d, stderr %q; want %d, %q", code, stderr, exitInterrupted, "volga: interrupted\n")
+	}
+	code, _, stderr = cli(t, ctx, dir, "", "run", "--sql", "q.sql", "--source", "tx=tx.csv", "--mode", "stream", "--batch-size", "10")
+	if want := "volga: stopped by a signal; every row read was emitted\n"; code != exitOK || stderr != want {
+		t.Errorf("stream: exit %d, stderr %q; want 0, %q", code, stderr, want)
 	}
 }
 
