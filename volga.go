@@ -98,7 +98,9 @@ func WithIdleTimeout(d time.Duration) Option {
 func WithParallelism(n int) Option { return func(c *config) { c.run.Parallelism = n } }
 
 // WithLateSink receives late rows that were not applied, with the
-// source's columns.
+// source's columns. The late sink is not part of checkpoints
+// (WithCheckpoints): after a restart it receives the late rows of the
+// resumed run only, and a file sink starts its file afresh.
 func WithLateSink(s sink.Sink) Option { return func(c *config) { c.run.Late = s } }
 
 // WithDeadLetters receives rows the engine cannot process, such as a NULL
