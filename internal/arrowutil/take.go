@@ -3,11 +3,10 @@
 package arrowutil
 
 import (
-	"context"
+	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -25,14 +24,14 @@ func indexArray(mem memory.Allocator, idx []int32) arrow.Array {
 	return b.NewArray()
 }
 
-// TakeArrays returns rows idx of every column.
+// TakeArrays returns rows idx of every column (see Gather).
 func TakeArrays(mem memory.Allocator, cols []arrow.Array, idx []int32) ([]arrow.Array, error) {
-	ia := indexArray(mem, idx)
-	defer ia.Release()
-	ctx := compute.WithAllocator(context.Background(), mem)
+	segs := AppendSegs(make([]Seg, 0, len(idx)), 0, idx)
 	out := make([]arrow.Array, 0, len(cols))
+	src := make([]arrow.Array, 1)
 	for _, c := range cols {
-		t, err := compute.TakeArrayOpts(ctx, c, ia, compute.TakeOptions{BoundsCheck: false})
+		src[0] = c
+		t, err := Gather(mem, c.DataType(), src, segs)
 		if err != nil {
 			ReleaseAll(out)
 			return nil, err
@@ -79,14 +78,22 @@ func Concat(mem memory.Allocator, schema *arrow.Schema, recs []arrow.RecordBatch
 	return array.NewRecordBatch(schema, cols, total), nil
 }
 
-// TakeConcat returns rows idx of the concatenation of recs.
+// TakeConcat returns rows idx of the concatenation of recs, without
+// concatenating them (see Gather).
 func TakeConcat(mem memory.Allocator, schema *arrow.Schema, recs []arrow.RecordBatch, idx []int32) (arrow.RecordBatch, error) {
-	all, err := Concat(mem, schema, recs)
-	if err != nil {
-		return nil, err
+	starts := make([]int32, len(recs)+1)
+	for i, r := range recs {
+		starts[i+1] = starts[i] + int32(r.NumRows())
 	}
-	defer all.Release()
-	return Take(mem, all, idx)
+	segs := make([]Seg, 0, len(idx))
+	src := 0
+	for _, i := range idx {
+		if i < starts[src] || i >= starts[src+1] {
+			src = sort.Search(len(recs), func(k int) bool { return starts[k+1] > i })
+		}
+		segs = AppendSeg(segs, int32(src), i-starts[src])
+	}
+	return GatherRecord(mem, schema, recs, segs)
 }
 
 // Select returns the columns idx of rec under schema (zero-copy).

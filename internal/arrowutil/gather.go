@@ -1,0 +1,427 @@
+package arrowutil
+
+import (
+	"context"
+	"fmt"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// Seg is a run of consecutive rows [Start, End) of source Src.
+type Seg struct {
+	Src        int32
+	Start, End int32
+}
+
+// AppendSegs appends to segs the rows idx of source src, consecutive rows
+// merged into one run.
+func AppendSegs(segs []Seg, src int32, idx []int32) []Seg {
+	for _, i := range idx {
+		if k := len(segs) - 1; k >= 0 && segs[k].Src == src && segs[k].End == i {
+			segs[k].End++
+			continue
+		}
+		segs = append(segs, Seg{Src: src, Start: i, End: i + 1})
+	}
+	return segs
+}
+
+// AppendSeg appends row row of source src to segs, merged into the last
+// run when it continues it.
+func AppendSeg(segs []Seg, src, row int32) []Seg {
+	if k := len(segs) - 1; k >= 0 && segs[k].Src == src && segs[k].End == row {
+		segs[k].End++
+		return segs
+	}
+	return append(segs, Seg{Src: src, Start: row, End: row + 1})
+}
+
+func segRows(segs []Seg) int {
+	n := 0
+	for _, s := range segs {
+		n += int(s.End - s.Start)
+	}
+	return n
+}
+
+// Gather returns the rows segs of srcs (arrays of type dt), in order, as
+// one array. Unlike compute's Take it sizes every buffer (including the
+// children of lists, maps and structs, and string data) before copying, and
+// copies each run and each list's contents with one move. Types it does not
+// handle natively are concatenated and taken.
+func Gather(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, segs []Seg) (arrow.Array, error) {
+	if !gatherable(dt) {
+		return gatherFallback(mem, srcs, segs)
+	}
+	ds := make([]arrow.ArrayData, len(srcs))
+	for i, s := range srcs {
+		ds[i] = s.Data()
+	}
+	d := gatherData(mem, dt, ds, segs, segRows(segs))
+	defer d.Release()
+	return array.MakeFromData(d), nil
+}
+
+// GatherRecord returns the rows segs of recs (batches of schema) as one
+// batch.
+func GatherRecord(mem memory.Allocator, schema *arrow.Schema, recs []arrow.RecordBatch, segs []Seg) (arrow.RecordBatch, error) {
+	n := segRows(segs)
+	cols := make([]arrow.Array, 0, schema.NumFields())
+	srcs := make([]arrow.Array, len(recs))
+	for c := 0; c < schema.NumFields(); c++ {
+		for k, r := range recs {
+			srcs[k] = r.Column(c)
+		}
+		a, err := Gather(mem, schema.Field(c).Type, srcs, segs)
+		if err != nil {
+			ReleaseAll(cols)
+			return nil, err
+		}
+		cols = append(cols, a)
+	}
+	defer ReleaseAll(cols)
+	return array.NewRecordBatch(schema, cols, int64(n)), nil
+}
+
+func gatherable(dt arrow.DataType) bool {
+	switch t := dt.(type) {
+	case *arrow.BooleanType, *arrow.NullType:
+		return true
+	case *arrow.StringType, *arrow.BinaryType, *arrow.LargeStringType, *arrow.LargeBinaryType:
+		return true
+	case *arrow.ListType:
+		return gatherable(t.Elem())
+	case *arrow.MapType:
+		return gatherable(t.Elem()) // the struct of key and item
+	case *arrow.StructType:
+		for _, f := range t.Fields() {
+			if !gatherable(f.Type) {
+				return false
+			}
+		}
+		return true
+	case arrow.FixedWidthDataType:
+		if _, ok := dt.(*arrow.DictionaryType); ok {
+			return false
+		}
+		if _, ok := dt.(*arrow.FixedSizeListType); ok {
+			return false
+		}
+		return t.BitWidth() >= 8 && t.BitWidth()%8 == 0
+	}
+	return false
+}
+
+func gatherFallback(mem memory.Allocator, srcs []arrow.Array, segs []Seg) (arrow.Array, error) {
+	starts := make([]int32, len(srcs)+1)
+	for i, s := range srcs {
+		starts[i+1] = starts[i] + int32(s.Len())
+	}
+	idx := make([]int32, 0, segRows(segs))
+	for _, s := range segs {
+		for r := s.Start; r < s.End; r++ {
+			idx = append(idx, starts[s.Src]+r)
+		}
+	}
+	all, err := array.Concatenate(srcs, mem)
+	if err != nil {
+		return nil, err
+	}
+	defer all.Release()
+	ia := indexArray(mem, idx)
+	defer ia.Release()
+	ctx := compute.WithAllocator(context.Background(), mem)
+	return compute.TakeArrayOpts(ctx, all, ia, compute.TakeOptions{BoundsCheck: false})
+}
+
+func newBuf(mem memory.Allocator, n int) *memory.Buffer {
+	b := memory.NewResizableBuffer(mem)
+	b.Resize(n)
+	return b
+}
+
+// gatherValidity returns the validity bitmap of the gathered rows (nil
+// when none is null) and the null count.
+func gatherValidity(mem memory.Allocator, ds []arrow.ArrayData, segs []Seg, n int) (*memory.Buffer, int) {
+	any := false
+	for _, d := range ds {
+		if mayHaveNulls(d) {
+			any = true
+			break
+		}
+	}
+	if !any {
+		return nil, 0
+	}
+	buf := newBuf(mem, int(bitutil.BytesForBits(int64(n))))
+	out := buf.Bytes()
+	clear(out)
+	pos, nulls := 0, 0
+	for _, s := range segs {
+		d := ds[s.Src]
+		if !mayHaveNulls(d) {
+			for r := s.Start; r < s.End; r++ {
+				bitutil.SetBit(out, pos)
+				pos++
+			}
+			continue
+		}
+		bm, off := d.Buffers()[0].Bytes(), d.Offset()
+		for r := s.Start; r < s.End; r++ {
+			if bitutil.BitIsSet(bm, off+int(r)) {
+				bitutil.SetBit(out, pos)
+			} else {
+				nulls++
+			}
+			pos++
+		}
+	}
+	return buf, nulls
+}
+
+// mayHaveNulls reports whether d may hold NULLs (the null count of a
+// slice is unknown until computed).
+func mayHaveNulls(d arrow.ArrayData) bool {
+	n := d.NullN()
+	if n < 0 {
+		return len(d.Buffers()) > 0 && d.Buffers()[0] != nil
+	}
+	return n > 0
+}
+
+func bytesOf(b *memory.Buffer) []byte {
+	if b == nil {
+		return nil
+	}
+	return b.Bytes()
+}
+
+func castI32(b []byte) []int32 {
+	if len(b) < 4 {
+		return nil
+	}
+	return unsafe.Slice((*int32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
+
+func castI64(b []byte) []int64 {
+	if len(b) < 8 {
+		return nil
+	}
+	return unsafe.Slice((*int64)(unsafe.Pointer(&b[0])), len(b)/8)
+}
+
+func gatherData(mem memory.Allocator, dt arrow.DataType, ds []arrow.ArrayData, segs []Seg, n int) arrow.ArrayData {
+	if dt.ID() == arrow.NULL {
+		return array.NewData(dt, n, []*memory.Buffer{nil}, nil, n, 0)
+	}
+	valid, nulls := gatherValidity(mem, ds, segs, n)
+	if valid != nil {
+		defer valid.Release()
+	}
+	switch t := dt.(type) {
+	case *arrow.BooleanType:
+		buf := newBuf(mem, int(bitutil.BytesForBits(int64(n))))
+		defer buf.Release()
+		out := buf.Bytes()
+		clear(out)
+		pos := 0
+		for _, s := range segs {
+			d := ds[s.Src]
+			bm, off := d.Buffers()[1].Bytes(), d.Offset()
+			for r := s.Start; r < s.End; r++ {
+				if bitutil.BitIsSet(bm, off+int(r)) {
+					bitutil.SetBit(out, pos)
+				}
+				pos++
+			}
+		}
+		return array.NewData(dt, n, []*memory.Buffer{valid, buf}, nil, nulls, 0)
+	case *arrow.StringType, *arrow.BinaryType:
+		return gatherVar32(mem, dt, ds, segs, n, valid, nulls)
+	case *arrow.LargeStringType, *arrow.LargeBinaryType:
+		return gatherVar64(mem, dt, ds, segs, n, valid, nulls)
+	case *arrow.ListType:
+		return gatherList(mem, dt, t.Elem(), ds, segs, n, valid, nulls)
+	case *arrow.MapType:
+		return gatherList(mem, dt, t.Elem(), ds, segs, n, valid, nulls)
+	case *arrow.StructType:
+		children := make([]arrow.ArrayData, len(t.Fields()))
+		// A struct's children are indexed by the struct's physical row.
+		csegs := make([]Seg, len(segs))
+		for k, s := range segs {
+			off := int32(ds[s.Src].Offset())
+			csegs[k] = Seg{Src: s.Src, Start: s.Start + off, End: s.End + off}
+		}
+		cds := make([]arrow.ArrayData, len(ds))
+		for i, f := range t.Fields() {
+			for k, d := range ds {
+				cds[k] = d.Children()[i]
+			}
+			children[i] = gatherData(mem, f.Type, cds, csegs, n)
+		}
+		defer func() {
+			for _, c := range children {
+				c.Release()
+			}
+		}()
+		return array.NewData(dt, n, []*memory.Buffer{valid}, children, nulls, 0)
+	case arrow.FixedWidthDataType:
+		w := t.BitWidth() / 8
+		buf := newBuf(mem, n*w)
+		defer buf.Release()
+		out := buf.Bytes()
+		switch w {
+		case 8:
+			o := castI64(out)
+			pos := 0
+			for _, s := range segs {
+				d := ds[s.Src]
+				v := castI64(d.Buffers()[1].Bytes())[d.Offset():]
+				if s.End-s.Start == 1 {
+					o[pos] = v[s.Start]
+					pos++
+					continue
+				}
+				pos += copy(o[pos:], v[s.Start:s.End])
+			}
+		case 4:
+			o := castI32(out)
+			pos := 0
+			for _, s := range segs {
+				d := ds[s.Src]
+				v := castI32(d.Buffers()[1].Bytes())[d.Offset():]
+				pos += copy(o[pos:], v[s.Start:s.End])
+			}
+		default:
+			pos := 0
+			for _, s := range segs {
+				d := ds[s.Src]
+				v := d.Buffers()[1].Bytes()[d.Offset()*w:]
+				pos += copy(out[pos:], v[int(s.Start)*w:int(s.End)*w])
+			}
+		}
+		return array.NewData(dt, n, []*memory.Buffer{valid, buf}, nil, nulls, 0)
+	}
+	panic(fmt.Sprintf("arrowutil: gather of %s", dt))
+}
+
+func gatherVar32(mem memory.Allocator, dt arrow.DataType, ds []arrow.ArrayData, segs []Seg, n int, valid *memory.Buffer, nulls int) arrow.ArrayData {
+	offs := make([][]int32, len(ds))
+	datas := make([][]byte, len(ds))
+	for i, d := range ds {
+		if d.Len() > 0 {
+			offs[i] = castI32(d.Buffers()[1].Bytes())[d.Offset():]
+		}
+		datas[i] = bytesOf(d.Buffers()[2])
+	}
+	total := 0
+	for _, s := range segs {
+		o := offs[s.Src]
+		total += int(o[s.End] - o[s.Start])
+	}
+	ob := newBuf(mem, (n+1)*4)
+	defer ob.Release()
+	db := newBuf(mem, total)
+	defer db.Release()
+	out, data := castI32(ob.Bytes()), db.Bytes()
+	pos, cur := 0, int32(0)
+	for _, s := range segs {
+		o := offs[s.Src]
+		base := o[s.Start]
+		for r := s.Start; r < s.End; r++ {
+			out[pos] = cur + o[r] - base
+			pos++
+		}
+		end := o[s.End]
+		copy(data[cur:], datas[s.Src][base:end])
+		cur += end - base
+	}
+	out[pos] = cur
+	return array.NewData(dt, n, []*memory.Buffer{valid, ob, db}, nil, nulls, 0)
+}
+
+func gatherVar64(mem memory.Allocator, dt arrow.DataType, ds []arrow.ArrayData, segs []Seg, n int, valid *memory.Buffer, nulls int) arrow.ArrayData {
+	offs := make([][]int64, len(ds))
+	datas := make([][]byte, len(ds))
+	for i, d := range ds {
+		if d.Len() > 0 {
+			offs[i] = castI64(d.Buffers()[1].Bytes())[d.Offset():]
+		}
+		datas[i] = bytesOf(d.Buffers()[2])
+	}
+	total := 0
+	for _, s := range segs {
+		o := offs[s.Src]
+		total += int(o[s.End] - o[s.Start])
+	}
+	ob := newBuf(mem, (n+1)*8)
+	defer ob.Release()
+	db := newBuf(mem, total)
+	defer db.Release()
+	out, data := castI64(ob.Bytes()), db.Bytes()
+	pos, cur := 0, int64(0)
+	for _, s := range segs {
+		o := offs[s.Src]
+		base := o[s.Start]
+		for r := s.Start; r < s.End; r++ {
+			out[pos] = cur + o[r] - base
+			pos++
+		}
+		end := o[s.End]
+		copy(data[cur:], datas[s.Src][base:end])
+		cur += end - base
+	}
+	out[pos] = cur
+	return array.NewData(dt, n, []*memory.Buffer{valid, ob, db}, nil, nulls, 0)
+}
+
+// gatherList gathers List and Map arrays (int32 offsets and one child):
+// each run of rows is one run of the child.
+func gatherList(mem memory.Allocator, dt, elem arrow.DataType, ds []arrow.ArrayData, segs []Seg, n int, valid *memory.Buffer, nulls int) arrow.ArrayData {
+	offs := make([][]int32, len(ds))
+	cds := make([]arrow.ArrayData, len(ds))
+	for i, d := range ds {
+		if d.Len() > 0 {
+			offs[i] = castI32(d.Buffers()[1].Bytes())[d.Offset():]
+		}
+		cds[i] = d.Children()[0]
+	}
+	ob := newBuf(mem, (n+1)*4)
+	defer ob.Release()
+	out := castI32(ob.Bytes())
+	csegs := make([]Seg, 0, len(segs))
+	pos, cur := 0, int32(0)
+	for _, s := range segs {
+		o := offs[s.Src]
+		base := o[s.Start]
+		for r := s.Start; r < s.End; r++ {
+			out[pos] = cur + o[r] - base
+			pos++
+		}
+		end := o[s.End]
+		if end > base {
+			// Offsets index the child's logical rows.
+			csegs = AppendSegRun(csegs, s.Src, base, end)
+		}
+		cur += end - base
+	}
+	out[pos] = cur
+	child := gatherData(mem, elem, cds, csegs, int(cur))
+	defer child.Release()
+	return array.NewData(dt, n, []*memory.Buffer{valid, ob}, []arrow.ArrayData{child}, nulls, 0)
+}
+
+// AppendSegRun appends rows [start, end) of source src to segs, merged
+// into the last run when it continues it.
+func AppendSegRun(segs []Seg, src, start, end int32) []Seg {
+	if k := len(segs) - 1; k >= 0 && segs[k].Src == src && segs[k].End == start {
+		segs[k].End = end
+		return segs
+	}
+	return append(segs, Seg{Src: src, Start: start, End: end})
+}

@@ -1,0 +1,146 @@
+package arrowutil
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// randArray builds n random values of dt, some NULL, appended through a
+// builder (which exercises nested types' children).
+func randArray(mem memory.Allocator, rng *rand.Rand, dt arrow.DataType, n int) arrow.Array {
+	b := array.NewBuilder(mem, dt)
+	defer b.Release()
+	for i := 0; i < n; i++ {
+		appendRand(rng, b)
+	}
+	return b.NewArray()
+}
+
+func appendRand(rng *rand.Rand, b array.Builder) {
+	if rng.IntN(7) == 0 {
+		b.AppendNull()
+		return
+	}
+	switch b := b.(type) {
+	case *array.Int64Builder:
+		b.Append(rng.Int64())
+	case *array.Int32Builder:
+		b.Append(rng.Int32())
+	case *array.Int16Builder:
+		b.Append(int16(rng.Int32()))
+	case *array.Float64Builder:
+		b.Append(rng.Float64())
+	case *array.TimestampBuilder:
+		b.Append(arrow.Timestamp(rng.Int64()))
+	case *array.BooleanBuilder:
+		b.Append(rng.IntN(2) == 0)
+	case *array.StringBuilder:
+		b.Append(fmt.Sprintf("s%d", rng.IntN(1000000)))
+	case *array.LargeStringBuilder:
+		b.Append(fmt.Sprintf("L%d", rng.IntN(1000)))
+	case *array.MapBuilder:
+		b.Append(true)
+		for k := rng.IntN(4); k > 0; k-- {
+			b.KeyBuilder().(*array.StringBuilder).Append(fmt.Sprintf("k%d", rng.IntN(100)))
+			appendRand(rng, b.ItemBuilder())
+		}
+	case *array.ListBuilder:
+		b.Append(true)
+		for k := rng.IntN(5); k > 0; k-- {
+			appendRand(rng, b.ValueBuilder())
+		}
+	case *array.StructBuilder:
+		b.Append(true)
+		for f := 0; f < b.NumField(); f++ {
+			appendRand(rng, b.FieldBuilder(f))
+		}
+	default:
+		panic(fmt.Sprintf("no random values for %T", b))
+	}
+}
+
+func TestGatherMatchesTake(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	types := []arrow.DataType{
+		arrow.PrimitiveTypes.Int64, arrow.PrimitiveTypes.Int32, arrow.PrimitiveTypes.Int16,
+		arrow.PrimitiveTypes.Float64, arrow.FixedWidthTypes.Timestamp_ms, arrow.FixedWidthTypes.Boolean,
+		arrow.BinaryTypes.String, arrow.BinaryTypes.LargeString,
+		arrow.ListOf(arrow.BinaryTypes.String),
+		arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Float64),
+		arrow.ListOf(arrow.StructOf(arrow.Field{Name: "a", Type: arrow.BinaryTypes.String, Nullable: true},
+			arrow.Field{Name: "b", Type: arrow.PrimitiveTypes.Int64, Nullable: true})),
+		arrow.StructOf(arrow.Field{Name: "x", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64), Nullable: true}),
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	ctx := compute.WithAllocator(context.Background(), mem)
+	for _, dt := range types {
+		t.Run(dt.String(), func(t *testing.T) {
+			for trial := 0; trial < 20; trial++ {
+				// Several sources, some sliced (non-zero offsets).
+				nsrc := 1 + rng.IntN(3)
+				srcs := make([]arrow.Array, nsrc)
+				for i := range srcs {
+					a := randArray(mem, rng, dt, 1+rng.IntN(60))
+					if rng.IntN(2) == 0 && a.Len() > 4 {
+						s := array.NewSlice(a, 2, int64(a.Len()-1))
+						a.Release()
+						a = s
+					}
+					srcs[i] = a
+				}
+				var segs []Seg
+				for k := rng.IntN(80); k > 0; k-- {
+					src := int32(rng.IntN(nsrc))
+					n := int32(srcs[src].Len())
+					s := int32(rng.IntN(int(n)))
+					e := s + 1 + int32(rng.IntN(int(min(4, n-s))))
+					segs = AppendSegRun(segs, src, s, e)
+				}
+				got, err := Gather(mem, dt, srcs, segs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				all, err := array.Concatenate(srcs, mem)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var idx []int32
+				for _, s := range segs {
+					var base int32
+					for i := int32(0); i < s.Src; i++ {
+						base += int32(srcs[i].Len())
+					}
+					for r := s.Start; r < s.End; r++ {
+						idx = append(idx, base+r)
+					}
+				}
+				ia := indexArray(mem, idx)
+				want, err := compute.TakeArray(ctx, all, ia)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !array.Equal(got, want) {
+					t.Fatalf("trial %d: gather\n%v\ntake\n%v", trial, got, want)
+				}
+				if v, ok := got.(interface{ ValidateFull() error }); ok {
+					if err := v.ValidateFull(); err != nil {
+						t.Fatalf("trial %d: invalid result: %v", trial, err)
+					}
+				}
+				got.Release()
+				want.Release()
+				ia.Release()
+				all.Release()
+				ReleaseAll(srcs)
+			}
+		})
+	}
+}
