@@ -60,7 +60,7 @@ import (
 //     input; a candidate that fails the WHERE clause (no such output row)
 //     equals the lookup without it.
 //
-// Every comparison between modes is bit for bit, except ew_avg (see
+// Every comparison between modes is bit for bit, ew_avg included (see
 // modesNearOnly); comparisons with the reference use its tolerances.
 //
 // The query has a WHERE clause, an integer key (user_id) and a string key
@@ -305,13 +305,12 @@ func (f *modesFixture) agree(what string, names []string, got, want []any) bool 
 	return ok
 }
 
-// modesNearOnly reports whether a feature may differ between modes in the last
-// bits: ew_avg, whose sliding form (a stack window merging partial states
-// with math.Pow(1-alpha, n)) rounds differently from adding the frame's
-// values one by one, as Lookup does. Every other aggregate here agrees bit
-// for bit across batch, streaming, lookup (tiles included), HTTP and
-// backfill.
-func modesNearOnly(name string) bool { return strings.Contains(name, "_ew_avg_") }
+// modesNearOnly reports whether a feature may differ between modes in the
+// last bits: none does any more. ew_avg, whose partial states merge with
+// powers of 1-alpha, groups every frame the same canonical way in its
+// window and in lookups (agg.RangeEvaluator), so it too agrees bit for bit
+// across batch, streaming, lookup, HTTP and backfill.
+func modesNearOnly(name string) bool { return false }
 
 func modesShow(v any) string {
 	if v == nil {

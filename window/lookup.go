@@ -137,6 +137,22 @@ func (o *Operator) LookupWith(key []byte, t int64, cand *agg.Rows, bld []array.B
 			} else {
 				st = fn.NewState()
 			}
+			if re, ok := fn.(agg.RangeEvaluator); ok {
+				// The Func's own grouping of the frame (ew_avg): the
+				// same bits as its Window.
+				r := &noRows
+				if ks != nil {
+					r = &ks.rows
+				}
+				var c *agg.Rows
+				if useCand {
+					c = cand
+				}
+				re.EvalRange(st, r, lo, hi, c)
+				st.AppendResult(bld[k])
+				k++
+				continue
+			}
 			switch {
 			case tiles != nil:
 				evalTiled(st, &ks.rows, tiles, ai, lo, hi)
@@ -154,6 +170,9 @@ func (o *Operator) LookupWith(key []byte, t int64, cand *agg.Rows, bld []array.B
 	}
 	return o.wm, nil
 }
+
+// noRows are the rows of a key without any.
+var noRows agg.Rows
 
 // lockTiles creates the key's tile holder if needed and locks it. Several
 // lookups of one key may run at once under the operator's shared lock;
