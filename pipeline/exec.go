@@ -442,6 +442,19 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 		}
 		return bcast(msg{wm: watermark.None, barrier: epoch, final: final})
 	}
+	// checkpointDue injects a barrier when the checkpoint interval has
+	// passed.
+	checkpointDue := func() error {
+		if tick == nil {
+			return nil
+		}
+		select {
+		case <-tick:
+			return barrier(false)
+		default:
+			return nil
+		}
+	}
 	counted, _ := r.src.(interface{ DeadLetters() int64 })
 	// Stop ends reading: a Read blocked waiting for data is cancelled.
 	readCtx := ctx
@@ -489,6 +502,13 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 			return err
 		}
 		if prep == nil {
+			// No row left, or an empty batch (which a source may return
+			// when nothing arrived for a while): a checkpoint due is
+			// still taken, so that the output of a quiet stream is
+			// published.
+			if err := checkpointDue(); err != nil {
+				return err
+			}
 			continue
 		}
 		if streaming && r.c.timeIdx >= 0 {
@@ -510,14 +530,8 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 				}
 			}
 		}
-		if tick != nil {
-			select {
-			case <-tick:
-				if err := barrier(false); err != nil {
-					return err
-				}
-			default:
-			}
+		if err := checkpointDue(); err != nil {
+			return err
 		}
 	}
 	if stopped.Load() && tick != nil {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -165,7 +166,14 @@ func (h *handler) serveFeatures(w http.ResponseWriter, r *http.Request) {
 		reqs = append(reqs, l)
 	}
 
-	var out []byte
+	bp := outPool.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= 64<<10 {
+			outPool.Put(bp)
+		}
+	}()
+	out := (*bp)[:0]
+	defer func() { *bp = out[:0] }()
 	if batch {
 		out = append(out, '[')
 	}
@@ -192,9 +200,16 @@ func (h *handler) serveFeatures(w http.ResponseWriter, r *http.Request) {
 		out = append(out, ']')
 	}
 	out = append(out, '\n')
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = jsonContentType
 	w.Write(out)
 }
+
+// outPool recycles response buffers.
+var outPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// jsonContentType is the Content-Type header value of every JSON answer,
+// shared (net/http never modifies a header's value slice).
+var jsonContentType = []string{"application/json"}
 
 // statusOf maps a Service error to an HTTP status.
 func statusOf(err error) int {

@@ -1,0 +1,505 @@
+package volga_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	kafkago "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"gocloud.dev/blob/memblob"
+
+	"github.com/volga-go/volga"
+	"github.com/volga-go/volga/sink"
+	"github.com/volga-go/volga/source/kafka"
+)
+
+// The scale-out tests run Group members in one process against kfake (an
+// in-process Kafka cluster on a loopback port), with kafka-go as the
+// client, as separate processes would run against a real cluster.
+
+const groupQuery = `SELECT id, user_id, ts, amount,
+  sum(amount) OVER w AS spend_2m,
+  count(*) OVER w AS n_2m,
+  max(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 3 PRECEDING AND CURRENT ROW) AS max_4
+FROM tx
+WINDOW w AS (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '2' MINUTE PRECEDING AND CURRENT ROW)`
+
+var groupSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	{Name: "user_id", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "amount", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "ts", Type: arrow.FixedWidthTypes.Timestamp_ms, Nullable: true},
+}, nil)
+
+var groupBase = time.Date(2024, 1, 3, 10, 0, 0, 0, time.UTC)
+
+const groupUsers = 24
+
+func groupUser(i int) string { return fmt.Sprintf("u%02d", i%groupUsers) }
+
+// groupEvent is event i: user u<i%24>, one second after event i-1, keyed
+// by its user with enc (the producers' key encoding).
+func groupEvent(t *testing.T, i int, enc volga.KeyEncoder) kafkago.Message {
+	key, err := enc([]any{groupUser(i)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kafkago.Message{
+		Key: key,
+		Value: fmt.Appendf(nil, `{"id":%d,"user_id":%q,"amount":%g,"ts":%q}`,
+			i, groupUser(i), float64(i%7)+0.5, groupBase.Add(time.Duration(i)*time.Second).Format(time.RFC3339)),
+	}
+}
+
+func newGroupCluster(t *testing.T, partitions int32, topic string) []string {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()
+}
+
+// produceGroup writes events [from, to) with kafka-go, placing them with
+// balancer as the members' GroupConfig says.
+func produceGroup(t *testing.T, addrs []string, topic string, from, to int, bal kafkago.Balancer, enc volga.KeyEncoder) {
+	t.Helper()
+	w := &kafkago.Writer{Addr: kafkago.TCP(addrs...), Topic: topic, Balancer: bal, BatchTimeout: time.Millisecond, RequiredAcks: kafkago.RequireAll}
+	defer w.Close()
+	var msgs []kafkago.Message
+	for i := from; i < to; i++ {
+		msgs = append(msgs, groupEvent(t, i, enc))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// referenceRun computes the features of the whole topic with one batch
+// pipeline over every partition: the single-instance result.
+func referenceRun(t *testing.T, addrs []string, topic, path string) []string {
+	t.Helper()
+	src, err := kafka.NewSource(kafka.Config{Brokers: addrs, Topic: topic, Schema: groupSchema, TimeField: "ts", StopAtEnd: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	out, err := sink.CreateCSV(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := volga.SQL(groupQuery, volga.WithSource("tx", src), volga.WithSink(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, rows := csvRows(t, path)
+	return rows
+}
+
+// csvRows returns the header and the complete data lines of a CSV file
+// (none when it does not exist yet).
+func csvRows(t *testing.T, path string) (string, []string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var header string
+	var rows []string
+	r := bufio.NewReader(f)
+	for {
+		line, err := r.ReadString('\n')
+		if err == io.EOF {
+			return header, rows // a partial last line is still being written
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		line = strings.TrimSuffix(line, "\n")
+		if header == "" {
+			header = line
+			continue
+		}
+		if line == header {
+			t.Fatalf("%s: the header again, in the middle of the data", path)
+		}
+		rows = append(rows, line)
+	}
+}
+
+// outputs returns the rows of every partition's file.
+func outputs(t *testing.T, dir string, parts int) []string {
+	t.Helper()
+	var all []string
+	for p := range parts {
+		_, rows := csvRows(t, partFile(dir, p))
+		all = append(all, rows...)
+	}
+	return all
+}
+
+func partFile(dir string, p int) string { return filepath.Join(dir, fmt.Sprintf("part-p%04d.csv", p)) }
+
+type runningGroup struct {
+	g      *volga.Group
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startGroup(t *testing.T, query string, cfg volga.GroupConfig, opts ...volga.Option) *runningGroup {
+	t.Helper()
+	g, err := volga.NewGroup(query, cfg, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	rg := &runningGroup{g: g, cancel: cancel, done: make(chan error, 1)}
+	go func() { rg.done <- g.Run(ctx) }()
+	t.Cleanup(func() {
+		g.Stop()
+		select {
+		case <-rg.done:
+		case <-time.After(20 * time.Second):
+			t.Error("a group member did not stop")
+		}
+		cancel()
+	})
+	return rg
+}
+
+func (rg *runningGroup) wait(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-rg.done:
+		rg.done <- err
+		return err
+	case <-time.After(20 * time.Second):
+		t.Fatal("a group member did not stop")
+		return nil
+	}
+}
+
+// waitFor polls cond until it holds.
+func groupWaitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// ownership checks that the members own every partition once between
+// them.
+func ownership(members []*runningGroup, parts int) bool {
+	seen := map[int]int{}
+	for _, m := range members {
+		for _, p := range m.g.Owned() {
+			seen[p]++
+		}
+	}
+	if len(seen) != parts {
+		return false
+	}
+	for _, n := range seen {
+		if n != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// Three members of one consumer group split a six-partition topic; one
+// leaves mid-stream, gracefully (Stop: final checkpoints) or by a crash
+// (its context cancelled: no final checkpoint, its partitions resume from
+// their last periodic checkpoint). Its partitions move to the two others,
+// which restore them from the checkpoints and resume from the recorded
+// offsets. Once everything is consumed the union of the per-partition CSV
+// files equals a single batch run over the topic: no row missing, none
+// twice, the same feature values.
+func TestGroupScaleOut(t *testing.T) {
+	for _, crash := range []bool{false, true} {
+		name := "stop"
+		if crash {
+			name = "crash"
+		}
+		t.Run(name, func(t *testing.T) { testGroupScaleOut(t, crash) })
+	}
+}
+
+func testGroupScaleOut(t *testing.T, crash bool) {
+	const (
+		parts  = 6
+		total  = 2400
+		phase1 = 1200
+	)
+	addrs := newGroupCluster(t, parts, "tx")
+	produceGroup(t, addrs, "tx", 0, phase1, &kafkago.Murmur2Balancer{}, volga.JSONKey)
+
+	dir := t.TempDir()
+	outDir := filepath.Join(dir, "out")
+	ckDir := filepath.Join(dir, "ckpt")
+	for _, d := range []string{outDir, ckDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var checkpoints sync.Map // partition-independent: counts completed checkpoints
+	cfg := func(name string) volga.GroupConfig {
+		return volga.GroupConfig{
+			Source: kafka.Config{Brokers: addrs, Topic: "tx", GroupID: "features", Schema: groupSchema, TimeField: "ts",
+				BatchSize: 64, MaxWait: 20 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond},
+			CheckpointURL:      "file://" + filepath.ToSlash(ckDir),
+			CheckpointInterval: 100 * time.Millisecond,
+			Sink:               func(p int) (sink.Sink, error) { return sink.CreateCSV(partFile(outDir, p)) },
+			Advertise:          name,
+			RebalanceTimeout:   10 * time.Second,
+		}
+	}
+	onCkpt := volga.WithOnCheckpoint(func(i volga.CheckpointInfo) { checkpoints.Store(i.Epoch, true) })
+	if os.Getenv("GROUPDEBUG") != "" {
+		onCkpt = volga.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	}
+	a := startGroup(t, groupQuery, cfg("a"), onCkpt)
+	b := startGroup(t, groupQuery, cfg("b"), onCkpt)
+	c := startGroup(t, groupQuery, cfg("c"), onCkpt)
+	all := []*runningGroup{a, b, c}
+
+	groupWaitFor(t, "the three members to share the partitions", 20*time.Second, func() bool {
+		if !ownership(all, parts) {
+			return false
+		}
+		for _, m := range all {
+			if len(m.g.Owned()) != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	groupWaitFor(t, "some output to be published", 20*time.Second, func() bool { return len(outputs(t, outDir, parts)) >= 300 })
+	moved := b.g.Owned()
+	if crash {
+		b.cancel()
+		if err := b.wait(t); !errors.Is(err, context.Canceled) {
+			t.Fatalf("the crashed member's Run returned %v, want context.Canceled", err)
+		}
+	} else {
+		b.g.Stop()
+		if err := b.wait(t); err != nil {
+			t.Fatalf("the stopped member's Run: %v", err)
+		}
+	}
+	if got := b.g.Owned(); len(got) != 0 {
+		t.Fatalf("the member that left still owns %v", got)
+	}
+	produceGroup(t, addrs, "tx", phase1, total, &kafkago.Murmur2Balancer{}, volga.JSONKey)
+	rest := []*runningGroup{a, c}
+	groupWaitFor(t, "the two remaining members to take the partitions over", 20*time.Second, func() bool { return ownership(rest, parts) })
+	for _, p := range moved {
+		if !slices.Contains(a.g.Owned(), p) && !slices.Contains(c.g.Owned(), p) {
+			t.Fatalf("partition %d of the member that left has no new owner", p)
+		}
+	}
+	groupWaitFor(t, "every row to be published", 25*time.Second, func() bool {
+		n := len(outputs(t, outDir, parts))
+		if os.Getenv("GROUPDEBUG") != "" {
+			var per []int
+			for p := range parts {
+				_, r := csvRows(t, partFile(outDir, p))
+				per = append(per, len(r))
+			}
+			t.Logf("%d rows %v; a owns %v, c owns %v", n, per, a.g.Owned(), c.g.Owned())
+		}
+		return n >= total
+	})
+	a.g.Stop()
+	c.g.Stop()
+	for _, m := range rest {
+		if err := m.wait(t); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	}
+
+	got := outputs(t, outDir, parts)
+	want := referenceRun(t, addrs, "tx", filepath.Join(dir, "reference.csv"))
+	if len(want) != total {
+		t.Fatalf("the reference run has %d rows, want %d", len(want), total)
+	}
+	sort.Strings(got)
+	sort.Strings(want)
+	seen := map[string]int{}
+	for _, r := range got {
+		id, _, _ := strings.Cut(r, ",")
+		seen[id]++
+		if seen[id] == 2 {
+			t.Errorf("row id %s written twice", id)
+		}
+	}
+	if !slices.Equal(got, want) {
+		n := 0
+		for i := 0; i < len(got) && i < len(want) && n < 5; i++ {
+			if got[i] != want[i] {
+				t.Errorf("row %d: got %s, want %s", i, got[i], want[i])
+				n++
+			}
+		}
+		t.Fatalf("the union of the members' outputs (%d rows) differs from the single-instance run (%d rows)", len(got), len(want))
+	}
+	n := 0
+	checkpoints.Range(func(any, any) bool { n++; return true })
+	if n == 0 {
+		t.Fatal("no checkpoint completed")
+	}
+	// Every file has its header once, first (csvRows checks the rest).
+	for p := range parts {
+		if h, _ := csvRows(t, partFile(outDir, p)); !strings.HasPrefix(h, "id,user_id,ts,amount,spend_2m") {
+			t.Fatalf("partition %d: header %q", p, h)
+		}
+	}
+}
+
+// A member answers lookups of the keys of its partitions, and names the
+// owner of the others (from the group's member metadata), in Go and over
+// HTTP (421 Misdirected Request). Producers here key messages by the raw
+// user id and place them with kafka-go's Hash balancer.
+func TestGroupLookupRouting(t *testing.T) {
+	const (
+		parts = 4
+		total = 480
+	)
+	addrs := newGroupCluster(t, parts, "tx")
+	produceGroup(t, addrs, "tx", 0, total, &kafkago.Hash{}, volga.RawKey)
+	bucket := memblob.OpenBucket(nil)
+	defer bucket.Close()
+	cfg := func(name string) volga.GroupConfig {
+		return volga.GroupConfig{
+			Source: kafka.Config{Brokers: addrs, Topic: "tx", GroupID: "lookups", Schema: groupSchema, TimeField: "ts",
+				MaxWait: 20 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond},
+			CheckpointBucket:   bucket,
+			CheckpointInterval: time.Second,
+			Advertise:          name,
+			Balancer:           &kafkago.Hash{},
+			KeyEncoder:         volga.RawKey,
+		}
+	}
+	a := startGroup(t, groupQuery, cfg("http://a.example:8080"))
+	b := startGroup(t, groupQuery, cfg("http://b.example:8080"))
+	groupWaitFor(t, "the two members to share the partitions", 20*time.Second, func() bool {
+		return ownership([]*runningGroup{a, b}, parts) && len(a.g.Owned()) == 2
+	})
+
+	// The expected n_2m of every user as of the last event's time.
+	at := groupBase.Add(time.Duration(total-1) * time.Second)
+	want := map[string]int64{}
+	for i := range total {
+		ts := groupBase.Add(time.Duration(i) * time.Second)
+		if !ts.Before(at.Add(-2*time.Minute)) && !ts.After(at) {
+			want[groupUser(i)]++
+		}
+	}
+	byOwner := map[*runningGroup][]string{}
+	ctx := context.Background()
+	for u := range groupUsers {
+		user := groupUser(u)
+		key := map[string]any{"user_id": user}
+		p, err := a.g.PartitionOf(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		owner, other := a, b
+		if slices.Contains(b.g.Owned(), p) {
+			owner, other = b, a
+		}
+		byOwner[owner] = append(byOwner[owner], user)
+		// The owner answers once it has ingested the partition.
+		groupWaitFor(t, "user "+user+"'s rows to be ingested", 20*time.Second, func() bool {
+			res, err := owner.g.Lookup(ctx, key, at, nil)
+			if err != nil {
+				return false
+			}
+			n, _ := res.Feature("n_2m")
+			return n == want[user]
+		})
+		_, err = other.g.Lookup(ctx, key, at, nil)
+		var noe *volga.NotOwnerError
+		if !errors.As(err, &noe) {
+			t.Fatalf("lookup of %s on the member that does not own partition %d: %v, want a NotOwnerError", user, p, err)
+		}
+		if noe.Partition != p || noe.Owner != advertised(owner, a, b) || noe.Member == "" {
+			t.Fatalf("NotOwnerError %+v, want partition %d owned by %s", noe, p, advertised(owner, a, b))
+		}
+	}
+	if len(byOwner[a]) == 0 || len(byOwner[b]) == 0 {
+		t.Fatalf("keys by owner: a %v, b %v; want some on each", byOwner[a], byOwner[b])
+	}
+
+	// Over HTTP: the owner answers, the other member redirects.
+	srvA := httptest.NewServer(a.g.Handler())
+	defer srvA.Close()
+	srvB := httptest.NewServer(b.g.Handler())
+	defer srvB.Close()
+	user := byOwner[a][0]
+	body := fmt.Sprintf(`{"key": {"user_id": %q}, "at": %q}`, user, at.Format(time.RFC3339))
+	post := func(url string) (*http.Response, map[string]any) {
+		t.Helper()
+		resp, err := http.Post(url+"/v1/features", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+			t.Fatal(err)
+		}
+		return resp, m
+	}
+	resp, m := post(srvA.URL)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("owner: status %d, body %v", resp.StatusCode, m)
+	}
+	if n := m["features"].(map[string]any)["n_2m"]; n != float64(want[user]) {
+		t.Fatalf("owner: n_2m = %v, want %d", n, want[user])
+	}
+	resp, m = post(srvB.URL)
+	if resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Fatalf("other member: status %d, body %v; want 421", resp.StatusCode, m)
+	}
+	if m["owner"] != "http://a.example:8080" || resp.Header.Get("X-Volga-Owner") != "http://a.example:8080" {
+		t.Fatalf("other member: body %v, X-Volga-Owner %q; want the owner http://a.example:8080", m, resp.Header.Get("X-Volga-Owner"))
+	}
+}
+
+func advertised(owner, a, b *runningGroup) string {
+	if owner == a {
+		return "http://a.example:8080"
+	}
+	return "http://b.example:8080"
+}
