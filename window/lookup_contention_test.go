@@ -122,7 +122,9 @@ func BenchmarkLookupDuringIngest(b *testing.B) {
 	for _, s := range [][]time.Duration{adv, lookups} {
 		slices.Sort(s)
 	}
-	q := func(s []time.Duration, f float64) float64 { return float64(s[int(f*float64(len(s)-1))].Nanoseconds()) / 1e3 }
+	q := func(s []time.Duration, f float64) float64 {
+		return float64(s[int(f*float64(len(s)-1))].Nanoseconds()) / 1e3
+	}
 	b.ReportMetric(q(adv, 0.5), "advance-p50-us")
 	b.ReportMetric(q(adv, 0.99), "advance-p99-us")
 	b.ReportMetric(q(lookups, 0.5), "lookup-p50-us")
