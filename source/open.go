@@ -2,6 +2,7 @@ package source
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -11,8 +12,13 @@ import (
 
 // Open returns a source for the file at path, chosen by its extension:
 // .csv (NewCSV), .jsonl, .ndjson or .json (NewJSONL: one object per line),
-// .parquet (NewParquetFiles). Any other extension is an error.
+// .parquet (NewParquetFiles). A directory (such as the output of
+// sink.NewParquetDir) is read as its Parquet files in name order. Any
+// other extension is an error.
 func Open(path string, opts ...Option) (Source, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return NewParquetFiles([]string{path}, opts...)
+	}
 	switch ext := strings.ToLower(filepath.Ext(path)); ext {
 	case ".csv":
 		return NewCSV(path, opts...)

@@ -55,7 +55,6 @@ func openBucket(t testing.TB, u string) *blob.Bucket {
 	return b
 }
 
-
 // fill writes the keys from, from+step, ... below to, in the operator key
 // layout; step defaults to 1.
 func fill(t testing.TB, db *statestore.Badger, from, to int, version string, step ...int) {

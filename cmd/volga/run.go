@@ -250,11 +250,14 @@ func checkSinkPath(p string) error {
 	if p == "" || p == "-" || isKafka(p) {
 		return nil
 	}
+	if strings.HasSuffix(p, "/") || strings.HasSuffix(p, string(filepath.Separator)) {
+		return nil // a directory of Parquet files (sink.NewParquetDir)
+	}
 	switch strings.ToLower(filepath.Ext(p)) {
 	case ".csv", ".jsonl", ".ndjson", ".parquet":
 		return nil
 	}
-	return usagef("run: cannot tell the output format of %q from its extension: use .csv, .jsonl, .ndjson or .parquet (or a kafka:// URL)", p)
+	return usagef("run: cannot tell the output format of %q from its extension: use .csv, .jsonl, .ndjson or .parquet, a directory ending in / for Parquet files per checkpoint, or a kafka:// URL", p)
 }
 
 func runMain(ctx context.Context, e *env, args []string) int {
