@@ -75,7 +75,10 @@ type CheckpointInfo struct {
 	Bytes int64
 	// Duration is the time from the barrier's injection to the manifest.
 	Duration time.Duration
-	// Stall is how long the output stage waited for the state backup.
+	// Stall is how long the checkpoint held the pipeline's output back:
+	// the longest time a window task spent writing its changed keys to
+	// the store, plus the time the output stage spent taking the store's
+	// backup (the upload runs in the background).
 	Stall time.Duration
 	// Final is set for the checkpoint that ends a bounded input.
 	Final bool
@@ -148,6 +151,8 @@ type checkpointRun struct {
 type inflight struct {
 	parts   map[string][]byte
 	started time.Time
+	// task is the longest time a window task spent writing its state.
+	task time.Duration
 }
 
 type uploadResult struct {
@@ -364,6 +369,16 @@ func (cr *checkpointRun) addPart(epoch uint64, name string, b []byte) {
 	cr.inflight[epoch].parts[name] = b
 }
 
+// taskTime records how long a window task took to write its state for
+// checkpoint epoch.
+func (cr *checkpointRun) taskTime(epoch uint64, d time.Duration) {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	if fl := cr.inflight[epoch]; fl != nil && d > fl.task {
+		fl.task = d
+	}
+}
+
 // mayWrite returns the MayWrite function of a window task: false between
 // the task's barrier of an epoch and that epoch's backup.
 func (cr *checkpointRun) mayWrite(frozen *uint64) func() bool {
@@ -528,6 +543,7 @@ func (r *runner) completeCheckpoint(ctx context.Context, epoch uint64, m *merger
 	delete(cr.inflight, epoch)
 	cr.mu.Unlock()
 	parts, started := fl.parts, fl.started
+	stall += fl.task
 	var pos []byte
 	if rs := parts[partReader]; rs != nil {
 		var st readerState

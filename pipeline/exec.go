@@ -871,11 +871,13 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 		if ngot < senders {
 			return nil
 		}
+		snapStart := time.Now()
 		meta, err := op.Checkpoint()
 		if err != nil {
 			return &operatorError{op: "window", stage: s, task: id, err: fmt.Errorf("volga: checkpoint %d: %w", m.barrier, err)}
 		}
 		r.ck.addPart(m.barrier, partOperator(s, id), meta)
+		r.ck.taskTime(m.barrier, time.Since(snapStart))
 		frozen = m.barrier
 		fwd := msg{wm: watermark.None, barrier: m.barrier, final: m.final, from: id}
 		if next == nil {
