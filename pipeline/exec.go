@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -908,6 +909,33 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 		}
 		return nil
 	}
+	// advance moves the operator to wm and forwards its output, batch by
+	// batch as it is built when the operator can (a window operator at the
+	// end of a batch run emits everything at once).
+	advanceFunc, _ := op.(interface {
+		AdvanceFunc(ctx context.Context, wm int64, emit func(arrow.RecordBatch) error) error
+	})
+	advance := func(wm int64) error {
+		if advanceFunc != nil {
+			var ferr error
+			err := advanceFunc.AdvanceFunc(ctx, wm, func(rec arrow.RecordBatch) error {
+				ferr = forward([]arrow.RecordBatch{rec})
+				return ferr
+			})
+			if ferr != nil {
+				return ferr
+			}
+			if err != nil {
+				return &operatorError{op: "window", stage: s, task: id, err: fmt.Errorf("volga: window operator: %w", err)}
+			}
+			return nil
+		}
+		outs, err := op.Advance(ctx, wm)
+		if err != nil {
+			return &operatorError{op: "window", stage: s, task: id, err: fmt.Errorf("volga: window operator: %w", err)}
+		}
+		return forward(outs)
+	}
 	handle := func(m msg) error {
 		if m.barrier != 0 {
 			return barrier(m)
@@ -934,11 +962,7 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 			wm := comb.Update(m.from, m.wm)
 			if wm > cur {
 				cur = wm
-				outs, err := op.Advance(ctx, wm)
-				if err != nil {
-					return &operatorError{op: "window", stage: s, task: id, err: fmt.Errorf("volga: window operator: %w", err)}
-				}
-				if err := forward(outs); err != nil {
+				if err := advance(wm); err != nil {
 					return err
 				}
 				if next == nil {
@@ -1112,16 +1136,7 @@ func (r *runner) merge(ctx context.Context, in chan msg, late chan arrow.RecordB
 			m.add(mm.from, mm.rec)
 		}
 		if mm.wm != watermark.None {
-			outs, err := m.advance(mm.from, mm.wm)
-			if err != nil {
-				return err
-			}
-			for k, o := range outs {
-				if err := write(o); err != nil {
-					arrowutil.ReleaseAll(outs[k+1:])
-					return err
-				}
-			}
+			return m.advance(mm.from, mm.wm, write)
 		}
 		return nil
 	}
@@ -1208,18 +1223,140 @@ type rowRef struct {
 	row     int32
 }
 
-// advance records task from's watermark and returns the rows every task
-// has now released, in order, in batches of at most mergeChunk rows.
-func (m *merger) advance(from int, wm int64) ([]arrow.RecordBatch, error) {
+// advance records task from's watermark and passes the rows every task
+// has now released to emit, in order, in batches of at most mergeChunk
+// rows. emit releases the batches.
+func (m *merger) advance(from int, wm int64, emit func(arrow.RecordBatch) error) error {
 	if m.bufs == nil {
 		m.bufs = make([][]arrow.RecordBatch, m.n)
 		m.cur = watermark.None
 	}
 	w := m.comb.Update(from, wm)
 	if w <= m.cur {
-		return nil, nil
+		return nil
 	}
 	m.cur = w
+	if m.batch && w == watermark.End {
+		return m.mergeAll(emit)
+	}
+	outs, err := m.collect(w)
+	if err != nil {
+		return err
+	}
+	for k, o := range outs {
+		if err := emit(o); err != nil {
+			arrowutil.ReleaseAll(outs[k+1:])
+			return err
+		}
+	}
+	return nil
+}
+
+// mergeAll emits every buffered row (batch mode, at the end of the input:
+// every task's output is in sequence order) by a merge on sequence that
+// gathers runs of rows straight from the tasks' batches, chunk by chunk,
+// and lets each batch go once its rows are out.
+func (m *merger) mergeAll(emit func(arrow.RecordBatch) error) error {
+	type cursor struct {
+		recs []arrow.RecordBatch
+		seq  []int64 // of recs[0]
+		row  int
+	}
+	cur := make([]cursor, len(m.bufs))
+	load := func(c *cursor) {
+		for len(c.recs) > 0 && c.recs[0].NumRows() == 0 {
+			c.recs[0].Release()
+			c.recs = c.recs[1:]
+		}
+		c.seq, c.row = nil, 0
+		if len(c.recs) > 0 {
+			c.seq = c.recs[0].Column(m.seqCol).(*array.Int64).Int64Values()
+		}
+	}
+	for t := range m.bufs {
+		cur[t].recs = m.bufs[t]
+		load(&cur[t])
+	}
+	m.bufs = make([][]arrow.RecordBatch, m.n)
+	defer func() {
+		for t := range cur {
+			arrowutil.ReleaseAll(cur[t].recs)
+		}
+	}()
+	// The batches rows are gathered from (srcs) and those to release
+	// once the chunk is out (done).
+	var srcs, done []arrow.RecordBatch
+	srcIdx := map[arrow.RecordBatch]int32{}
+	var segs []arrowutil.Seg
+	rows := 0
+	flush := func() error {
+		if rows == 0 {
+			return nil
+		}
+		rec, err := arrowutil.GatherRecord(m.mem, m.schema, srcs, segs)
+		arrowutil.ReleaseAll(done)
+		srcs, done, segs, rows = srcs[:0], done[:0], segs[:0], 0
+		clear(srcIdx)
+		if err != nil {
+			return err
+		}
+		return emit(rec)
+	}
+	for {
+		// The task whose next row has the lowest sequence, and the
+		// lowest next sequence of the others.
+		best, other := -1, int64(math.MaxInt64)
+		for t := range cur {
+			if cur[t].seq == nil {
+				continue
+			}
+			q := cur[t].seq[cur[t].row]
+			if best < 0 || q < cur[best].seq[cur[best].row] {
+				if best >= 0 {
+					other = min(other, cur[best].seq[cur[best].row])
+				}
+				best = t
+			} else {
+				other = min(other, q)
+			}
+		}
+		if best < 0 {
+			break
+		}
+		c := &cur[best]
+		rec := c.recs[0]
+		si, ok := srcIdx[rec]
+		if !ok {
+			si = int32(len(srcs))
+			srcIdx[rec] = si
+			srcs = append(srcs, rec)
+		}
+		// The run of this batch's rows before the others' next row.
+		e := c.row + 1
+		lim := min(len(c.seq), c.row+mergeChunk-rows)
+		for e < lim && c.seq[e] < other {
+			e++
+		}
+		segs = arrowutil.AppendSegRun(segs, si, int32(c.row), int32(e))
+		rows += e - c.row
+		c.row = e
+		if c.row == len(c.seq) {
+			done = append(done, rec)
+			c.recs = c.recs[1:]
+			load(c)
+		}
+		if rows >= mergeChunk {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
+
+// collect removes the rows with ts <= w from the buffers and returns them
+// in order, in batches of at most mergeChunk rows.
+func (m *merger) collect(w int64) ([]arrow.RecordBatch, error) {
 	// Collect the rows with ts <= w from every task's buffer; each task's
 	// buffer is in order except late rows, so a sort is needed in
 	// streaming; in batch mode every task's output is in sequence order

@@ -597,25 +597,61 @@ func frameAt(r *agg.Rows, f Frame, abs int64) (lo, hi int64) {
 // Advance moves the watermark to wm and emits every pending row with event
 // time <= wm, each with its aggregates. The caller releases the batches.
 func (o *Operator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBatch, error) {
+	var out []arrow.RecordBatch
+	err := o.AdvanceFunc(ctx, wm, func(rec arrow.RecordBatch) error {
+		out = append(out, rec)
+		return nil
+	})
+	if err != nil {
+		arrowutil.ReleaseAll(out)
+		return nil, err
+	}
+	return out, nil
+}
+
+// AdvanceFunc is Advance passing each emitted batch to emit as soon as it
+// is built, rather than all of them at the end, so that a large release
+// (the end of a batch run) need not hold all its output at once. emit
+// takes ownership of the batch (releases it, also on error); an error
+// from emit ends the call.
+func (o *Operator) AdvanceFunc(ctx context.Context, wm int64, emit func(arrow.RecordBatch) error) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if wm <= o.wm {
-		return nil, nil
+		return nil
 	}
 	o.wm = wm
 	rel := o.release(wm)
 	if len(rel) == 0 {
-		return nil, nil
+		return nil
 	}
 	for _, p := range rel {
 		o.maxTs = max(o.maxTs, p.ts)
 	}
 	o.ensureBuilders()
 	for _, b := range o.bld {
-		b.Reserve(len(rel))
+		b.Reserve(min(len(rel), resChunk))
 	}
 	o.gatherArgs(rel)
 	final := wm == End
+	if final {
+		// Every pending row is released now and no late row can come:
+		// the batches' argument copies (gathered above) and the release
+		// scratch are no longer needed.
+		for _, hb := range o.held.live {
+			if hb != nil {
+				hb.args = nil
+			}
+		}
+		o.rel = nil
+	}
+	// Results are finished in chunks of about resChunk rows (at key
+	// boundaries): builders, and the children of nested results, never
+	// grow past a chunk, and each chunk's builders are reserved from the
+	// sizes of the previous one.
+	var res resChunks
+	defer res.release()
+	start := 0
 	for s := 0; s < len(rel); {
 		e := s + 1
 		for e < len(rel) && rel[e].key == rel[s].key {
@@ -623,12 +659,12 @@ func (o *Operator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBatch, 
 		}
 		if s&1023 == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		if o.cfg.Store != nil {
 			if err := o.ensureResident(rel[s].key); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		if o.cfg.ProbeCol > 0 {
@@ -640,28 +676,141 @@ func (o *Operator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBatch, 
 			o.touch(rel[s].key, o.states[rel[s].key])
 		}
 		s = e
+		if s-start >= resChunk && s < len(rel) {
+			chunk := o.finishBuilders()
+			res.add(start, chunk)
+			start = s
+			rest := len(rel) - s
+			for k, b := range o.bld {
+				reserveLike(b, chunk[k], min(rest, resChunk), chunk[k].Len())
+			}
+		}
 	}
+	res.add(start, o.finishBuilders())
 	// Keys may now share the gathered arrays (final release): never reuse
 	// them.
 	o.gts = nil
 	for j := range o.gcols {
 		o.gcols[j] = agg.Column{}
 	}
-	res := o.finishBuilders()
-	defer arrowutil.ReleaseAll(res)
 	if o.cfg.MemoryBudget > 0 {
 		if err := o.evict(); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	o.stats.RowsOut += int64(len(rel))
 	if o.cfg.BatchOrder {
 		if o.batchesInSeqOrder(rel) {
-			return o.emitBatchOrder(rel, res)
+			return o.emitBatchOrder(rel, &res, emit)
 		}
-		return o.emitSorted(rel, res, true)
+		return o.emitSorted(rel, &res, true, emit)
 	}
-	return o.emitSorted(rel, res, false)
+	return o.emitSorted(rel, &res, false, emit)
+}
+
+// resChunk is the number of released rows whose results are built in one
+// set of builders.
+const resChunk = 1 << 16
+
+// resChunks holds the result columns of released rows in chunks: chunk c
+// holds the results of rows start[c] to start[c+1] (in release order).
+type resChunks struct {
+	start []int
+	cols  [][]arrow.Array // [chunk][aggregate]
+	srcs  []arrow.Array   // scratch
+}
+
+func (r *resChunks) add(start int, cols []arrow.Array) {
+	r.start = append(r.start, start)
+	r.cols = append(r.cols, cols)
+}
+
+func (r *resChunks) release() {
+	for _, c := range r.cols {
+		arrowutil.ReleaseAll(c)
+	}
+	r.cols = nil
+}
+
+// at returns the chunk holding released row k and k's row in it.
+func (r *resChunks) at(k int) (int32, int32) {
+	c := sort.Search(len(r.start), func(i int) bool { return r.start[i] > k }) - 1
+	return int32(c), int32(k - r.start[c])
+}
+
+// gather returns the result columns of the rows segs (chunk, row).
+func (r *resChunks) gather(mem memory.Allocator, segs []arrowutil.Seg) ([]arrow.Array, error) {
+	if len(r.cols) == 0 {
+		return nil, nil
+	}
+	out := make([]arrow.Array, len(r.cols[0]))
+	for a := range out {
+		r.srcs = r.srcs[:0]
+		for _, c := range r.cols {
+			r.srcs = append(r.srcs, c[a])
+		}
+		col, err := arrowutil.Gather(mem, r.cols[0][a].DataType(), r.srcs, segs)
+		if err != nil {
+			arrowutil.ReleaseAll(out[:a])
+			return nil, err
+		}
+		out[a] = col
+	}
+	return out, nil
+}
+
+// reserveLike reserves b for rows rows, its children (nested results) and
+// string data in proportion to what prev (of prevRows rows) held.
+func reserveLike(b array.Builder, prev arrow.Array, rows, prevRows int) {
+	scale := func(n int) int {
+		if prevRows == 0 {
+			return 0
+		}
+		return int(int64(n) * int64(rows) / int64(prevRows) * 9 / 8)
+	}
+	switch b := b.(type) {
+	case *array.MapBuilder:
+		m, ok := prev.(*array.Map)
+		if !ok {
+			break
+		}
+		b.Reserve(rows)
+		reserveLike(b.KeyBuilder(), m.Keys(), scale(m.Keys().Len()), m.Keys().Len())
+		reserveLike(b.ItemBuilder(), m.Items(), scale(m.Items().Len()), m.Items().Len())
+		return
+	case *array.ListBuilder:
+		l, ok := prev.(*array.List)
+		if !ok {
+			break
+		}
+		b.Reserve(rows)
+		v := l.ListValues()
+		reserveLike(b.ValueBuilder(), v, scale(v.Len()), v.Len())
+		return
+	case *array.StructBuilder:
+		st, ok := prev.(*array.Struct)
+		if !ok {
+			break
+		}
+		b.Reserve(rows)
+		for f := 0; f < b.NumField(); f++ {
+			reserveLike(b.FieldBuilder(f), st.Field(f), rows, prevRows)
+		}
+		return
+	case *array.StringBuilder:
+		if sa, ok := prev.(*array.String); ok {
+			b.Reserve(rows)
+			b.ReserveData(scale(len(sa.ValueBytes())))
+			return
+		}
+	case *array.BinaryBuilder:
+		if ba, ok := prev.(*array.Binary); ok {
+			b.Reserve(rows)
+			b.ReserveData(scale(len(ba.ValueBytes())))
+			return
+		}
+	}
+	b.Reserve(rows)
 }
 
 // release removes the pending rows with ts <= wm and returns them ordered
@@ -1067,39 +1216,44 @@ func (o *Operator) withResults(base arrow.RecordBatch, res []arrow.Array) arrow.
 }
 
 // emitBatchOrder emits released rows batch by batch in arrival order. A
-// batch whose rows were all released now is emitted with its own columns.
-func (o *Operator) emitBatchOrder(proc []pendRow, res []arrow.Array) ([]arrow.RecordBatch, error) {
-	idx := map[int32][]int32{}
+// batch whose rows were all released now is emitted with its own columns;
+// the results are gathered from the result chunks in the batch's row
+// order.
+func (o *Operator) emitBatchOrder(proc []pendRow, res *resChunks, emit func(arrow.RecordBatch) error) error {
+	// idx[batch][row] is the row's result (chunk<<32 | row in chunk), -1
+	// for rows not released now.
+	idx := map[int32][]int64{}
+	c := 0
 	for k, p := range proc {
-		hb := o.held.get(p.batch)
+		for c+1 < len(res.start) && res.start[c+1] <= k {
+			c++
+		}
 		s := idx[p.batch]
 		if s == nil {
-			s = make([]int32, hb.rec.NumRows())
+			s = make([]int64, o.held.get(p.batch).rec.NumRows())
 			for i := range s {
 				s[i] = -1
 			}
 			idx[p.batch] = s
 		}
-		s[p.row] = int32(k)
+		s[p.row] = int64(c)<<32 | int64(k-res.start[c])
 	}
 	ids := make([]int32, 0, len(idx))
 	for id := range idx {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	var out []arrow.RecordBatch
-	fail := func(err error) ([]arrow.RecordBatch, error) {
-		arrowutil.ReleaseAll(out)
-		return nil, err
-	}
+	var rows []int32
+	var segs []arrowutil.Seg
 	for _, id := range ids {
 		hb := o.held.get(id)
 		pos := idx[id]
-		var rows, take []int32
-		for i, k := range pos {
-			if k >= 0 {
+		delete(idx, id)
+		rows, segs = rows[:0], segs[:0]
+		for i, v := range pos {
+			if v >= 0 {
 				rows = append(rows, int32(i))
-				take = append(take, k)
+				segs = arrowutil.AppendSeg(segs, int32(v>>32), int32(v))
 			}
 		}
 		var base arrow.RecordBatch
@@ -1109,20 +1263,23 @@ func (o *Operator) emitBatchOrder(proc []pendRow, res []arrow.Array) ([]arrow.Re
 		} else {
 			var err error
 			if base, err = arrowutil.Take(o.mem, hb.rec, rows); err != nil {
-				return fail(err)
+				return err
 			}
 		}
-		cols, err := arrowutil.TakeArrays(o.mem, res, take)
+		cols, err := res.gather(o.mem, segs)
 		if err != nil {
 			base.Release()
-			return fail(err)
+			return err
 		}
-		out = append(out, o.withResults(base, cols))
+		rec := o.withResults(base, cols)
 		base.Release()
 		arrowutil.ReleaseAll(cols)
 		o.consume(id, len(rows))
+		if err := emit(rec); err != nil {
+			return err
+		}
 	}
-	return out, nil
+	return nil
 }
 
 // batchesInSeqOrder reports whether emitting the released rows batch by
@@ -1165,7 +1322,7 @@ func (o *Operator) batchesInSeqOrder(rel []pendRow) bool {
 
 // emitSorted emits released rows as one batch, in sequence order (bySeq)
 // or in (event time, sequence) order.
-func (o *Operator) emitSorted(proc []pendRow, res []arrow.Array, bySeq bool) ([]arrow.RecordBatch, error) {
+func (o *Operator) emitSorted(proc []pendRow, res *resChunks, bySeq bool, emit func(arrow.RecordBatch) error) error {
 	perm := make([]int32, len(proc))
 	for i := range perm {
 		perm[i] = int32(i)
@@ -1177,39 +1334,40 @@ func (o *Operator) emitSorted(proc []pendRow, res []arrow.Array, bySeq bool) ([]
 		}
 		return cmpInt(x.seq, y.seq)
 	})
-	// Concatenate the batches involved, then take the rows in order.
-	off := map[int32]int32{}
+	// Gather the rows in order from the batches involved and the results
+	// from their chunks.
+	src := map[int32]int32{}
 	var recs []arrow.RecordBatch
-	var total int32
-	for _, p := range proc {
-		if _, ok := off[p.batch]; !ok {
-			off[p.batch] = total
-			rec := o.held.get(p.batch).rec
-			recs = append(recs, rec)
-			total += int32(rec.NumRows())
-		}
-	}
-	rows := make([]int32, len(perm))
 	counts := map[int32]int{}
-	for i, k := range perm {
+	segs := make([]arrowutil.Seg, 0, len(perm))
+	rsegs := make([]arrowutil.Seg, 0, len(perm))
+	for _, k := range perm {
 		p := proc[k]
-		rows[i] = off[p.batch] + p.row
+		si, ok := src[p.batch]
+		if !ok {
+			si = int32(len(recs))
+			src[p.batch] = si
+			recs = append(recs, o.held.get(p.batch).rec)
+		}
+		segs = arrowutil.AppendSeg(segs, si, p.row)
+		c, r := res.at(int(k))
+		rsegs = arrowutil.AppendSeg(rsegs, c, r)
 		counts[p.batch]++
 	}
-	base, err := arrowutil.TakeConcat(o.mem, o.in, recs, rows)
+	base, err := arrowutil.GatherRecord(o.mem, o.in, recs, segs)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer base.Release()
-	cols, err := arrowutil.TakeArrays(o.mem, res, perm)
+	cols, err := res.gather(o.mem, rsegs)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer arrowutil.ReleaseAll(cols)
 	for id, c := range counts {
 		o.consume(id, c)
 	}
-	return []arrow.RecordBatch{o.withResults(base, cols)}, nil
+	return emit(o.withResults(base, cols))
 }
 
 func cmpInt(a, b int64) int {
