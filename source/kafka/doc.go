@@ -8,7 +8,9 @@
 // partition is read directly from Config.StartOffset (or from a position
 // given to Seek); with a GroupID the consumer group assigns partitions to
 // the processes sharing it (Kafka Streams-style scale-out) and a partition
-// starts at the group's committed offset.
+// starts at the group's committed offset. Config.Partitions reads chosen
+// partitions directly instead: volga.Group, which shards window state by
+// partition, gives each partition it is assigned a source of its own.
 //
 // Each message value is one JSON object. The schema is Config.Schema or is
 // inferred from a sample of the newest messages with the rules of the
