@@ -533,3 +533,150 @@ func advertised(owner, a, b *runningGroup) string {
 	}
 	return "http://b.example:8080"
 }
+
+// PartitionOf places a key where a kafka-go producer with the same
+// balancer and key encoding put its messages.
+func TestGroupPartitionOfMatchesProducer(t *testing.T) {
+	const parts, total = 5, 200
+	for _, tc := range []struct {
+		name string
+		bal  kafkago.Balancer
+		enc  volga.KeyEncoder
+	}{
+		{"murmur2-json", &kafkago.Murmur2Balancer{}, volga.JSONKey},
+		{"hash-raw", &kafkago.Hash{}, volga.RawKey},
+		{"crc32-json", &kafkago.CRC32Balancer{}, volga.JSONKey},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addrs := newGroupCluster(t, parts, "tx")
+			produceGroup(t, addrs, "tx", 0, total, tc.bal, tc.enc)
+			bucket := memblob.OpenBucket(nil)
+			defer bucket.Close()
+			g, err := volga.NewGroup(groupQuery, volga.GroupConfig{
+				Source:           kafka.Config{Brokers: addrs, Topic: "tx", GroupID: "g", Schema: groupSchema, TimeField: "ts"},
+				CheckpointBucket: bucket,
+				Balancer:         tc.bal,
+				KeyEncoder:       tc.enc,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g.Partitions() != parts || !slices.Equal(g.KeyColumns(), []string{"user_id"}) {
+				t.Fatalf("Partitions %d, KeyColumns %v", g.Partitions(), g.KeyColumns())
+			}
+			src, err := kafka.NewSource(kafka.Config{Brokers: addrs, Topic: "tx", Schema: groupSchema, TimeField: "ts", StopAtEnd: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			n := 0
+			used := map[int]bool{}
+			for {
+				rec, err := src.Read(context.Background())
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := src.PartitionOf(rec)
+				for _, row := range sink.Rows(rec) {
+					key := map[string]any{"USER_ID": row[1]} // key columns match case-insensitively
+					got, err := g.PartitionOf(key)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got != p {
+						t.Fatalf("PartitionOf(%v) = %d; the producer put it in %d", key, got, p)
+					}
+					used[p] = true
+					n++
+				}
+				rec.Release()
+			}
+			if n != total || len(used) < 2 {
+				t.Fatalf("checked %d rows over partitions %v", n, used)
+			}
+		})
+	}
+}
+
+func TestGroupConfigErrors(t *testing.T) {
+	addrs := newGroupCluster(t, 2, "tx")
+	produceGroup(t, addrs, "tx", 0, 10, &kafkago.Murmur2Balancer{}, volga.JSONKey)
+	bucket := memblob.OpenBucket(nil)
+	defer bucket.Close()
+	good := func() volga.GroupConfig {
+		return volga.GroupConfig{
+			Source:           kafka.Config{Brokers: addrs, Topic: "tx", GroupID: "g", Schema: groupSchema, TimeField: "ts"},
+			CheckpointBucket: bucket,
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		query string
+		cfg   func(*volga.GroupConfig)
+		opts  []volga.Option
+		want  string
+	}{
+		{"no group", groupQuery, func(c *volga.GroupConfig) { c.Source.GroupID = "" }, nil, "GroupID is empty"},
+		{"partitions", groupQuery, func(c *volga.GroupConfig) { c.Source.Partitions = []int{0} }, nil, "Partitions must be empty"},
+		{"bounded", groupQuery, func(c *volga.GroupConfig) { c.Source.StopAtEnd = true }, nil, "StopAtEnd"},
+		{"no bucket", groupQuery, func(c *volga.GroupConfig) { c.CheckpointBucket = nil }, nil, "CheckpointURL and CheckpointBucket"},
+		{"two buckets", groupQuery, func(c *volga.GroupConfig) { c.CheckpointURL = "mem://" }, nil, "CheckpointURL and CheckpointBucket"},
+		{"with sink", groupQuery, nil, []volga.Option{volga.WithSink(sink.NewCollector())}, "not WithSource or WithSink"},
+		{"with checkpoints", groupQuery, nil, []volga.Option{volga.WithCheckpoints("mem://", time.Second)}, "not WithCheckpoints"},
+		{"two keys", `SELECT id, count(*) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS a,
+			count(*) OVER (PARTITION BY id ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS b FROM tx`, nil, nil, "PARTITION BY the same columns"},
+		{"bad query", `SELECT nope FROM tx`, nil, nil, "nope"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := good()
+			if tc.cfg != nil {
+				tc.cfg(&cfg)
+			}
+			_, err := volga.NewGroup(tc.query, cfg, tc.opts...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one mentioning %q", err, tc.want)
+			}
+		})
+	}
+	// A group runs once; Stop before Run makes Run return at once.
+	g, err := volga.NewGroup(groupQuery, good())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Stop()
+	if err := g.Run(context.Background()); err != nil {
+		t.Fatalf("Run after Stop: %v", err)
+	}
+	if err := g.Run(context.Background()); err == nil {
+		t.Fatal("a second Run did not fail")
+	}
+}
+
+func TestKeyEncoders(t *testing.T) {
+	for _, tc := range []struct {
+		enc  volga.KeyEncoder
+		key  []any
+		want string
+	}{
+		{volga.JSONKey, []any{"alice"}, `"alice"`},
+		{volga.JSONKey, []any{int64(42)}, `42`},
+		{volga.JSONKey, []any{"alice", int64(42)}, `["alice",42]`},
+		{volga.RawKey, []any{"alice"}, `alice`},
+		{volga.RawKey, []any{int64(-42)}, `-42`},
+		{volga.RawKey, []any{true}, `true`},
+	} {
+		got, err := tc.enc(tc.key)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("%v: %q, %v; want %q", tc.key, got, err, tc.want)
+		}
+	}
+	if _, err := volga.RawKey([]any{"a", "b"}); err == nil {
+		t.Error("RawKey of two columns")
+	}
+	if _, err := volga.RawKey([]any{nil}); err == nil {
+		t.Error("RawKey of NULL")
+	}
+}
