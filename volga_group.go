@@ -36,7 +36,9 @@ type GroupConfig struct {
 	// runs; members that infer different schemas cannot restore each
 	// other's checkpoints, so set Schema in production. HeartbeatInterval
 	// and SessionTimeout tune membership; StartOffset is where a partition
-	// without a checkpoint starts (default: its first message).
+	// without a checkpoint starts (default: its first message). Each
+	// assigned partition gets a source of its own: DeadLetter is called
+	// from several goroutines at once.
 	Source kafka.Config
 
 	// CheckpointURL (gocloud.dev/blob: file://, s3://, ...) or
@@ -220,7 +222,10 @@ type ownerInfo struct{ member, addr string }
 // WithAllowedLateness, WithLookupRetention, WithParallelism,
 // WithMemoryBudget, WithLogger, WithCheckpointRetain ...); the mode is
 // Streaming; the source, sink and checkpoint bucket come from cfg, and
-// WithSource, WithSink, WithCheckpoints and WithMetrics are refused.
+// WithSource, WithSink, WithCheckpoints, WithMetrics and WithLateSink are
+// refused. WithStateDir is the base of the partitions' directories, like
+// GroupConfig.StateDir; a WithDeadLetters function is called from the
+// goroutines of several partitions at once.
 // NewGroup reads the topic's metadata (and, without cfg.Source.Schema, a
 // sample of its messages).
 func NewGroup(query string, cfg GroupConfig, opts ...Option) (*Group, error) {
@@ -249,6 +254,11 @@ func NewGroup(query string, cfg GroupConfig, opts ...Option) (*Group, error) {
 		return nil, errors.New("volga: NewGroup takes its checkpoint bucket from GroupConfig, not WithCheckpoints")
 	case probe.run.Observer != nil:
 		return nil, errors.New("volga: WithMetrics is not supported by a Group yet")
+	case probe.run.Late != nil:
+		return nil, errors.New("volga: WithLateSink is not supported by a Group yet (each partition's pipeline would close the shared sink)")
+	}
+	if cfg.StateDir == "" {
+		cfg.StateDir = probe.run.StateDir // WithStateDir: the base of the partitions' directories
 	}
 	if cfg.Balancer == nil {
 		cfg.Balancer = &kafkago.Murmur2Balancer{}
@@ -550,6 +560,7 @@ func (g *Group) startPartition(ctx context.Context, gen *kafkago.Generation, end
 			if g.cfg.CheckpointInterval > 0 {
 				ck.Interval = g.cfg.CheckpointInterval
 			}
+			c.run.StateDir = ""
 			if g.cfg.StateDir != "" {
 				c.run.StateDir = filepath.Join(g.cfg.StateDir, shard)
 			}
