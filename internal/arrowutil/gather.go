@@ -161,20 +161,27 @@ func gatherValidity(mem memory.Allocator, ds []arrow.ArrayData, segs []Seg, n in
 	buf := newBuf(mem, int(bitutil.BytesForBits(int64(n))))
 	out := buf.Bytes()
 	clear(out)
+	bms := make([][]byte, len(ds)) // nil: no NULLs
+	offs := make([]int, len(ds))
+	for i, d := range ds {
+		if mayHaveNulls(d) {
+			bms[i], offs[i] = d.Buffers()[0].Bytes(), d.Offset()
+		}
+	}
 	pos, nulls := 0, 0
 	for _, s := range segs {
-		d := ds[s.Src]
-		if !mayHaveNulls(d) {
+		bm := bms[s.Src]
+		if bm == nil {
 			for r := s.Start; r < s.End; r++ {
-				bitutil.SetBit(out, pos)
+				out[pos>>3] |= 1 << (pos & 7)
 				pos++
 			}
 			continue
 		}
-		bm, off := d.Buffers()[0].Bytes(), d.Offset()
+		off := offs[s.Src]
 		for r := s.Start; r < s.End; r++ {
-			if bitutil.BitIsSet(bm, off+int(r)) {
-				bitutil.SetBit(out, pos)
+			if i := off + int(r); bm[i>>3]&(1<<(i&7)) != 0 {
+				out[pos>>3] |= 1 << (pos & 7)
 			} else {
 				nulls++
 			}
@@ -229,10 +236,16 @@ func gatherData(mem memory.Allocator, dt arrow.DataType, ds []arrow.ArrayData, s
 		defer buf.Release()
 		out := buf.Bytes()
 		clear(out)
+		bms := make([][]byte, len(ds))
+		offs := make([]int, len(ds))
+		for i, d := range ds {
+			if d.Len() > 0 {
+				bms[i], offs[i] = d.Buffers()[1].Bytes(), d.Offset()
+			}
+		}
 		pos := 0
 		for _, s := range segs {
-			d := ds[s.Src]
-			bm, off := d.Buffers()[1].Bytes(), d.Offset()
+			bm, off := bms[s.Src], offs[s.Src]
 			for r := s.Start; r < s.End; r++ {
 				if bitutil.BitIsSet(bm, off+int(r)) {
 					bitutil.SetBit(out, pos)
@@ -277,11 +290,16 @@ func gatherData(mem memory.Allocator, dt arrow.DataType, ds []arrow.ArrayData, s
 		out := buf.Bytes()
 		switch w {
 		case 8:
+			vals := make([][]int64, len(ds))
+			for i, d := range ds {
+				if d.Len() > 0 {
+					vals[i] = castI64(d.Buffers()[1].Bytes())[d.Offset():]
+				}
+			}
 			o := castI64(out)
 			pos := 0
 			for _, s := range segs {
-				d := ds[s.Src]
-				v := castI64(d.Buffers()[1].Bytes())[d.Offset():]
+				v := vals[s.Src]
 				if s.End-s.Start == 1 {
 					o[pos] = v[s.Start]
 					pos++
@@ -290,19 +308,27 @@ func gatherData(mem memory.Allocator, dt arrow.DataType, ds []arrow.ArrayData, s
 				pos += copy(o[pos:], v[s.Start:s.End])
 			}
 		case 4:
+			vals := make([][]int32, len(ds))
+			for i, d := range ds {
+				if d.Len() > 0 {
+					vals[i] = castI32(d.Buffers()[1].Bytes())[d.Offset():]
+				}
+			}
 			o := castI32(out)
 			pos := 0
 			for _, s := range segs {
-				d := ds[s.Src]
-				v := castI32(d.Buffers()[1].Bytes())[d.Offset():]
-				pos += copy(o[pos:], v[s.Start:s.End])
+				pos += copy(o[pos:], vals[s.Src][s.Start:s.End])
 			}
 		default:
+			vals := make([][]byte, len(ds))
+			for i, d := range ds {
+				if d.Len() > 0 {
+					vals[i] = d.Buffers()[1].Bytes()[d.Offset()*w:]
+				}
+			}
 			pos := 0
 			for _, s := range segs {
-				d := ds[s.Src]
-				v := d.Buffers()[1].Bytes()[d.Offset()*w:]
-				pos += copy(out[pos:], v[int(s.Start)*w:int(s.End)*w])
+				pos += copy(out[pos:], vals[s.Src][int(s.Start)*w:int(s.End)*w])
 			}
 		}
 		return array.NewData(dt, n, []*memory.Buffer{valid, buf}, nil, nulls, 0)
