@@ -179,6 +179,12 @@ var errGroupRan = errors.New("volga: a group runs once; create it again to rerun
 // Offsets are committed to the group after each checkpoint, for lag
 // monitoring; positions are restored from checkpoints, never from the
 // group's offsets.
+//
+// Rebalancing is eager (kafka-go's protocol): every rebalance stops all
+// of a member's pipelines, even those of partitions it keeps, and
+// restarts them from their final checkpoints. Nothing fences a member the
+// group expelled (for missing RebalanceTimeout) but that still runs: its
+// partitions could briefly have two writers.
 type Group struct {
 	query    string
 	table    string
@@ -456,7 +462,11 @@ func (g *Group) Run(ctx context.Context) (err error) {
 			if nextCtx.Err() != nil || errors.Is(err, kafkago.ErrGroupClosed) {
 				break
 			}
-			g.log.Warn("volga: consumer group: joining failed; retrying", "group", sc.GroupID, "err", err)
+			level := slog.LevelWarn
+			if errors.Is(err, kafkago.RebalanceInProgress) {
+				level = slog.LevelDebug // routine: the next join follows
+			}
+			g.log.Log(ctx, level, "volga: consumer group: joining failed; retrying", "group", sc.GroupID, "err", err)
 			continue
 		}
 		stopped, err := g.runGeneration(ctx, gen, bucket)
