@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -147,8 +148,8 @@ func runLookup(ctx context.Context, c config) (result, error) {
 		}
 		lat := st.lat
 		p99[w.name] = pct(lat, 0.99)
-		res.Lines = append(res.Lines, fmt.Sprintf("workload=lookup window=%s mode=inproc lookups=%d ingest_s=%.2f unreleased=%d p50_us=%.1f p99_us=%.1f p999_us=%.1f allocs_per_lookup=%.0f bytes_per_lookup=%.0f",
-			w.name, len(lat), ingest, unreleased, pct(lat, 0.50), pct(lat, 0.99), pct(lat, 0.999), st.allocs, st.bytes))
+		res.Lines = append(res.Lines, fmt.Sprintf("workload=lookup window=%s mode=inproc lookups=%d ingest_s=%.2f unreleased=%d p50_us=%.1f p99_us=%.1f p999_us=%.1f cpu_us_per_lookup=%.1f allocs_per_lookup=%.0f bytes_per_lookup=%.0f",
+			w.name, len(lat), ingest, unreleased, pct(lat, 0.50), pct(lat, 0.99), pct(lat, 0.999), st.cpuUs, st.allocs, st.bytes))
 
 		if tail != nil {
 			line, err := measureHTTP(ctx, p, src, c, int64(lo), span)
@@ -226,6 +227,19 @@ func lookupRequests(n, users int, lo, span int64, seed, salt uint64) ([]int64, [
 type lookupStats struct {
 	lat           []float64
 	allocs, bytes float64
+	// cpuUs is the process CPU time (user + system, every thread: the
+	// idle pipeline's included) per lookup, which a loaded machine does
+	// not inflate the way it inflates wall-clock latencies.
+	cpuUs float64
+}
+
+// processCPU is the CPU time (user + system) the process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // measureLookups times n lookups (after a warm-up) from one goroutine.
@@ -237,9 +251,11 @@ func measureLookups(ctx context.Context, p *volga.Pipeline, n, users int, lo, sp
 	}
 	lat := make([]float64, 0, n)
 	var m0, m1 runtime.MemStats
+	var cpu0 time.Duration
 	for i := range keys {
 		if i == lookupWarmup {
 			runtime.ReadMemStats(&m0)
+			cpu0 = processCPU()
 		}
 		t0 := time.Now()
 		r, err := p.Lookup(ctx, keys[i], ts[i], nil)
@@ -254,10 +270,11 @@ func measureLookups(ctx context.Context, p *volga.Pipeline, n, users int, lo, sp
 			lat = append(lat, float64(d.Nanoseconds())/1e3)
 		}
 	}
+	cpu := processCPU() - cpu0
 	runtime.ReadMemStats(&m1)
 	slices.Sort(lat)
 	// lat's own backing array was allocated before m0.
-	return lookupStats{lat: lat,
+	return lookupStats{lat: lat, cpuUs: float64(cpu.Microseconds()) / float64(n),
 		allocs: float64(m1.Mallocs-m0.Mallocs) / float64(n),
 		bytes:  float64(m1.TotalAlloc-m0.TotalAlloc) / float64(n)}, nil
 }
@@ -390,25 +407,36 @@ func measureHTTP(ctx context.Context, p *volga.Pipeline, src *gatedSource, c con
 			}
 		}()
 	}
+	cpu0 := processCPU()
 	start := time.Now()
 	interval := time.Duration(float64(time.Second) / float64(c.HTTPRate))
+	var lag time.Duration // how far behind its due time the client sent a request, at most
 	for i := range n {
 		due := start.Add(time.Duration(i) * interval)
 		if d := time.Until(due); d > 0 {
 			time.Sleep(d)
 		}
 		jobs <- job{i, due}
+		lag = max(lag, time.Since(due))
 	}
 	close(jobs)
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := processCPU() - cpu0
 	ingested := p.Stats().RowsIn - rowsBefore
 	slices.Sort(lat)
 	if e := firstErr.Load(); e != nil {
 		fmt.Fprintf(os.Stderr, "# lookup http: %d failed requests, first: %s\n", failed.Load(), e)
 	}
-	return fmt.Sprintf("workload=lookup window=30d mode=http rate=%d requests=%d errors=%d seconds=%.2f ingest_events_per_s=%.0f p50_us=%.0f p99_us=%.0f p999_us=%.0f",
-		c.HTTPRate, n, failed.Load(), elapsed.Seconds(), float64(ingested)/elapsed.Seconds(), pct(lat, 0.50), pct(lat, 0.99), pct(lat, 0.999)), nil
+	// cpu_us_per_req is the whole process's CPU time (client, server,
+	// lookups and ingest) per request; cpu_cores the cores it used on
+	// average. max_send_lag_ms is how late the client sent its most
+	// delayed request: latencies count from due times, so a lag shows up
+	// in them, but a large one says the process, not the server, was
+	// starved of CPU.
+	return fmt.Sprintf("workload=lookup window=30d mode=http rate=%d requests=%d errors=%d seconds=%.2f ingest_events_per_s=%.0f p50_us=%.0f p99_us=%.0f p999_us=%.0f cpu_us_per_req=%.1f cpu_cores=%.2f max_send_lag_ms=%.1f",
+		c.HTTPRate, n, failed.Load(), elapsed.Seconds(), float64(ingested)/elapsed.Seconds(), pct(lat, 0.50), pct(lat, 0.99), pct(lat, 0.999),
+		float64(cpu.Microseconds())/float64(n), cpu.Seconds()/elapsed.Seconds(), float64(lag.Microseconds())/1e3), nil
 }
 
 // httpLookup posts one lookup and reads the whole answer.
