@@ -98,11 +98,11 @@ func (s pipelineService) Lookup(ctx context.Context, key map[string]any, at time
 	default:
 		return request.Features{}, err
 	}
-	out := request.Features{Names: res.Names, Values: make([]any, len(res.Values)), Watermark: res.Watermark}
+	// res.Values is this lookup's own slice: convert in place.
 	for i, v := range res.Values {
-		out.Values[i] = requestValue(v)
+		res.Values[i] = requestValue(v)
 	}
-	return out, nil
+	return request.Features{Names: res.Names, Values: res.Values, Watermark: res.Watermark}, nil
 }
 
 // requestValue converts the sink.Value form of a feature to the

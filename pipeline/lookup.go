@@ -334,6 +334,12 @@ func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row
 			}
 		}
 		bld := ss.bld
+		for _, b := range bld {
+			if b.Len() != 0 {
+				// Left over by a lookup that panicked half way.
+				b.NewArray().Release()
+			}
+		}
 		wm, err := op.LookupWith(buf, t, candRows, bld, ss.states)
 		if err != nil {
 			// Drop what a failed lookup may have appended.
