@@ -313,7 +313,7 @@ func TestRunErrors(t *testing.T) {
 		{"duration in batch mode", []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--max-out-of-order", "5s"}, 2, `volga: run: --max-out-of-order applies to --mode stream only`},
 		{"bad mode", []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--mode", "fast"}, 2, `volga: run: invalid value "fast" for flag -mode: want batch or stream (see 'volga help run')`},
 		{"bad parallelism", []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--parallelism", "0"}, 2, `volga: run: --parallelism must be at least 1, got 0`},
-		{"bad sink extension", []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--sink", "out.txt"}, 2, `volga: run: cannot tell the output format of "out.txt" from its extension: use .csv, .jsonl, .ndjson or .parquet (or a kafka:// URL)`},
+		{"bad sink extension", []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--sink", "out.txt"}, 2, `volga: run: cannot tell the output format of "out.txt" from its extension: use .csv, .jsonl, .ndjson or .parquet, a directory ending in / for Parquet files per checkpoint, or a kafka:// URL`},
 		{"unreadable query", []string{"run", "--sql", "missing.sql", "--source", "tx=tx.csv"}, 1, `volga: reading the query: open missing.sql: no such file or directory`},
 		{"unreadable source", []string{"run", "--sql", "q.sql", "--source", "tx=missing.csv"}, 1, `volga: source: open missing.csv: no such file or directory`},
 		{"unbound table", []string{"run", "--sql", "q.sql", "--source", "orders=tx.csv"}, 1, `volga: q.sql: the query reads table "tx", but no --source binds it (bound: orders=tx.csv); add --source tx=PATH`},
