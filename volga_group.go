@@ -526,11 +526,10 @@ func (g *Group) runGeneration(ctx context.Context, gen *kafkago.Generation, buck
 		stopped = true
 	case <-ctx.Done():
 	case m := <-finished:
-		err = m.err
-		if err == nil {
+		err = fmt.Errorf("volga: partition %d: %w", m.part, m.err)
+		if m.err == nil {
 			err = fmt.Errorf("volga: the pipeline of partition %d ended by itself", m.part)
 		}
-		err = fmt.Errorf("volga: partition %d: %w", m.part, err)
 	}
 	if terr := g.teardown(ctx, running); err == nil {
 		err = terr
