@@ -615,3 +615,72 @@ func (r *runner) finishCheckpoint(ctx context.Context, res uploadResult) error {
 	}
 	return nil
 }
+
+// aligner aligns checkpoint barriers at an operator with several
+// senders: once the barrier of an epoch has come from a sender, that
+// sender's later messages are held back until it has come from every
+// sender, so that the operator's state at the barrier reflects exactly
+// the messages sent before it.
+type aligner struct {
+	got  []bool
+	n    int // senders whose barrier has come
+	held []msg
+}
+
+func newAligner(senders int) *aligner { return &aligner{got: make([]bool, senders)} }
+
+// hold keeps m back, and reports true, when its sender's barrier has come
+// and the alignment is not complete.
+func (a *aligner) hold(m msg) bool {
+	if a.n > 0 && a.got[m.from] {
+		a.held = append(a.held, m)
+		return true
+	}
+	return false
+}
+
+// arrive records the barrier of sender from and reports whether it has
+// now come from every sender.
+func (a *aligner) arrive(from int) bool {
+	if !a.got[from] {
+		a.got[from] = true
+		a.n++
+	}
+	return a.n == len(a.got)
+}
+
+// release ends an alignment and returns the messages held back, in
+// arrival order.
+func (a *aligner) release() []msg {
+	clear(a.got)
+	a.n = 0
+	h := a.held
+	a.held = nil
+	return h
+}
+
+// discard releases the batches still held (a run that ends early).
+func (a *aligner) discard() {
+	for _, m := range a.held {
+		if m.rec != nil {
+			m.rec.Release()
+		}
+	}
+	a.held = nil
+}
+
+// replay dispatches held messages in order; on an error the batches not
+// dispatched are released.
+func replay(h []msg, dispatch func(msg) error) error {
+	for k, m := range h {
+		if err := dispatch(m); err != nil {
+			for _, x := range h[k+1:] {
+				if x.rec != nil {
+					x.rec.Release()
+				}
+			}
+			return err
+		}
+	}
+	return nil
+}

@@ -857,19 +857,11 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 		return nil
 	}
 	var dropped, applied int64
-	// Barrier alignment: once the barrier of an epoch has come from a
-	// sender, that sender's later messages wait in held until it has come
-	// from every sender.
-	got := make([]bool, senders)
-	ngot := 0
-	var held []msg
+	al := newAligner(senders)
+	defer al.discard()
 	var dispatch func(m msg) error
 	barrier := func(m msg) error {
-		if !got[m.from] {
-			got[m.from] = true
-			ngot++
-		}
-		if ngot < senders {
+		if !al.arrive(m.from) {
 			return nil
 		}
 		snapStart := time.Now()
@@ -893,21 +885,7 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 		if err != nil {
 			return err
 		}
-		clear(got)
-		ngot = 0
-		h := held
-		held = nil
-		for k, hm := range h {
-			if err := dispatch(hm); err != nil {
-				for _, x := range h[k+1:] {
-					if x.rec != nil {
-						x.rec.Release()
-					}
-				}
-				return err
-			}
-		}
-		return nil
+		return replay(al.release(), dispatch)
 	}
 	// advance moves the operator to wm and forwards its output, batch by
 	// batch as it is built when the operator can (a window operator at the
@@ -986,19 +964,11 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 		return nil
 	}
 	dispatch = func(m msg) error {
-		if ngot > 0 && got[m.from] {
-			held = append(held, m)
+		if al.hold(m) {
 			return nil
 		}
 		return handle(m)
 	}
-	defer func() {
-		for _, m := range held {
-			if m.rec != nil {
-				m.rec.Release()
-			}
-		}
-	}()
 	for m := range in {
 		if err := dispatch(m); err != nil {
 			return err
@@ -1071,17 +1041,8 @@ func (r *runner) merge(ctx context.Context, in chan msg, late chan arrow.RecordB
 			return err
 		}
 	}
-	// Barrier alignment, as in task.
-	got := make([]bool, n)
-	ngot := 0
-	var held []msg
-	defer func() {
-		for _, hm := range held {
-			if hm.rec != nil {
-				hm.rec.Release()
-			}
-		}
-	}()
+	al := newAligner(n)
+	defer al.discard()
 	var done chan uploadResult
 	if r.checkpointing() {
 		done = r.ck.done
@@ -1089,11 +1050,7 @@ func (r *runner) merge(ctx context.Context, in chan msg, late chan arrow.RecordB
 	var dispatch func(mm msg) error
 	handle := func(mm msg) error {
 		if mm.barrier != 0 {
-			if !got[mm.from] {
-				got[mm.from] = true
-				ngot++
-			}
-			if ngot < n {
+			if !al.arrive(mm.from) {
 				return nil
 			}
 			if mm.final && r.ck.uploading {
@@ -1110,21 +1067,7 @@ func (r *runner) merge(ctx context.Context, in chan msg, late chan arrow.RecordB
 			if err := r.completeCheckpoint(ctx, mm.barrier, m, mm.final); err != nil {
 				return err
 			}
-			clear(got)
-			ngot = 0
-			h := held
-			held = nil
-			for k, hm := range h {
-				if err := dispatch(hm); err != nil {
-					for _, x := range h[k+1:] {
-						if x.rec != nil {
-							x.rec.Release()
-						}
-					}
-					return err
-				}
-			}
-			return nil
+			return replay(al.release(), dispatch)
 		}
 		if n == 1 {
 			if mm.rec != nil {
@@ -1141,8 +1084,7 @@ func (r *runner) merge(ctx context.Context, in chan msg, late chan arrow.RecordB
 		return nil
 	}
 	dispatch = func(mm msg) error {
-		if ngot > 0 && got[mm.from] {
-			held = append(held, mm)
+		if al.hold(mm) {
 			return nil
 		}
 		return handle(mm)
