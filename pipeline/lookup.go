@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -346,7 +347,7 @@ func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row
 			for _, b := range bld {
 				b.NewArray().Release()
 			}
-			return LookupResult{}, fmt.Errorf("volga: lookup: %w", err)
+			return LookupResult{}, fmt.Errorf("volga: lookup of key %s at %s: %w", describeKey(key), at.UTC().Format(time.RFC3339Nano), err)
 		}
 		res.Watermark = min(res.Watermark, wm)
 		for i, b := range bld {
@@ -462,3 +463,21 @@ func (c *Compiled) candidate(row map[string]any) (arrow.RecordBatch, error) {
 
 // goValue is the Go value of arr[i] (see sink.Value).
 func goValue(arr arrow.Array, i int) any { return sink.Value(arr, i) }
+
+// describeKey renders a lookup key for error messages: col=value pairs,
+// sorted by column name.
+func describeKey(key map[string]any) string {
+	names := make([]string, 0, len(key))
+	for n := range key {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var sb strings.Builder
+	for i, n := range names {
+		if i > 0 {
+			sb.WriteByte(' ')
+		}
+		fmt.Fprintf(&sb, "%s=%v", n, key[n])
+	}
+	return sb.String()
+}

@@ -208,6 +208,10 @@ func TestLookupRetention(t *testing.T) {
 			if at >= last-retention.Milliseconds() {
 				t.Fatalf("lookup at %d refused though it is within the retention (newest %d, retention %v)", at, last, retention)
 			}
+			// The error names the key and the time.
+			if want := fmt.Sprintf("key user_id=%v at %s", r[tab.Col("user_id")], time.UnixMilli(at).UTC().Format(time.RFC3339Nano)); !strings.Contains(err.Error(), want) {
+				t.Fatalf("refusal %q does not say %q", err, want)
+			}
 			refused++
 			continue
 		}
