@@ -21,33 +21,7 @@ import (
 	"github.com/volga-go/volga"
 	"github.com/volga-go/volga/internal/testutil"
 	"github.com/volga-go/volga/sink"
-	"github.com/volga-go/volga/source"
 )
-
-// crashingSource wraps a replayable source and cancels the run after a
-// number of reads: an in-process stand-in for a crash (cmd/volga's crash
-// test kills a real process).
-type crashingSource struct {
-	*source.Memory
-	after  int
-	reads  int
-	cancel func()
-}
-
-func (c *crashingSource) Read(ctx context.Context) (arrow.RecordBatch, error) {
-	c.reads++
-	if c.after > 0 {
-		// Reads take a little time, as they would from a file or a
-		// network, so that checkpoints fall between them.
-		time.Sleep(200 * time.Microsecond)
-	}
-	if c.after > 0 && c.reads > c.after {
-		c.cancel()
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	return c.Memory.Read(ctx)
-}
 
 // ckQuery has a ROWS frame, RANGE frames on two key sets (two stages), an
 // unbounded frame and a merge-only aggregate.
@@ -72,13 +46,13 @@ func runPipelineToFile(ctx context.Context, t *testing.T, path string, schema *a
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := &crashingSource{Memory: source.NewMemory(schema, batches...), after: crashAfter, cancel: cancel}
+	src := testutil.NewInterrupting(schema, crashAfter, cancel, batches...)
 	p, err := volga.SQL(ckQuery, append([]volga.Option{volga.WithSource("events", src), volga.WithSink(out)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cancel == nil {
-		src.cancel = p.Stop // a graceful stop rather than a crash
+		src.Interrupt = p.Stop // a graceful stop rather than a crash
 	}
 	return p, p.Run(ctx)
 }

@@ -21,29 +21,6 @@ import (
 	"github.com/volga-go/volga/source"
 )
 
-// cancellingSource wraps a replayable source and cancels the run after a
-// number of reads, as a crash would stop it.
-type cancellingSource struct {
-	*source.Memory
-	after  int
-	reads  int
-	cancel func()
-}
-
-func (c *cancellingSource) Read(ctx context.Context) (arrow.RecordBatch, error) {
-	c.reads++
-	if c.after > 0 {
-		// Reads take a little time so that checkpoints fall between them.
-		time.Sleep(200 * time.Microsecond)
-	}
-	if c.after > 0 && c.reads > c.after {
-		c.cancel()
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	return c.Memory.Read(ctx)
-}
-
 const dirQuery = `SELECT id, user_id, ts,
   sum(amount) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '2' SECOND PRECEDING AND CURRENT ROW) AS s2,
   count(*) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 3 PRECEDING AND CURRENT ROW) AS c3,
@@ -53,7 +30,7 @@ FROM events`
 
 func runQuery(ctx context.Context, t *testing.T, out sink.Sink, schema *arrow.Schema, batches []arrow.RecordBatch, after int, cancel context.CancelFunc, opts ...volga.Option) error {
 	t.Helper()
-	src := &cancellingSource{Memory: source.NewMemory(schema, batches...), after: after, cancel: cancel}
+	src := testutil.NewInterrupting(schema, after, cancel, batches...)
 	p, err := volga.SQL(dirQuery, append([]volga.Option{volga.WithSource("events", src), volga.WithSink(out)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
