@@ -173,7 +173,7 @@ func NewParquet(path string, schema *arrow.Schema, opts ...Option) (*Parquet, er
 			if err := p.open(schema); err != nil {
 				return nil, err
 			}
-		} else if err := p.checkSchema(schema); err != nil {
+		} else if err := p.opts.checkSchema(p.path, schema); err != nil {
 			return nil, err
 		}
 		p.schema = schema
@@ -181,10 +181,11 @@ func NewParquet(path string, schema *arrow.Schema, opts ...Option) (*Parquet, er
 	return p, nil
 }
 
-func (p *Parquet) props() (*parquet.WriterProperties, pqarrow.ArrowWriterProperties) {
+// props are the writer properties of the options (both Parquet sinks).
+func (o parquetOptions) props() (*parquet.WriterProperties, pqarrow.ArrowWriterProperties) {
 	return parquet.NewWriterProperties(
-		parquet.WithMaxRowGroupLength(p.opts.rowGroup),
-		parquet.WithCompression(p.opts.codec),
+		parquet.WithMaxRowGroupLength(o.rowGroup),
+		parquet.WithCompression(o.codec),
 	), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema())
 }
 
@@ -192,17 +193,18 @@ type discard struct{}
 
 func (discard) Write(b []byte) (int, error) { return len(b), nil }
 
-// checkSchema fails if pqarrow cannot write schema.
-func (p *Parquet) checkSchema(schema *arrow.Schema) (err error) {
+// checkSchema fails if pqarrow cannot write schema with the options;
+// path names the output in the error.
+func (o parquetOptions) checkSchema(path string, schema *arrow.Schema) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("sink: parquet %s: %v", p.path, r)
+			err = fmt.Errorf("sink: parquet %s: %v", path, r)
 		}
 	}()
-	props, aprops := p.props()
+	props, aprops := o.props()
 	fw, err := pqarrow.NewFileWriter(schema, discard{}, props, aprops)
 	if err != nil {
-		return fmt.Errorf("sink: parquet %s: %w", p.path, err)
+		return fmt.Errorf("sink: parquet %s: %w", path, err)
 	}
 	return fw.Close()
 }
@@ -241,7 +243,7 @@ func (p *Parquet) newWriter(path string, schema *arrow.Schema) (f *os.File, fw *
 	if err != nil {
 		return nil, nil, fmt.Errorf("sink: %w", err)
 	}
-	props, aprops := p.props()
+	props, aprops := p.opts.props()
 	var w interface {
 		Write([]byte) (int, error)
 		Close() error

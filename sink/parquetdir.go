@@ -14,7 +14,6 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
@@ -179,33 +178,12 @@ func NewParquetDir(dir string, schema *arrow.Schema, opts ...Option) (*ParquetDi
 		return nil, fmt.Errorf("sink: parquet directory %s: not a directory", p.path)
 	}
 	if schema != nil {
-		if err := p.checkSchema(schema); err != nil {
+		if err := p.opts.checkSchema(p.path, schema); err != nil {
 			return nil, err
 		}
 		p.schema = schema
 	}
 	return p, nil
-}
-
-func (p *ParquetDir) props() (*parquet.WriterProperties, pqarrow.ArrowWriterProperties) {
-	return parquet.NewWriterProperties(
-		parquet.WithMaxRowGroupLength(p.opts.rowGroup),
-		parquet.WithCompression(p.opts.codec),
-	), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema())
-}
-
-func (p *ParquetDir) checkSchema(schema *arrow.Schema) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("sink: parquet %s: %v", p.path, r)
-		}
-	}()
-	props, aprops := p.props()
-	fw, err := pqarrow.NewFileWriter(schema, discard{}, props, aprops)
-	if err != nil {
-		return fmt.Errorf("sink: parquet %s: %w", p.path, err)
-	}
-	return fw.Close()
 }
 
 // dirFile syncs the file before closing it, so that pqarrow's Close makes
@@ -308,7 +286,7 @@ func (p *ParquetDir) open() (err error) {
 	if err != nil {
 		return fmt.Errorf("sink: %w", err)
 	}
-	props, aprops := p.props()
+	props, aprops := p.opts.props()
 	fw, err := pqarrow.NewFileWriter(p.schema, dirFile{f, p}, props, aprops)
 	if err != nil {
 		f.Close()
