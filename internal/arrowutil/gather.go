@@ -255,9 +255,9 @@ func gatherData(mem memory.Allocator, dt arrow.DataType, ds []arrow.ArrayData, s
 		}
 		return array.NewData(dt, n, []*memory.Buffer{valid, buf}, nil, nulls, 0)
 	case *arrow.StringType, *arrow.BinaryType:
-		return gatherVar32(mem, dt, ds, segs, n, valid, nulls)
+		return gatherVar(mem, dt, ds, segs, n, valid, nulls, castI32)
 	case *arrow.LargeStringType, *arrow.LargeBinaryType:
-		return gatherVar64(mem, dt, ds, segs, n, valid, nulls)
+		return gatherVar(mem, dt, ds, segs, n, valid, nulls, castI64)
 	case *arrow.ListType:
 		return gatherList(mem, dt, t.Elem(), ds, segs, n, valid, nulls)
 	case *arrow.MapType:
@@ -336,12 +336,15 @@ func gatherData(mem memory.Allocator, dt arrow.DataType, ds []arrow.ArrayData, s
 	panic(fmt.Sprintf("arrowutil: gather of %s", dt))
 }
 
-func gatherVar32(mem memory.Allocator, dt arrow.DataType, ds []arrow.ArrayData, segs []Seg, n int, valid *memory.Buffer, nulls int) arrow.ArrayData {
-	offs := make([][]int32, len(ds))
+// gatherVar gathers variable-length binary and string arrays with offsets
+// of type T (int32, or int64 for the large types), cast from buffer bytes
+// by cast; each run of rows copies one run of value bytes.
+func gatherVar[T int32 | int64](mem memory.Allocator, dt arrow.DataType, ds []arrow.ArrayData, segs []Seg, n int, valid *memory.Buffer, nulls int, cast func([]byte) []T) arrow.ArrayData {
+	offs := make([][]T, len(ds))
 	datas := make([][]byte, len(ds))
 	for i, d := range ds {
 		if d.Len() > 0 {
-			offs[i] = castI32(d.Buffers()[1].Bytes())[d.Offset():]
+			offs[i] = cast(d.Buffers()[1].Bytes())[d.Offset():]
 		}
 		datas[i] = bytesOf(d.Buffers()[2])
 	}
@@ -350,47 +353,13 @@ func gatherVar32(mem memory.Allocator, dt arrow.DataType, ds []arrow.ArrayData, 
 		o := offs[s.Src]
 		total += int(o[s.End] - o[s.Start])
 	}
-	ob := newBuf(mem, (n+1)*4)
+	var zero T
+	ob := newBuf(mem, (n+1)*int(unsafe.Sizeof(zero)))
 	defer ob.Release()
 	db := newBuf(mem, total)
 	defer db.Release()
-	out, data := castI32(ob.Bytes()), db.Bytes()
-	pos, cur := 0, int32(0)
-	for _, s := range segs {
-		o := offs[s.Src]
-		base := o[s.Start]
-		for r := s.Start; r < s.End; r++ {
-			out[pos] = cur + o[r] - base
-			pos++
-		}
-		end := o[s.End]
-		copy(data[cur:], datas[s.Src][base:end])
-		cur += end - base
-	}
-	out[pos] = cur
-	return array.NewData(dt, n, []*memory.Buffer{valid, ob, db}, nil, nulls, 0)
-}
-
-func gatherVar64(mem memory.Allocator, dt arrow.DataType, ds []arrow.ArrayData, segs []Seg, n int, valid *memory.Buffer, nulls int) arrow.ArrayData {
-	offs := make([][]int64, len(ds))
-	datas := make([][]byte, len(ds))
-	for i, d := range ds {
-		if d.Len() > 0 {
-			offs[i] = castI64(d.Buffers()[1].Bytes())[d.Offset():]
-		}
-		datas[i] = bytesOf(d.Buffers()[2])
-	}
-	total := 0
-	for _, s := range segs {
-		o := offs[s.Src]
-		total += int(o[s.End] - o[s.Start])
-	}
-	ob := newBuf(mem, (n+1)*8)
-	defer ob.Release()
-	db := newBuf(mem, total)
-	defer db.Release()
-	out, data := castI64(ob.Bytes()), db.Bytes()
-	pos, cur := 0, int64(0)
+	out, data := cast(ob.Bytes()), db.Bytes()
+	pos, cur := 0, T(0)
 	for _, s := range segs {
 		o := offs[s.Src]
 		base := o[s.Start]
