@@ -34,9 +34,11 @@ import (
 // run's Badger store and hands the rest of its state (watermark, rows
 // waiting for it) to the checkpoint; the output merger does the same with
 // the rows it holds and asks a transactional sink (sink.Committer) to end
-// the epoch. A backup of the store's changes is then taken (the only
-// moment window tasks wait for, and only to write to Badger) and uploaded
-// in the background with the parts; the manifest is written last. Only
+// the epoch. A backup of the store's changes is then taken (until it is,
+// window tasks go on processing but postpone evictions to the store) and
+// uploaded in the background with the parts; the manifest is written
+// last. The pause a checkpoint causes is the tasks' writing of their
+// changed keys plus that backup (CheckpointInfo.Stall). Only
 // then is the sink told to publish the epoch's output and a committing
 // source (Kafka) to commit the position.
 //
