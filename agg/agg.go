@@ -17,6 +17,46 @@ type Rows struct {
 	Ts []int64
 	// Cols holds the aggregate argument columns.
 	Cols []Column
+	// Older holds rows below Base that are in memory, as segments in
+	// ascending order, each addressed like Rows itself; rows between two
+	// segments (or between the last one and Base) are not held. A window
+	// operator whose long frames keep their middle rows in a state store
+	// (paging) holds the rows at each frame's lower edge here. Windows read
+	// row a from At(a).
+	Older []Rows
+}
+
+// At returns the segment holding row a: r itself, or the segment of Older
+// that starts at or below a. Rows not held resolve to a segment they are
+// not in (reading them is a bug of the caller, as for dropped rows).
+func (r *Rows) At(a int64) *Rows {
+	if a >= r.Base || len(r.Older) == 0 {
+		return r
+	}
+	for i := len(r.Older) - 1; i > 0; i-- {
+		if a >= r.Older[i].Base {
+			return &r.Older[i]
+		}
+	}
+	return &r.Older[0]
+}
+
+// TsAt returns the event time of row a (see At).
+func (r *Rows) TsAt(a int64) int64 {
+	s := r.At(a)
+	return s.Ts[a-s.Base]
+}
+
+// Tiler is implemented by the Windows that can keep their sliding state in
+// event-time tiles instead of row by row: SetTile(ms) makes the window
+// aggregate the rows of each epoch-aligned tile of that length into one
+// state and read a tile's rows again only when the frame's lower edge
+// enters it, so its memory grows with the number of tiles in the frame,
+// not the number of rows, and it reads only rows at the frame's edges
+// (which a paging operator keeps in memory, see Rows.Older). Call it
+// before the first Eval.
+type Tiler interface {
+	SetTile(ms int64)
 }
 
 // Len is the number of rows held.

@@ -81,6 +81,7 @@ type percentileWindow struct {
 }
 
 func (w *percentileWindow) value(r *Rows, a int64) (float64, bool) {
+	r = r.At(a)
 	c := &r.Cols[w.col]
 	i := int(a - r.Base)
 	if c.Null[i] {

@@ -159,6 +159,7 @@ func (f *ewAvgFunc) merge(a, b ewNode) ewNode {
 
 // leaf is the state of row a of r alone.
 func (f *ewAvgFunc) leaf(r *Rows, a int64) ewNode {
+	r = r.At(a)
 	c := &r.Cols[f.col]
 	if i := int(a - r.Base); !c.Null[i] {
 		return ewNode{n: 1, s: c.Float(i), w: 1}

@@ -90,6 +90,7 @@ func (w *edgeWindow) keep(r *Rows, a int64) {
 		c.val, _ = NewColumn(w.dt)
 	}
 	c.val.DropFront(c.val.Len())
+	r = r.At(a)
 	c.val.AppendFrom(&r.Cols[w.col], int(a-r.Base))
 	c.abs = a
 }

@@ -206,6 +206,7 @@ func (w *extremumWindow[T]) row(r *Rows, a int64, record bool) (T, bool) {
 	if a >= w.cstart && a < end {
 		return w.cvals[a-w.cstart], !w.cskip[a-w.cstart]
 	}
+	r = r.At(a)
 	i := int(a - r.Base)
 	c := &r.Cols[w.col]
 	skip := c.Null[i] || w.cond >= 0 && !rowTrue(&r.Cols[w.cond], i)

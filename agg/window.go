@@ -33,17 +33,18 @@ func (w *retractWindow) Eval(r *Rows, lo, hi, ex []int64, b array.Builder) {
 			w.lo, w.hi, w.n = l, l, 0
 		}
 		for ; w.hi < h; w.hi++ {
-			w.s.Add(r, w.hi)
+			w.s.Add(r.At(w.hi), w.hi)
 			w.n++
 		}
 		for ; w.lo < l; w.lo++ {
-			w.r.Retract(r, w.lo)
+			w.r.Retract(r.At(w.lo), w.lo)
 			w.n--
 		}
 		if ex != nil && ex[j] >= l && ex[j] < h {
-			w.r.Retract(r, ex[j])
+			x := r.At(ex[j])
+			w.r.Retract(x, ex[j])
 			w.s.AppendResult(b)
-			w.s.Add(r, ex[j])
+			w.s.Add(x, ex[j])
 		} else {
 			w.s.AppendResult(b)
 		}
@@ -68,6 +69,11 @@ type stackWindow struct {
 	cache *rowCache
 }
 
+// SetTile implements Tiler.
+func (w *stackWindow) SetTile(ms int64) {
+	w.a.tile, w.b.tile = max(ms, 0), max(ms, 0)
+}
+
 func (w *stackWindow) Eval(r *Rows, lo, hi, ex []int64, bld array.Builder) {
 	for j := range lo {
 		l, h := lo[j], hi[j]
@@ -89,17 +95,32 @@ func (w *stackWindow) Eval(r *Rows, lo, hi, ex []int64, bld array.Builder) {
 	}
 }
 
-// stackQueue aggregates a FIFO of rows. front holds, for each row from the
-// oldest, the aggregate of that row and every newer row in front; back
-// holds the aggregate of the rows pushed since the last flip.
+// stackQueue aggregates a FIFO of rows. front holds, from the oldest
+// entry (last) on, the aggregate of that entry's rows and every newer row
+// in front; back holds the aggregate of the rows pushed since the last
+// flip, and chunks the pushed rows themselves.
+//
+// Untiled (tile 0), every row is its own chunk and a flip reads the rows
+// again. Tiled, a chunk is the rows of one event-time tile and carries its
+// own aggregate, so a flip merges chunk states without reading rows; the
+// oldest front chunk is split into single rows (read then, at the frame's
+// lower edge) only when the frame's lower bound falls inside it. Memory is
+// then one state per tile plus one per row of the edge tile.
 type stackQueue struct {
 	newState func() State
+	tile     int64
 	lo, hi   int64
-	front    []State // front[len-1] is the oldest row's suffix aggregate
-	frontRow []int64
+	front    []qEntry // front[len-1] is the oldest entry's suffix aggregate
 	back     State
-	backRows []int64
+	chunks   []qEntry // back chunks, oldest first (st nil when untiled)
+	openTile int64    // tile of the last chunk (tiled)
 	free     []State
+}
+
+// qEntry is a run of rows [from, to) and its state.
+type qEntry struct {
+	from, to int64
+	st       State
 }
 
 func newStackQueue(newState func() State) *stackQueue {
@@ -126,61 +147,136 @@ func (q *stackQueue) slide(r *Rows, l, h int64, cache *rowCache, record bool) {
 		q.lo, q.hi = l, l
 	}
 	for ; q.hi < h; q.hi++ {
-		if s := cache.get(q.hi); s != nil {
-			q.back.Merge(s)
+		a := q.hi
+		var c *qEntry
+		cached := cache.get(a)
+		if q.tile > 0 {
+			var ts int64
+			if cached != nil {
+				ts = cache.tsOf(a)
+			} else {
+				ts = r.TsAt(a)
+			}
+			t := floorDiv(ts, q.tile)
+			if n := len(q.chunks); n == 0 || q.openTile != t {
+				q.chunks = append(q.chunks, qEntry{from: a, to: a, st: q.get()})
+				q.openTile = t
+			}
+			c = &q.chunks[len(q.chunks)-1]
+			c.to = a + 1
 		} else {
-			q.back.Add(r, q.hi)
+			q.chunks = append(q.chunks, qEntry{from: a, to: a + 1})
+		}
+		if s := cached; s != nil {
+			q.back.Merge(s)
+			if c != nil {
+				c.st.Merge(s)
+			}
+		} else {
+			x := r.At(a)
+			q.back.Add(x, a)
+			if c != nil {
+				c.st.Add(x, a)
+			}
 			if record {
-				cache.put(r, q.hi)
+				cache.put(r, a)
 			}
 		}
-		q.backRows = append(q.backRows, q.hi)
 	}
 	for q.lo < l {
 		if len(q.front) == 0 {
 			q.flip(r)
 		}
 		n := len(q.front) - 1
-		q.free = append(q.free, q.front[n])
-		q.front = q.front[:n]
-		q.frontRow = q.frontRow[:n]
-		q.lo++
+		e := q.front[n]
+		if e.to <= l {
+			q.free = append(q.free, e.st)
+			q.front = q.front[:n]
+			q.lo = e.to
+			continue
+		}
+		q.split(r, l)
+		q.lo = l
 	}
 }
 
-// flip moves the back rows to the front, building suffix aggregates from
-// the newest row to the oldest.
-func (q *stackQueue) flip(r *Rows) {
+// split replaces the oldest front entry, which holds rows [from, to)
+// with from < l < to, by single-row entries for rows [l, to), reading
+// those rows.
+func (q *stackQueue) split(r *Rows, l int64) {
+	n := len(q.front) - 1
+	e := q.front[n]
+	q.front = q.front[:n]
+	q.free = append(q.free, e.st)
 	var next State
-	for i := len(q.backRows) - 1; i >= 0; i-- {
+	if n > 0 {
+		next = q.front[n-1].st
+	}
+	for a := e.to - 1; a >= l; a-- {
 		s := q.get()
-		s.Add(r, q.backRows[i])
+		s.Add(r.At(a), a)
 		if next != nil {
 			s.Merge(next)
 		}
-		q.front = append(q.front, s)
-		q.frontRow = append(q.frontRow, q.backRows[i])
+		q.front = append(q.front, qEntry{from: a, to: a + 1, st: s})
 		next = s
 	}
-	q.backRows = q.backRows[:0]
+}
+
+// flip moves the back chunks to the front, building suffix aggregates from
+// the newest chunk to the oldest.
+func (q *stackQueue) flip(r *Rows) {
+	var next State
+	for i := len(q.chunks) - 1; i >= 0; i-- {
+		c := q.chunks[i]
+		s := c.st
+		if s == nil {
+			s = q.get()
+			s.Add(r.At(c.from), c.from)
+		}
+		if next != nil {
+			s.Merge(next)
+		}
+		q.front = append(q.front, qEntry{from: c.from, to: c.to, st: s})
+		next = s
+	}
+	clear(q.chunks)
+	q.chunks = q.chunks[:0]
 	q.back.Reset()
 }
 
 func (q *stackQueue) mergeInto(dst State) {
 	if n := len(q.front); n > 0 {
-		dst.Merge(q.front[n-1])
+		dst.Merge(q.front[n-1].st)
 	}
-	if len(q.backRows) > 0 {
+	if len(q.chunks) > 0 {
 		dst.Merge(q.back)
 	}
 }
 
 func (q *stackQueue) clear() {
-	q.free = append(q.free, q.front...)
+	for _, e := range q.front {
+		q.free = append(q.free, e.st)
+	}
+	for _, c := range q.chunks {
+		if c.st != nil {
+			q.free = append(q.free, c.st)
+		}
+	}
+	clear(q.front)
 	q.front = q.front[:0]
-	q.frontRow = q.frontRow[:0]
-	q.backRows = q.backRows[:0]
+	clear(q.chunks)
+	q.chunks = q.chunks[:0]
 	q.back.Reset()
+}
+
+// floorDiv is a/b rounded towards minus infinity (b > 0).
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
 }
 
 // rowCache holds single-row states for a contiguous run of rows
@@ -189,6 +285,7 @@ type rowCache struct {
 	newState func() State
 	start    int64
 	states   []State
+	ts       []int64 // event times of the cached rows
 	free     []State
 }
 
@@ -198,6 +295,9 @@ func (c *rowCache) get(a int64) State {
 	}
 	return nil
 }
+
+// tsOf returns the event time of cached row a.
+func (c *rowCache) tsOf(a int64) int64 { return c.ts[a-c.start] }
 
 // put caches row a, which is read now; a row that does not extend the
 // run starts a new one.
@@ -218,8 +318,9 @@ func (c *rowCache) put(r *Rows, a int64) {
 	} else {
 		s = c.newState()
 	}
-	s.Add(r, a)
+	s.Add(r.At(a), a)
 	c.states = append(c.states, s)
+	c.ts = append(c.ts, r.TsAt(a))
 }
 
 // trim forgets the rows below a.
@@ -232,6 +333,8 @@ func (c *rowCache) trim(a int64) {
 	k := copy(c.states, c.states[n:])
 	clear(c.states[k:])
 	c.states = c.states[:k]
+	copy(c.ts, c.ts[n:])
+	c.ts = c.ts[:k]
 	c.start += n
 }
 
@@ -279,7 +382,8 @@ func (w *stackWindow) MarshalBinary() ([]byte, error) {
 	}
 	out = binary.AppendVarint(out, w.cache.start)
 	out = binary.AppendUvarint(out, uint64(len(w.cache.states)))
-	for _, s := range w.cache.states {
+	for i, s := range w.cache.states {
+		out = binary.AppendVarint(out, w.cache.ts[i])
 		if out, err = appendState(out, s); err != nil {
 			return nil, err
 		}
@@ -299,6 +403,7 @@ func (w *stackWindow) UnmarshalBinary(data []byte) error {
 	n := d.count(1)
 	for range n {
 		s := w.newState()
+		w.cache.ts = append(w.cache.ts, d.varint())
 		decodeState(&d, s)
 		w.cache.states = append(w.cache.states, s)
 	}
@@ -310,35 +415,60 @@ func (q *stackQueue) appendBinary(out []byte) ([]byte, error) {
 	out = binary.AppendVarint(out, q.hi)
 	out = binary.AppendUvarint(out, uint64(len(q.front)))
 	var err error
-	for i, s := range q.front {
-		out = binary.AppendVarint(out, q.frontRow[i])
-		if out, err = appendState(out, s); err != nil {
+	for _, e := range q.front {
+		out = binary.AppendVarint(out, e.from)
+		out = binary.AppendVarint(out, e.to)
+		if out, err = appendState(out, e.st); err != nil {
 			return nil, err
 		}
 	}
 	if out, err = appendState(out, q.back); err != nil {
 		return nil, err
 	}
-	out = binary.AppendUvarint(out, uint64(len(q.backRows)))
-	for _, a := range q.backRows {
-		out = binary.AppendVarint(out, a)
+	out = binary.AppendVarint(out, q.openTile)
+	out = binary.AppendUvarint(out, uint64(len(q.chunks)))
+	for _, c := range q.chunks {
+		out = binary.AppendVarint(out, c.from)
+		out = binary.AppendVarint(out, c.to)
+		if c.st == nil {
+			out = append(out, 0)
+			continue
+		}
+		if out, err = appendState(append(out, 1), c.st); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
 
 func (q *stackQueue) decode(d *decoder) {
 	q.lo, q.hi = d.varint(), d.varint()
-	n := d.count(2)
+	n := d.count(3)
 	for range n {
-		q.frontRow = append(q.frontRow, d.varint())
-		s := q.get()
-		decodeState(d, s)
-		q.front = append(q.front, s)
+		e := qEntry{from: d.varint(), to: d.varint(), st: q.get()}
+		decodeState(d, e.st)
+		if e.from >= e.to {
+			d.err = errCorrupt
+		}
+		q.front = append(q.front, e)
 	}
 	decodeState(d, q.back)
-	n = d.count(1)
+	q.openTile = d.varint()
+	n = d.count(3)
 	for range n {
-		q.backRows = append(q.backRows, d.varint())
+		c := qEntry{from: d.varint(), to: d.varint()}
+		switch d.byte() {
+		case 0:
+		case 1:
+			c.st = q.get()
+			decodeState(d, c.st)
+		default:
+			d.err = errCorrupt
+		}
+		if c.from >= c.to {
+			d.err = errCorrupt
+		}
+		q.chunks = append(q.chunks, c)
 	}
 	if d.err == nil && q.lo > q.hi {
 		d.err = errCorrupt
