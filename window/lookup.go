@@ -70,7 +70,9 @@ func (o *Operator) LookupWith(key []byte, t int64, cand *agg.Rows, bld []array.B
 		return o.wm, fmt.Errorf("window: Lookup needs states for %d windows, got %d", len(o.cfg.Windows), len(states))
 	}
 	var ks *keyState
-	if id, ok := o.keys.find(key); ok {
+	var rows *agg.Rows // ks's rows as one run (paged keys read their pages)
+	id, ok := o.keys.find(key)
+	if ok {
 		ks = o.states[id]
 		if ks == nil {
 			// Evicted: decode a private copy; ingest, which could
@@ -81,7 +83,11 @@ func (o *Operator) LookupWith(key []byte, t int64, cand *agg.Rows, bld []array.B
 			}
 			o.lookupLoads.Add(1)
 		}
+		if rows, err = o.heldView(id, ks); err != nil {
+			return o.wm, err
+		}
 	}
+	paged := rows != nil && ks != nil && rows != &ks.rows
 	k := 0
 	tilesLocked := false
 	for w, spec := range o.cfg.Windows {
@@ -91,7 +97,7 @@ func (o *Operator) LookupWith(key []byte, t int64, cand *agg.Rows, bld []array.B
 		}
 		var lo, hi int64
 		if ks != nil {
-			r := &ks.rows
+			r := rows
 			hiEnd := t - f.EndPreceding
 			if f.Rows {
 				hiEnd = t
@@ -121,7 +127,7 @@ func (o *Operator) LookupWith(key []byte, t int64, cand *agg.Rows, bld []array.B
 		}
 		useCand := cand != nil && !f.ExcludeCurrent && (f.Rows || f.EndPreceding == 0)
 		var tiles *tileSet
-		if ks != nil && !f.Rows && hi-lo > int64(o.tileMin) {
+		if ks != nil && !paged && !f.Rows && hi-lo > int64(o.tileMin) {
 			if !tilesLocked {
 				o.lockTiles(ks)
 				defer ks.tiles.mu.Unlock()
@@ -142,7 +148,7 @@ func (o *Operator) LookupWith(key []byte, t int64, cand *agg.Rows, bld []array.B
 				// same bits as its Window.
 				r := &noRows
 				if ks != nil {
-					r = &ks.rows
+					r = rows
 				}
 				var c *agg.Rows
 				if useCand {
@@ -158,7 +164,7 @@ func (o *Operator) LookupWith(key []byte, t int64, cand *agg.Rows, bld []array.B
 				evalTiled(st, &ks.rows, tiles, ai, lo, hi)
 			case ks != nil:
 				for a := lo; a < hi; a++ {
-					st.Add(&ks.rows, a)
+					st.Add(rows, a)
 				}
 			}
 			if useCand {

@@ -101,6 +101,13 @@ type Config struct {
 	// meanwhile). A pipeline returns false between a checkpoint barrier
 	// and the moment the store's backup for that checkpoint was taken.
 	MayWrite func() bool
+	// PageRows, when > 0, bounds the memory of each key whatever the
+	// length of its longest RANGE ... PRECEDING AND CURRENT ROW frame:
+	// the rows no frame edge needs are written to Store in pages of about
+	// PageRows rows and read back when the frame's lower edge reaches
+	// them (see paging.go). It needs Store, and excludes AllowedLateness,
+	// Retention and probe rows; CanPage says whether a Config can page.
+	PageRows int
 }
 
 // Stats counts what an Operator has done.
@@ -128,6 +135,9 @@ type Stats struct {
 	Evicted, Loaded, LookupLoads int64
 	// CheckpointKeys is the number of keys the last Checkpoint wrote.
 	CheckpointKeys int64
+	// PagesWritten and PagesRead count row pages written to and read back
+	// from Store (Config.PageRows).
+	PagesWritten, PagesRead int64
 }
 
 // Operator is the keyed sliding-window operator: it buffers rows until the
@@ -172,6 +182,12 @@ type Operator struct {
 	tick     uint64
 	restored bool
 
+	// paging is the row paging plan (nil without Config.PageRows);
+	// pageGarbage the store keys of pages read back, to delete.
+	paging      *pagingPlan
+	pageGarbage [][]byte
+	keepOthers  int64
+
 	// scratch reused across calls
 	lo, hi, ex []int64
 	rel        []pendRow
@@ -188,6 +204,13 @@ type keyState struct {
 	// dropped is the event time of the newest row dropped from rows
 	// (None when none was): lookups whose frames reach it are refused.
 	dropped int64
+	// Row paging (Config.PageRows): edge holds the rows at the paged
+	// window's lower edge (below rows.Base; rows.Older points at it),
+	// pages the rows between edge and rows, in the store; pagedLo is the
+	// paged window's lower bound after the last evaluated row.
+	edge    *agg.Rows
+	pages   []pageRef
+	pagedLo int64
 }
 
 // keyMeta is the bookkeeping of a key's state in the store, kept (in
@@ -328,6 +351,11 @@ func New(cfg Config, in *arrow.Schema) (*Operator, error) {
 	if cfg.MemoryBudget < 0 || cfg.MemoryBudget > 0 && cfg.Store == nil {
 		return nil, errors.New("window: a memory budget needs a store to evict key state to")
 	}
+	p, err := planPaging(cfg)
+	if err != nil {
+		return nil, err
+	}
+	o.paging = p
 	return o, nil
 }
 
@@ -360,6 +388,9 @@ func (o *Operator) Stats() Stats {
 	for _, ks := range o.states {
 		if ks != nil {
 			s.Retained += int64(ks.rows.Len())
+			if ks.edge != nil {
+				s.Retained += int64(ks.edge.Len())
+			}
 			s.ResidentKeys++
 		}
 	}
@@ -387,6 +418,11 @@ func (o *Operator) resetWindows(ks *keyState) {
 		ks.wins[w] = make([]agg.Window, len(spec.Aggs))
 		for a, f := range spec.Aggs {
 			ks.wins[w][a] = f.NewWindow()
+			if o.paging != nil && w == o.paging.w {
+				if t, ok := ks.wins[w][a].(agg.Tiler); ok {
+					t.SetTile(o.paging.tile)
+				}
+			}
 		}
 	}
 }
@@ -651,6 +687,7 @@ func (o *Operator) AdvanceFunc(ctx context.Context, wm int64, emit func(arrow.Re
 	// sizes of the previous one.
 	var res resChunks
 	defer res.release()
+	var pwb statestore.WriteBatch
 	start := 0
 	for s := 0; s < len(rel); {
 		e := s + 1
@@ -667,10 +704,27 @@ func (o *Operator) AdvanceFunc(ctx context.Context, wm int64, emit func(arrow.Re
 				return err
 			}
 		}
+		if o.paging != nil {
+			if err := o.pageIn(rel[s].key, o.states[rel[s].key], rel[e-1].ts); err != nil {
+				return err
+			}
+		}
 		if o.cfg.ProbeCol > 0 {
 			o.processKeyProbes(rel, s, e)
 		} else {
 			o.processKey(rel, s, e, final)
+		}
+		if o.paging != nil && !final && (o.cfg.MayWrite == nil || o.cfg.MayWrite()) {
+			if pwb == nil {
+				var err error
+				if pwb, err = statestore.NewWriteBatch(o.cfg.Store); err != nil {
+					return fmt.Errorf("window: paging rows: %w", err)
+				}
+				defer pwb.Cancel()
+			}
+			if err := o.pageOut(pwb, rel[s].key, o.states[rel[s].key], o.keepOthers); err != nil {
+				return err
+			}
 		}
 		if o.cfg.MemoryBudget > 0 {
 			o.touch(rel[s].key, o.states[rel[s].key])
@@ -687,6 +741,14 @@ func (o *Operator) AdvanceFunc(ctx context.Context, wm int64, emit func(arrow.Re
 		}
 	}
 	res.add(start, o.finishBuilders())
+	if pwb != nil {
+		if err := o.flushPageGarbage(pwb); err != nil {
+			return err
+		}
+		if err := pwb.Flush(); err != nil {
+			return fmt.Errorf("window: paging rows: %w", err)
+		}
+	}
 	// Keys may now share the gathered arrays (final release): never reuse
 	// them.
 	o.gts = nil
@@ -932,6 +994,7 @@ func (o *Operator) processKey(rel []pendRow, s, e int, final bool) {
 	lo, hi := growI64(o.lo, n), growI64(o.hi, n)
 	o.lo, o.hi = lo, hi
 	trim := r.End()
+	others := r.End()
 	k := 0
 	for w, spec := range o.cfg.Windows {
 		var ex []int64
@@ -942,13 +1005,26 @@ func (o *Operator) processKey(rel []pendRow, s, e int, final bool) {
 				ex[j] = first + int64(j)
 			}
 		}
-		bounds(r, spec.Frame, first, lo, hi)
+		if len(r.Older) > 0 && o.paging != nil && w == o.paging.w {
+			boundsPaged(r, spec.Frame, first, lo, hi)
+		} else {
+			bounds(r, spec.Frame, first, lo, hi)
+		}
 		for a, win := range ks.wins[w] {
 			win.Eval(r, lo, hi, ex, o.bld[k+a])
 		}
 		k += len(spec.Aggs)
-		trim = min(trim, o.keepFrom(r, spec.Frame, first+int64(n-1), lo[n-1], hi[n-1]))
+		keep := o.keepFrom(r, spec.Frame, first+int64(n-1), lo[n-1], hi[n-1])
+		trim = min(trim, keep)
+		if o.paging != nil {
+			if w == o.paging.w {
+				ks.pagedLo = lo[n-1]
+			} else {
+				others = min(others, keep)
+			}
+		}
 	}
+	o.keepOthers = others
 	o.trim(ks, trim)
 }
 
@@ -1120,6 +1196,39 @@ func bounds(r *agg.Rows, f Frame, first int64, lo, hi []int64) {
 	}
 }
 
+// boundsPaged is bounds for a RANGE frame over rows with Older segments
+// (row paging): the lower bound walks the held rows through TsAt; the
+// rows it crosses are all held (pageIn read them back).
+func boundsPaged(r *agg.Rows, f Frame, first int64, lo, hi []int64) {
+	t0 := r.Ts[first-r.Base]
+	l := firstAtOrAfter(r, t0-f.Preceding)
+	h := sort.Search(r.Len(), func(k int) bool { return r.Ts[k] > t0-f.EndPreceding })
+	for j := range lo {
+		t := r.Ts[int(first-r.Base)+j]
+		for l < r.End() && r.TsAt(l) < t-f.Preceding {
+			l++
+			if l < r.Base && l == r.At(l-1).End() {
+				l = nextHeld(r, l)
+			}
+		}
+		for h < r.Len() && r.Ts[h] <= t-f.EndPreceding {
+			h++
+		}
+		lo[j] = l
+		hi[j] = max(r.Base+int64(h), lo[j])
+	}
+}
+
+// nextHeld returns the first held row at or after a (a is not held).
+func nextHeld(r *agg.Rows, a int64) int64 {
+	for i := range r.Older {
+		if r.Older[i].Base >= a && r.Older[i].Len() > 0 {
+			return r.Older[i].Base
+		}
+	}
+	return max(a, r.Base)
+}
+
 // keepFrom returns the lowest row the windows of frame f still need after
 // row last (whose frame is [lo, hi)) was evaluated: rows inside a bounded
 // frame are read again to retract them, rows not yet in the frame to add
@@ -1155,6 +1264,9 @@ func (o *Operator) keepFrom(r *agg.Rows, f Frame, last, lo, hi int64) int64 {
 
 // trim drops the key's rows below absolute row a.
 func (o *Operator) trim(ks *keyState, a int64) {
+	if ks.edge != nil {
+		o.trimEdge(ks, a)
+	}
 	r := &ks.rows
 	n := int(a - r.Base)
 	if n <= 0 {

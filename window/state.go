@@ -35,6 +35,10 @@ const keyPrefix = "k/"
 // keyStateVersion is the first byte of an encoded key state.
 const keyStateVersion = 1
 
+// keyStateVersionPaged marks a key state followed by its paging section
+// (edge rows and page index, see Config.PageRows).
+const keyStateVersionPaged = 2
+
 // ErrIncompatibleCheckpoint is returned (wrapped) by Restore for meta
 // written by an operator of a different configuration: another input
 // schema, key, argument columns, frames or aggregates.
@@ -59,7 +63,7 @@ func (o *Operator) encodeKeyRow(rec arrow.RecordBatch, i int) string {
 // emptyState reports whether ks holds nothing a fresh state would not:
 // no row of the key was ever stored.
 func emptyState(ks *keyState) bool {
-	return ks.rows.Base == 0 && ks.rows.Len() == 0 && ks.dropped == None
+	return ks.rows.Base == 0 && ks.rows.Len() == 0 && ks.dropped == None && ks.edge == nil && ks.pages == nil
 }
 
 // load reads the evicted state of key id from the store and makes it
@@ -131,7 +135,10 @@ const (
 
 func (o *Operator) sizeOf(ks *keyState) int64 {
 	n := int64(ks.rows.Len())
-	sz := int64(keyStateBytes) + int64(o.nAggs)*windowBytes + 8*n
+	if ks.edge != nil {
+		n += int64(ks.edge.Len())
+	}
+	sz := int64(keyStateBytes) + 32*int64(len(ks.pages)) + int64(o.nAggs)*windowBytes + 8*n
 	for j := range ks.rows.Cols {
 		switch ks.rows.Cols[j].Kind {
 		case agg.KindString:
@@ -248,6 +255,26 @@ func (o *Operator) encodeKeyState(ks *keyState) ([]byte, error) {
 				return nil, err
 			}
 			out = append(binary.AppendUvarint(out, uint64(len(b))), b...)
+		}
+	}
+	if ks.edge != nil || len(ks.pages) > 0 {
+		// Paged key (version 2): the edge rows and the page index.
+		out[0] = keyStateVersionPaged
+		out = binary.AppendVarint(out, ks.pagedLo)
+		e := ks.edge
+		if e == nil {
+			e = &agg.Rows{Base: r.Base}
+			if len(ks.pages) > 0 {
+				e.Base = ks.pages[0].from
+			}
+		}
+		out = binary.AppendVarint(out, e.Base)
+		out = appendRows(out, e, 0, e.Len())
+		out = binary.AppendUvarint(out, uint64(len(ks.pages)))
+		for _, pg := range ks.pages {
+			for _, v := range []int64{pg.from, pg.to, pg.minTs, pg.maxTs} {
+				out = binary.AppendVarint(out, v)
+			}
 		}
 	}
 	return out, nil
@@ -425,8 +452,9 @@ func (o *Operator) decodeKeyState(data []byte) (ks *keyState, err error) {
 		}
 	}()
 	d := reader{b: data}
-	if v := d.byte(); d.err == nil && v != keyStateVersion {
-		return nil, fmt.Errorf("%w: key state version %d", errCorruptState, v)
+	version := d.byte()
+	if d.err == nil && version != keyStateVersion && version != keyStateVersionPaged {
+		return nil, fmt.Errorf("%w: key state version %d", errCorruptState, version)
 	}
 	ks = o.newKeyState()
 	r := &ks.rows
@@ -471,6 +499,9 @@ func (o *Operator) decodeKeyState(data []byte) (ks *keyState, err error) {
 				return nil, fmt.Errorf("%w: window %d aggregate %d: %w", errCorruptState, w, a, err)
 			}
 		}
+	}
+	if d.err == nil && version == keyStateVersionPaged {
+		o.decodePaging(&d, ks)
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail()

@@ -1,0 +1,400 @@
+package window
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/volga-go/volga/agg"
+	"github.com/volga-go/volga/statestore"
+)
+
+// Row paging (Config.PageRows) keeps a key's memory bounded whatever the
+// length of its longest RANGE frame:
+//
+// The operator holds, for the longest frame (the paged window), only the
+// rows of the tile at its lower edge (keyState.edge, which windows see as
+// Rows.Older) and, on top (keyState.rows), the rows every other frame
+// still needs plus the newest ones. The rows in between, which no frame
+// reads until the paged window's lower edge reaches them, are written to
+// the store in pages of about PageRows rows ("p/" + encoded key + first
+// row, see statestore/FORMAT.md) and read back, in order, just before the
+// lower edge enters them. The paged window's aggregates keep their sliding
+// state by tile (agg.Tiler), so they neither hold nor read the middle rows
+// either. Memory per key is then the edge tile's rows, the other frames'
+// rows and one state per tile: it grows with frame length / tile length,
+// not with the number of rows in the frame.
+//
+// A lookup of a key with pages reads them (under the shared lock, without
+// keeping them).
+
+// pagePrefix is the store prefix of row pages.
+const pagePrefix = "p/"
+
+// pageRef is a page of rows [from, to) in the store, with the event times
+// of its first and last rows.
+type pageRef struct {
+	from, to     int64
+	minTs, maxTs int64
+}
+
+// pagingPlan is what an Operator pages: window w with tiles of tile ms.
+type pagingPlan struct {
+	w    int
+	prec int64
+	tile int64
+	rows int
+}
+
+// planPaging checks that cfg can page and returns the plan (nil when
+// PageRows is 0).
+func planPaging(cfg Config) (*pagingPlan, error) {
+	if cfg.PageRows <= 0 {
+		if cfg.PageRows < 0 {
+			return nil, errors.New("window: PageRows must not be negative")
+		}
+		return nil, nil
+	}
+	switch {
+	case cfg.Store == nil:
+		return nil, errors.New("window: row paging needs a store (Config.Store)")
+	case cfg.AllowedLateness > 0:
+		return nil, errors.New("window: row paging cannot be combined with allowed lateness (late rows need their whole frames in memory)")
+	case cfg.Retention > 0:
+		return nil, errors.New("window: row paging cannot be combined with lookup retention")
+	case cfg.ProbeCol > 0:
+		return nil, errors.New("window: row paging does not serve probe rows (backfill)")
+	}
+	p := &pagingPlan{w: -1, rows: cfg.PageRows}
+	for w, spec := range cfg.Windows {
+		f := spec.Frame
+		if f.Rows || f.Unbounded || f.EndPreceding != 0 {
+			continue
+		}
+		if p.w < 0 || f.Preceding > p.prec {
+			p.w, p.prec = w, f.Preceding
+		}
+	}
+	if p.w < 0 {
+		return nil, errors.New("window: row paging needs a RANGE ... PRECEDING AND CURRENT ROW frame")
+	}
+	for _, fn := range cfg.Windows[p.w].Aggs {
+		if _, ok := fn.(agg.RangeEvaluator); ok {
+			return nil, fmt.Errorf("window: row paging does not support %s in the longest frame", fn.Name())
+		}
+	}
+	p.tile = cfg.TileSize
+	if p.tile <= 0 {
+		p.tile = TileSize(p.prec)
+	}
+	return p, nil
+}
+
+// CanPage reports why cfg cannot page its rows (Config.PageRows), or nil.
+func CanPage(cfg Config) error {
+	if cfg.PageRows == 0 {
+		cfg.PageRows = 1
+	}
+	_, err := planPaging(cfg)
+	return err
+}
+
+func tileEnd(t, tile int64) int64 { return (floorDiv(t, tile) + 1) * tile }
+
+// pageStoreKey is the store key of key id's page starting at row from.
+func (o *Operator) pageStoreKey(id int32, from int64) []byte {
+	k := append([]byte(pagePrefix), o.encs[id]...)
+	return binary.BigEndian.AppendUint64(k, uint64(from))
+}
+
+// firstAtOrAfter returns the first held row of r (segments included) with
+// event time >= t, or r.End().
+func firstAtOrAfter(r *agg.Rows, t int64) int64 {
+	for i := range r.Older {
+		s := &r.Older[i]
+		if n := s.Len(); n > 0 && s.Ts[n-1] >= t {
+			return s.Base + int64(sort.Search(n, func(k int) bool { return s.Ts[k] >= t }))
+		}
+	}
+	return r.Base + int64(sort.Search(r.Len(), func(k int) bool { return r.Ts[k] >= t }))
+}
+
+// syncOlder points the rows' Older segments at the key's edge rows.
+func (ks *keyState) syncOlder() {
+	if ks.edge == nil || ks.edge.Len() == 0 {
+		ks.rows.Older = nil
+		return
+	}
+	if len(ks.rows.Older) != 1 {
+		ks.rows.Older = make([]agg.Rows, 1)
+	}
+	ks.rows.Older[0] = *ks.edge
+}
+
+// pageIn reads back the pages the paged window's lower edge reaches while
+// rows up to event time tLast are evaluated: every page below the tile
+// holding its new lower bound, and the pages holding that tile's rows.
+func (o *Operator) pageIn(id int32, ks *keyState, tLast int64) error {
+	p := o.paging
+	if len(ks.pages) == 0 {
+		return nil
+	}
+	start := tLast - p.prec
+	need := tileEnd(start, p.tile)
+	loaded := 0
+	for _, pg := range ks.pages {
+		prevMax := ks.dropped
+		if ks.edge != nil && ks.edge.Len() > 0 {
+			prevMax = ks.edge.Ts[ks.edge.Len()-1]
+		}
+		if pg.minTs >= need && prevMax >= start {
+			break
+		}
+		rows, err := o.readPage(id, pg)
+		if err != nil {
+			return err
+		}
+		if ks.edge == nil || ks.edge.Len() == 0 {
+			ks.edge = rows
+		} else {
+			ks.edge.Ts = append(ks.edge.Ts, rows.Ts...)
+			for j := range ks.edge.Cols {
+				ks.edge.Cols[j].AppendRange(&rows.Cols[j], 0, rows.Len())
+			}
+		}
+		if prevMax < start && pg.maxTs >= start {
+			// The new lower bound is in this page: its tile must be
+			// held too.
+			i := sort.Search(rows.Len(), func(k int) bool { return rows.Ts[k] >= start })
+			need = max(need, tileEnd(rows.Ts[i], p.tile))
+		}
+		o.pageGarbage = append(o.pageGarbage, o.pageStoreKey(id, pg.from))
+		o.stats.PagesRead++
+		loaded++
+	}
+	if loaded > 0 {
+		ks.pages = ks.pages[loaded:]
+		if len(ks.pages) == 0 {
+			ks.pages = nil
+		}
+	}
+	ks.syncOlder()
+	return nil
+}
+
+// readPage reads one page of key id.
+func (o *Operator) readPage(id int32, pg pageRef) (*agg.Rows, error) {
+	v, err := o.cfg.Store.Get(o.pageStoreKey(id, pg.from))
+	if err != nil {
+		return nil, fmt.Errorf("window: reading rows %d-%d of key %q: %w", pg.from, pg.to, o.encs[id], err)
+	}
+	rows := &agg.Rows{Base: pg.from, Cols: o.emptyCols()}
+	d := reader{b: v}
+	decodeRowsInto(&d, rows)
+	if d.err == nil && (rows.End() != pg.to || len(d.b) != 0) {
+		d.fail()
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("window: rows %d-%d of key %q: %w", pg.from, pg.to, o.encs[id], d.err)
+	}
+	return rows, nil
+}
+
+// pageOut writes the middle rows of key id to the store once there are at
+// least PageRows of them: the top rows between the paged window's edge
+// tile and the rows the other frames need (from keepOthers on).
+func (o *Operator) pageOut(wb statestore.WriteBatch, id int32, ks *keyState, keepOthers int64) error {
+	p := o.paging
+	r := &ks.rows
+	if r.Len() == 0 {
+		return nil
+	}
+	lo := ks.pagedLo
+	edgeEnd := r.Base
+	if lo < r.End() {
+		edgeEnd = max(r.Base, firstAtOrAfter(r, tileEnd(r.TsAt(max(lo, lowestHeld(r))), p.tile)))
+	}
+	if len(ks.pages) > 0 {
+		edgeEnd = r.Base
+	}
+	end := min(keepOthers, r.End())
+	if end-edgeEnd < int64(p.rows) {
+		return nil
+	}
+	// Edge rows still on top move to the edge segment.
+	if n := int(edgeEnd - r.Base); n > 0 {
+		if ks.edge == nil || ks.edge.Len() == 0 {
+			ks.edge = &agg.Rows{Base: r.Base, Cols: o.emptyCols()}
+		}
+		ks.edge.Ts = append(ks.edge.Ts, r.Ts[:n]...)
+		for j := range ks.edge.Cols {
+			ks.edge.Cols[j].AppendRange(&r.Cols[j], 0, n)
+		}
+	}
+	for from := edgeEnd; from < end; {
+		to := min(end, from+int64(p.rows))
+		if end-to < int64(p.rows)/2 {
+			to = end
+		}
+		i, j := int(from-r.Base), int(to-r.Base)
+		pg := pageRef{from: from, to: to, minTs: r.Ts[i], maxTs: r.Ts[j-1]}
+		enc := appendRows(nil, r, i, j)
+		if err := wb.Set(o.pageStoreKey(id, from), enc); err != nil {
+			return fmt.Errorf("window: writing rows of key %q: %w", o.encs[id], err)
+		}
+		ks.pages = append(ks.pages, pg)
+		o.stats.PagesWritten++
+		from = to
+	}
+	n := int(end - r.Base)
+	r.Ts = dropFront(r.Ts, n)
+	for j := range r.Cols {
+		r.Cols[j].DropFront(n)
+	}
+	r.Base = end
+	ks.syncOlder()
+	return nil
+}
+
+// lowestHeld is the first row r holds, segments included.
+func lowestHeld(r *agg.Rows) int64 {
+	if len(r.Older) > 0 {
+		return r.Older[0].Base
+	}
+	return r.Base
+}
+
+// trimEdge drops the key's edge rows below a (trim then drops the rest).
+func (o *Operator) trimEdge(ks *keyState, a int64) {
+	if e := ks.edge; e != nil && e.Len() > 0 {
+		n := min(int(a-e.Base), e.Len())
+		if n > 0 {
+			ks.dropped = max(ks.dropped, e.Ts[n-1])
+			e.Ts = dropFront(e.Ts, n)
+			for j := range e.Cols {
+				e.Cols[j].DropFront(n)
+			}
+			e.Base += int64(n)
+		}
+		if e.Len() == 0 && len(ks.pages) == 0 {
+			ks.edge = nil
+		}
+		ks.syncOlder()
+	}
+}
+
+// flushPageGarbage deletes the pages read back since the last call.
+func (o *Operator) flushPageGarbage(wb statestore.WriteBatch) error {
+	for _, k := range o.pageGarbage {
+		if err := wb.Delete(k); err != nil {
+			return fmt.Errorf("window: deleting a page: %w", err)
+		}
+	}
+	o.pageGarbage = o.pageGarbage[:0]
+	return nil
+}
+
+func (o *Operator) emptyCols() []agg.Column {
+	cols := make([]agg.Column, len(o.cfg.ArgCols))
+	for j, c := range o.cfg.ArgCols {
+		col, err := agg.NewColumn(o.in.Field(c).Type)
+		if err != nil {
+			col = agg.Column{Type: o.in.Field(c).Type, Kind: agg.KindString}
+		}
+		cols[j] = col
+	}
+	return cols
+}
+
+// appendRows encodes rows [i, j) of r (positions): uvarint count, event
+// time deltas, then every column (appendColumn).
+func appendRows(out []byte, r *agg.Rows, i, j int) []byte {
+	out = binary.AppendUvarint(out, uint64(j-i))
+	prev := int64(0)
+	for _, t := range r.Ts[i:j] {
+		out = binary.AppendVarint(out, t-prev)
+		prev = t
+	}
+	for k := range r.Cols {
+		c := r.Cols[k].Slice(i, j)
+		out = appendColumn(out, &c)
+	}
+	return out
+}
+
+// decodeRowsInto reads rows written by appendRows into r (empty columns).
+func decodeRowsInto(d *reader, r *agg.Rows) {
+	n := d.count(1)
+	r.Ts = make([]int64, n)
+	prev := int64(0)
+	for i := 0; d.err == nil && i < n; i++ {
+		prev += d.varint()
+		if i > 0 && prev < r.Ts[i-1] {
+			d.fail()
+		}
+		r.Ts[i] = prev
+	}
+	for j := 0; d.err == nil && j < len(r.Cols); j++ {
+		d.decodeColumn(&r.Cols[j], n)
+	}
+}
+
+// heldView returns every row of ks from its lowest held row to its end as
+// one contiguous Rows, reading its pages: what a lookup of a paged key
+// evaluates over.
+func (o *Operator) heldView(id int32, ks *keyState) (*agg.Rows, error) {
+	if ks.edge == nil && len(ks.pages) == 0 {
+		return &ks.rows, nil
+	}
+	out := &agg.Rows{Cols: o.emptyCols()}
+	add := func(r *agg.Rows) {
+		if len(out.Ts) == 0 {
+			out.Base = r.Base
+		}
+		out.Ts = append(out.Ts, r.Ts...)
+		for j := range out.Cols {
+			out.Cols[j].AppendRange(&r.Cols[j], 0, r.Len())
+		}
+	}
+	if ks.edge != nil && ks.edge.Len() > 0 {
+		add(ks.edge)
+	}
+	for _, pg := range ks.pages {
+		rows, err := o.readPage(id, pg)
+		if err != nil {
+			return nil, err
+		}
+		add(rows)
+	}
+	add(&ks.rows)
+	return out, nil
+}
+
+// decodePaging reads the paging section of a key state (encodeKeyState).
+func (o *Operator) decodePaging(d *reader, ks *keyState) {
+	if o.paging == nil {
+		d.err = fmt.Errorf("%w: paged key state for an operator without row paging", ErrIncompatibleCheckpoint)
+		return
+	}
+	ks.pagedLo = d.varint()
+	e := &agg.Rows{Base: d.varint(), Cols: o.emptyCols()}
+	decodeRowsInto(d, e)
+	n := d.count(4)
+	next := e.End()
+	for i := 0; d.err == nil && i < n; i++ {
+		pg := pageRef{from: d.varint(), to: d.varint(), minTs: d.varint(), maxTs: d.varint()}
+		if pg.from != next || pg.to <= pg.from || pg.maxTs < pg.minTs {
+			d.fail()
+		}
+		next = pg.to
+		ks.pages = append(ks.pages, pg)
+	}
+	if d.err == nil && next != ks.rows.Base {
+		d.fail()
+	}
+	if e.Len() > 0 || len(ks.pages) > 0 {
+		ks.edge = e
+	}
+	ks.syncOlder()
+}
