@@ -229,6 +229,9 @@ func FromPlan(plan *pipeline.Plan, opts ...Option) (*Pipeline, error) {
 	if ck := cfg.run.Checkpoints; ck != nil && cfg.ckptURL == "" && ck.Bucket == nil {
 		return nil, errors.New("volga: checkpoint options need a bucket: use volga.WithCheckpoints or volga.WithCheckpointBucket")
 	}
+	if cfg.run.PageRows < 0 {
+		return nil, fmt.Errorf("volga: row paging needs a positive page size, got %d", cfg.run.PageRows)
+	}
 	if cfg.run.MemoryBudget < 0 {
 		return nil, fmt.Errorf("volga: memory budget must not be negative, got %d", cfg.run.MemoryBudget)
 	}

@@ -65,6 +65,17 @@ func WithOnCheckpoint(f func(CheckpointInfo)) Option {
 // default) keeps everything in memory.
 func WithMemoryBudget(bytes int64) Option { return func(c *config) { c.run.MemoryBudget = bytes } }
 
+// WithRowPaging bounds each key's memory whatever the length of its
+// longest RANGE frame: the rows of that frame which no frame edge needs
+// (a 30-day window's middle) are written to the on-disk state store in
+// pages of about rows rows and read back when the frame's lower edge
+// reaches them, while the frame's merge-only aggregates keep one state
+// per tile. Memory per key then grows with window length / tile length,
+// not with the events in the window. Results are unchanged. It cannot be
+// combined with WithAllowedLateness or a lookup retention; lookups of a
+// key read its pages. 1024 to 8192 rows is a sensible page.
+func WithRowPaging(rows int) Option { return func(c *config) { c.run.PageRows = rows } }
+
 // WithStateDir places the pipeline's state store (Badger) in dir, which is
 // emptied when the run starts: the state comes from the checkpoint. The
 // default is a temporary directory removed when the run ends.

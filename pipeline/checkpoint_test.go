@@ -74,21 +74,27 @@ func TestCheckpointResumeExactlyOnce(t *testing.T) {
 		mode   volga.Mode
 		par    int
 		budget int64 // WithMemoryBudget: evictions between checkpoints
+		pages  int   // WithRowPaging: rows paged out between checkpoints
 	}
 	var combos []combo
 	for _, mode := range []volga.Mode{volga.Batch, volga.Streaming} {
 		for _, par := range []int{1, 2} {
-			combos = append(combos, combo{"mem", mode, par, 0})
+			combos = append(combos, combo{"mem", mode, par, 0, 0})
 		}
 	}
-	combos = append(combos, combo{"mem", volga.Streaming, 2, 16 << 10}, combo{"mem", volga.Batch, 1, 16 << 10},
-		combo{"file", volga.Streaming, 2, 0}, combo{"s3", volga.Batch, 2, 0}, combo{"s3", volga.Streaming, 1, 0})
+	combos = append(combos, combo{"mem", volga.Streaming, 2, 16 << 10, 0}, combo{"mem", volga.Batch, 1, 16 << 10, 0},
+		combo{"file", volga.Streaming, 2, 0, 0}, combo{"s3", volga.Batch, 2, 0, 0}, combo{"s3", volga.Streaming, 1, 0, 0},
+		combo{"mem", volga.Streaming, 2, 0, 8}, combo{"file", volga.Streaming, 1, 16 << 10, 8})
 	for _, cb := range combos {
 		bname, mode, par := cb.bucket, cb.mode, cb.par
-		t.Run(fmt.Sprintf("%s/%s/par%d/budget%d", bname, mode, par, cb.budget), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/par%d/budget%d/pages%d", bname, mode, par, cb.budget, cb.pages), func(t *testing.T) {
 			seed := testutil.Seeds(1)[0] + uint64(par)
 			rng := testutil.Rand(seed)
-			tab := testutil.Events(rng, testutil.DefaultEvents(testutil.Scale(3000)))
+			ecfg := testutil.DefaultEvents(testutil.Scale(3000))
+			if cb.pages > 0 {
+				ecfg.StepMs = 5 // dense enough for frames to span pages
+			}
+			tab := testutil.Events(rng, ecfg)
 			if mode == volga.Streaming {
 				tab = tab.Subset(testutil.Shuffle(rng, tab, "ts", nil, 1500))
 			}
@@ -110,9 +116,15 @@ func TestCheckpointResumeExactlyOnce(t *testing.T) {
 			defer bucket.Close()
 			var ckpts atomic.Int64
 			out := filepath.Join(dir, "out.csv")
-			ckOpts := append(opts, volga.WithCheckpointBucket(bucket, time.Millisecond), volga.WithMemoryBudget(cb.budget),
+			interval := time.Millisecond
+			if cb.pages > 0 {
+				// Pages are written between a checkpoint's backup and
+				// the next barrier: leave room for them.
+				interval = 20 * time.Millisecond
+			}
+			ckOpts := append(opts, volga.WithCheckpointBucket(bucket, interval), volga.WithMemoryBudget(cb.budget),
 				volga.WithOnCheckpoint(func(volga.CheckpointInfo) { ckpts.Add(1) }),
-				volga.WithStateDir(filepath.Join(dir, "state")))
+				volga.WithStateDir(filepath.Join(dir, "state")), volga.WithRowPaging(cb.pages))
 			crashes := 0
 			for attempt := 0; ; attempt++ {
 				ctx, cancel := context.WithCancel(context.Background())

@@ -98,6 +98,14 @@ type RunOptions struct {
 	// evicted to the state store on disk and read back when needed. 0
 	// keeps all state in memory.
 	MemoryBudget int64
+	// PageRows, when > 0, bounds each key's memory whatever the length of
+	// its longest RANGE frame: the rows no frame edge needs are written to
+	// the state store (as with MemoryBudget) in pages of about PageRows
+	// rows and read back when the frame's lower edge reaches them (see
+	// window.Config.PageRows). Every OVER stage must have a RANGE ...
+	// PRECEDING AND CURRENT ROW frame; allowed lateness and lookup
+	// retention cannot be combined with it.
+	PageRows int
 	// Stop, when closed, ends the run gracefully: reading stops (a Read
 	// waiting for data is cancelled). With Checkpoints a final checkpoint
 	// is taken, so that a later run resumes exactly there, and rows still
@@ -215,7 +223,7 @@ func (c *Compiled) Run(ctx context.Context, src source.Source, out sink.Sink, op
 		if err := r.openCheckpoints(ctx); err != nil {
 			return err
 		}
-	case opt.MemoryBudget > 0:
+	case opt.MemoryBudget > 0 || opt.PageRows > 0:
 		if err := r.openStore(); err != nil {
 			return err
 		}
@@ -802,8 +810,13 @@ func (r *runner) newOperator(st *stage, s, id int, frozen *uint64) (operator, er
 			cfg.MemoryBudget = max(1, r.opt.MemoryBudget/int64(r.n*len(r.c.stages)))
 		}
 		cfg.MayWrite = r.ck.mayWrite(frozen)
+		cfg.PageRows = r.opt.PageRows
 	}
-	return window.New(cfg, st.in)
+	op, err := window.New(cfg, st.in)
+	if err != nil && cfg.PageRows > 0 && window.CanPage(cfg) != nil {
+		return nil, fmt.Errorf("volga: stage %d cannot page rows: %w", s, err)
+	}
+	return op, err
 }
 
 // task runs one window operator.

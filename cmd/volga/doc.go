@@ -18,7 +18,7 @@
 //	volga run --sql FILE --source NAME=PATH [--source ...] [--mode batch|stream]
 //	          [--max-out-of-order DURATION] [--parallelism N] [--sink PATH]
 //	          [--checkpoints URL [--checkpoint-interval DURATION]]
-//	          [--state-dir DIR] [--memory-budget BYTES]
+//	          [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS]
 //
 // The query in FILE ("-" reads it from standard input) is one SELECT of the
 // Volga SQL dialect over one table; --source binds that table's name to a
@@ -82,7 +82,7 @@
 //	volga serve --sql FILE --source NAME=PATH --listen ADDR [--mode batch|stream]
 //	            [--max-out-of-order DURATION] [--parallelism N] [--max-body BYTES]
 //	            [--checkpoints URL [--checkpoint-interval DURATION]]
-//	            [--state-dir DIR] [--memory-budget BYTES]
+//	            [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS]
 //
 // Ingests the bound file to its end, logs "volga: ingested N rows, serving
 // on ADDR" on standard error, then serves POST /v1/features and GET

@@ -22,7 +22,7 @@ import (
 	"github.com/volga-go/volga/source"
 )
 
-const runSynopsis = "run --sql FILE --source NAME=PATH [--source ...] [--mode batch|stream] [--max-out-of-order DURATION] [--parallelism N] [--sink PATH] [--checkpoints URL [--checkpoint-interval DURATION]] [--state-dir DIR] [--memory-budget BYTES] [--log-level LEVEL]"
+const runSynopsis = "run --sql FILE --source NAME=PATH [--source ...] [--mode batch|stream] [--max-out-of-order DURATION] [--parallelism N] [--sink PATH] [--checkpoints URL [--checkpoint-interval DURATION]] [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS] [--log-level LEVEL]"
 
 var runCommand = &command{
 	name:    "run",

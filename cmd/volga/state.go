@@ -22,6 +22,7 @@ import (
 //	--checkpoint-interval DUR    time between checkpoints (default 10s)
 //	--state-dir DIR              the run's state store (Badger); emptied at start
 //	--memory-budget BYTES        window state kept in memory; the rest goes to the store
+//	--row-pages ROWS             page the middle rows of each key's longest frame to the store
 
 // defaultCheckpointInterval is the --checkpoint-interval default (the
 // library's default too).
@@ -34,6 +35,7 @@ type stateConfig struct {
 	interval     time.Duration
 	stateDir     string
 	memoryBudget int64
+	rowPages     int
 }
 
 // addStateFlags registers the flags on fs.
@@ -43,6 +45,7 @@ func addStateFlags(fs *flag.FlagSet, cfg *stateConfig) {
 	fs.Var(durationFlag{&cfg.interval}, "checkpoint-interval", "with --checkpoints: the `DURATION` between checkpoints")
 	fs.StringVar(&cfg.stateDir, "state-dir", "", "keep the run's state store (Badger) in `DIR`, which is emptied at start (default: a temporary directory); with --checkpoints or --memory-budget")
 	fs.Var(bytesFlag{&cfg.memoryBudget}, "memory-budget", "keep at most this many `BYTES` of window state in memory (e.g. 512MiB, 2GB, 1000000), the rest in the on-disk store; 0 keeps all of it in memory")
+	fs.IntVar(&cfg.rowPages, "row-pages", 0, "bound each key's memory whatever its longest RANGE frame: write the rows no frame edge needs to the on-disk store in pages of `ROWS` rows (e.g. 4096) and read them back when the frame's lower edge reaches them; 0 keeps every row in memory")
 }
 
 // check validates the flags after parsing; cmd names the command in
@@ -67,9 +70,12 @@ func (cfg *stateConfig) check(cmd string, fs *flag.FlagSet) error {
 			return usagef("%s: --checkpoint-interval must be positive, got %s", cmd, cfg.interval)
 		}
 	}
+	if cfg.rowPages < 0 {
+		return usagef("%s: --row-pages must be positive, got %d", cmd, cfg.rowPages)
+	}
 	if cfg.stateDir != "" {
-		if cfg.checkpoints == "" && cfg.memoryBudget == 0 {
-			return usagef("%s: --state-dir applies with --checkpoints or --memory-budget only", cmd)
+		if cfg.checkpoints == "" && cfg.memoryBudget == 0 && cfg.rowPages == 0 {
+			return usagef("%s: --state-dir applies with --checkpoints, --memory-budget or --row-pages only", cmd)
 		}
 		if err := checkStateDir(cfg.stateDir); err != nil {
 			return usagef("%s: --state-dir %s: %v", cmd, cfg.stateDir, err)
@@ -86,6 +92,9 @@ func (cfg *stateConfig) options() []volga.Option {
 	}
 	if cfg.memoryBudget > 0 {
 		opts = append(opts, volga.WithMemoryBudget(cfg.memoryBudget))
+	}
+	if cfg.rowPages > 0 {
+		opts = append(opts, volga.WithRowPaging(cfg.rowPages))
 	}
 	if cfg.stateDir != "" {
 		opts = append(opts, volga.WithStateDir(cfg.stateDir))
