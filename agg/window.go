@@ -112,7 +112,8 @@ type stackQueue struct {
 	lo, hi   int64
 	front    []qEntry // front[len-1] is the oldest entry's suffix aggregate
 	back     State
-	chunks   []qEntry // back chunks, oldest first (st nil when untiled)
+	chunks   []qEntry // back chunks, oldest first (tiled)
+	backRows []int64  // back rows, oldest first (untiled)
 	openTile int64    // tile of the last chunk (tiled)
 	free     []State
 }
@@ -165,7 +166,7 @@ func (q *stackQueue) slide(r *Rows, l, h int64, cache *rowCache, record bool) {
 			c = &q.chunks[len(q.chunks)-1]
 			c.to = a + 1
 		} else {
-			q.chunks = append(q.chunks, qEntry{from: a, to: a + 1})
+			q.backRows = append(q.backRows, a)
 		}
 		if s := cached; s != nil {
 			q.back.Merge(s)
@@ -227,19 +228,26 @@ func (q *stackQueue) split(r *Rows, l int64) {
 // the newest chunk to the oldest.
 func (q *stackQueue) flip(r *Rows) {
 	var next State
+	for i := len(q.backRows) - 1; i >= 0; i-- {
+		a := q.backRows[i]
+		s := q.get()
+		s.Add(r.At(a), a)
+		if next != nil {
+			s.Merge(next)
+		}
+		q.front = append(q.front, qEntry{from: a, to: a + 1, st: s})
+		next = s
+	}
 	for i := len(q.chunks) - 1; i >= 0; i-- {
 		c := q.chunks[i]
 		s := c.st
-		if s == nil {
-			s = q.get()
-			s.Add(r.At(c.from), c.from)
-		}
 		if next != nil {
 			s.Merge(next)
 		}
 		q.front = append(q.front, qEntry{from: c.from, to: c.to, st: s})
 		next = s
 	}
+	q.backRows = q.backRows[:0]
 	clear(q.chunks)
 	q.chunks = q.chunks[:0]
 	q.back.Reset()
@@ -249,7 +257,7 @@ func (q *stackQueue) mergeInto(dst State) {
 	if n := len(q.front); n > 0 {
 		dst.Merge(q.front[n-1].st)
 	}
-	if len(q.chunks) > 0 {
+	if len(q.chunks) > 0 || len(q.backRows) > 0 {
 		dst.Merge(q.back)
 	}
 }
@@ -259,10 +267,9 @@ func (q *stackQueue) clear() {
 		q.free = append(q.free, e.st)
 	}
 	for _, c := range q.chunks {
-		if c.st != nil {
-			q.free = append(q.free, c.st)
-		}
+		q.free = append(q.free, c.st)
 	}
+	q.backRows = q.backRows[:0]
 	clear(q.front)
 	q.front = q.front[:0]
 	clear(q.chunks)
@@ -426,14 +433,15 @@ func (q *stackQueue) appendBinary(out []byte) ([]byte, error) {
 		return nil, err
 	}
 	out = binary.AppendVarint(out, q.openTile)
-	out = binary.AppendUvarint(out, uint64(len(q.chunks)))
+	out = binary.AppendUvarint(out, uint64(len(q.backRows)+len(q.chunks)))
+	for _, a := range q.backRows {
+		out = binary.AppendVarint(out, a)
+		out = binary.AppendVarint(out, a+1)
+		out = append(out, 0)
+	}
 	for _, c := range q.chunks {
 		out = binary.AppendVarint(out, c.from)
 		out = binary.AppendVarint(out, c.to)
-		if c.st == nil {
-			out = append(out, 0)
-			continue
-		}
 		if out, err = appendState(append(out, 1), c.st); err != nil {
 			return nil, err
 		}
@@ -458,14 +466,19 @@ func (q *stackQueue) decode(d *decoder) {
 	for range n {
 		c := qEntry{from: d.varint(), to: d.varint()}
 		switch d.byte() {
-		case 0:
+		case 0: // a row of an untiled queue
+			if q.tile > 0 || c.to != c.from+1 {
+				d.err = errCorrupt
+			}
+			q.backRows = append(q.backRows, c.from)
+			continue
 		case 1:
 			c.st = q.get()
 			decodeState(d, c.st)
 		default:
 			d.err = errCorrupt
 		}
-		if c.from >= c.to {
+		if q.tile == 0 || c.from >= c.to {
 			d.err = errCorrupt
 		}
 		q.chunks = append(q.chunks, c)
