@@ -70,9 +70,7 @@ func (o *Operator) LookupWith(key []byte, t int64, cand *agg.Rows, bld []array.B
 		return o.wm, fmt.Errorf("window: Lookup needs states for %d windows, got %d", len(o.cfg.Windows), len(states))
 	}
 	var ks *keyState
-	var rows *agg.Rows // ks's rows as one run (paged keys read their pages)
-	id, ok := o.keys.find(key)
-	if ok {
+	if id, ok := o.keys.find(key); ok {
 		ks = o.states[id]
 		if ks == nil {
 			// Evicted: decode a private copy; ingest, which could
@@ -83,11 +81,10 @@ func (o *Operator) LookupWith(key []byte, t int64, cand *agg.Rows, bld []array.B
 			}
 			o.lookupLoads.Add(1)
 		}
-		if rows, err = o.heldView(id, ks); err != nil {
-			return o.wm, err
+		if ks.edge != nil || len(ks.pages) > 0 {
+			return o.wm, o.lookupPaged(id, ks, t, cand, bld, states)
 		}
 	}
-	paged := rows != nil && ks != nil && rows != &ks.rows
 	k := 0
 	tilesLocked := false
 	for w, spec := range o.cfg.Windows {
@@ -97,7 +94,7 @@ func (o *Operator) LookupWith(key []byte, t int64, cand *agg.Rows, bld []array.B
 		}
 		var lo, hi int64
 		if ks != nil {
-			r := rows
+			r := &ks.rows
 			hiEnd := t - f.EndPreceding
 			if f.Rows {
 				hiEnd = t
@@ -127,7 +124,7 @@ func (o *Operator) LookupWith(key []byte, t int64, cand *agg.Rows, bld []array.B
 		}
 		useCand := cand != nil && !f.ExcludeCurrent && (f.Rows || f.EndPreceding == 0)
 		var tiles *tileSet
-		if ks != nil && !paged && !f.Rows && hi-lo > int64(o.tileMin) {
+		if ks != nil && !f.Rows && hi-lo > int64(o.tileMin) {
 			if !tilesLocked {
 				o.lockTiles(ks)
 				defer ks.tiles.mu.Unlock()
@@ -148,7 +145,7 @@ func (o *Operator) LookupWith(key []byte, t int64, cand *agg.Rows, bld []array.B
 				// same bits as its Window.
 				r := &noRows
 				if ks != nil {
-					r = rows
+					r = &ks.rows
 				}
 				var c *agg.Rows
 				if useCand {
@@ -164,7 +161,7 @@ func (o *Operator) LookupWith(key []byte, t int64, cand *agg.Rows, bld []array.B
 				evalTiled(st, &ks.rows, tiles, ai, lo, hi)
 			case ks != nil:
 				for a := lo; a < hi; a++ {
-					st.Add(rows, a)
+					st.Add(&ks.rows, a)
 				}
 			}
 			if useCand {
@@ -205,7 +202,7 @@ func (o *Operator) tilesFor(ks *keyState, w int, spec Spec) *tileSet {
 		ts = &tileSet{size: size, built: ks.rows.Base}
 		ks.tiles.sets[w] = ts
 	}
-	ts.extend(&ks.rows, spec.Aggs)
+	ts.extend(&ks.rows, ks.rows.Base, ks.rows.End(), spec.Aggs)
 	return ts
 }
 

@@ -138,6 +138,8 @@ type Stats struct {
 	// PagesWritten and PagesRead count row pages written to and read back
 	// from Store (Config.PageRows).
 	PagesWritten, PagesRead int64
+	// LookupPages counts pages lookups read (and did not keep).
+	LookupPages int64
 }
 
 // Operator is the keyed sliding-window operator: it buffers rows until the
@@ -171,6 +173,7 @@ type Operator struct {
 	// lookupLoads counts key states read for lookups (under the shared
 	// lock, hence atomic).
 	lookupLoads atomic.Int64
+	lookupPages atomic.Int64
 
 	// Store-backed state (see Config.Store): encs[id] is the encoded key
 	// of id and kmeta[id] its bookkeeping; a nil states[id] is a key
@@ -396,6 +399,7 @@ func (o *Operator) Stats() Stats {
 	}
 	s.ResidentBytes = o.resident
 	s.LookupLoads = o.lookupLoads.Load()
+	s.LookupPages = o.lookupPages.Load()
 	return s
 }
 

@@ -2,8 +2,11 @@ package window
 
 import (
 	"encoding/binary"
+
 	"errors"
 	"fmt"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"math"
 	"sort"
 
 	"github.com/volga-go/volga/agg"
@@ -26,8 +29,11 @@ import (
 // rows and one state per tile: it grows with frame length / tile length,
 // not with the number of rows in the frame.
 //
-// A lookup of a key with pages reads them (under the shared lock, without
-// keeping them).
+// Before rows are paged out, the paged window's tiles (see tiles.go) are
+// extended over them, so a lookup of a paged key merges tiles and reads
+// only the pages holding rows at its frame's edges (under the shared
+// lock, without keeping them); a key restored or reloaded since its rows
+// were paged reads the pages its tiles do not cover yet.
 
 // pagePrefix is the store prefix of row pages.
 const pagePrefix = "p/"
@@ -222,6 +228,9 @@ func (o *Operator) pageOut(wb statestore.WriteBatch, id int32, ks *keyState, kee
 	if end-edgeEnd < int64(p.rows) {
 		return nil
 	}
+	if o.tileMin != math.MaxInt {
+		o.extendPagedTiles(ks, end)
+	}
 	// Edge rows still on top move to the edge segment.
 	if n := int(edgeEnd - r.Base); n > 0 {
 		if ks.edge == nil || ks.edge.Len() == 0 {
@@ -340,35 +349,203 @@ func decodeRowsInto(d *reader, r *agg.Rows) {
 	}
 }
 
-// heldView returns every row of ks from its lowest held row to its end as
-// one contiguous Rows, reading its pages: what a lookup of a paged key
-// evaluates over.
-func (o *Operator) heldView(id int32, ks *keyState) (*agg.Rows, error) {
-	if ks.edge == nil && len(ks.pages) == 0 {
-		return &ks.rows, nil
-	}
-	out := &agg.Rows{Cols: o.emptyCols()}
-	add := func(r *agg.Rows) {
-		if len(out.Ts) == 0 {
-			out.Base = r.Base
-		}
-		out.Ts = append(out.Ts, r.Ts...)
-		for j := range out.Cols {
-			out.Cols[j].AppendRange(&r.Cols[j], 0, r.Len())
-		}
-	}
+// pagedView is a lookup's view of a paged key: its retained rows, with
+// its edge rows and the pages read so far as Older segments.
+type pagedView struct {
+	o      *Operator
+	id     int32
+	ks     *keyState
+	r      agg.Rows
+	loaded []bool // by page
+}
+
+func (o *Operator) newPagedView(id int32, ks *keyState) *pagedView {
+	v := &pagedView{o: o, id: id, ks: ks, loaded: make([]bool, len(ks.pages))}
+	v.r = agg.Rows{Base: ks.rows.Base, Ts: ks.rows.Ts, Cols: ks.rows.Cols}
 	if ks.edge != nil && ks.edge.Len() > 0 {
-		add(ks.edge)
+		v.r.Older = []agg.Rows{*ks.edge}
 	}
-	for _, pg := range ks.pages {
-		rows, err := o.readPage(id, pg)
-		if err != nil {
-			return nil, err
+	return v
+}
+
+// load reads page i into the view.
+func (v *pagedView) load(i int) error {
+	if v.loaded[i] {
+		return nil
+	}
+	rows, err := v.o.readPage(v.id, v.ks.pages[i])
+	if err != nil {
+		return err
+	}
+	k := sort.Search(len(v.r.Older), func(j int) bool { return v.r.Older[j].Base > rows.Base })
+	v.r.Older = append(v.r.Older, agg.Rows{})
+	copy(v.r.Older[k+1:], v.r.Older[k:])
+	v.r.Older[k] = *rows
+	v.loaded[i] = true
+	v.o.lookupPages.Add(1)
+	return nil
+}
+
+// ensure reads the pages holding rows of [lo, hi).
+func (v *pagedView) ensure(lo, hi int64) error {
+	for i, pg := range v.ks.pages {
+		if pg.from < hi && pg.to > lo {
+			if err := v.load(i); err != nil {
+				return err
+			}
 		}
-		add(rows)
 	}
-	add(&ks.rows)
-	return out, nil
+	return nil
+}
+
+// search returns the first row with event time >= t (> t with after).
+func (v *pagedView) search(t int64, after bool) (int64, error) {
+	pass := func(x int64) bool { return x > t || !after && x == t }
+	in := func(s *agg.Rows) int64 {
+		return s.Base + int64(sort.Search(s.Len(), func(k int) bool { return pass(s.Ts[k]) }))
+	}
+	if e := v.ks.edge; e != nil && e.Len() > 0 && pass(e.Ts[e.Len()-1]) {
+		return in(e), nil
+	}
+	for i, pg := range v.ks.pages {
+		if pass(pg.maxTs) {
+			if err := v.load(i); err != nil {
+				return 0, err
+			}
+			return in(v.r.At(pg.from)), nil
+		}
+	}
+	return in(&v.ks.rows), nil
+}
+
+// lowest is the first row the key still needs (held or paged).
+func (ks *keyState) lowest() int64 {
+	switch {
+	case ks.edge != nil && ks.edge.Len() > 0:
+		return ks.edge.Base
+	case len(ks.pages) > 0:
+		return ks.pages[0].from
+	}
+	return ks.rows.Base
+}
+
+// lookupPaged is LookupWith for a key with paged rows: frames are found
+// through the page index, the paged window merges its tiles, and only the
+// pages holding rows at the frames' edges (or, without tiles, inside the
+// frames) are read.
+func (o *Operator) lookupPaged(id int32, ks *keyState, t int64, cand *agg.Rows, bld []array.Builder, states [][]agg.State) error {
+	v := o.newPagedView(id, ks)
+	low := ks.lowest()
+	k := 0
+	for w, spec := range o.cfg.Windows {
+		f := spec.Frame
+		if f.Unbounded {
+			return ErrUnboundedLookup
+		}
+		hiEnd := t - f.EndPreceding
+		if f.Rows {
+			hiEnd = t
+		}
+		hi, err := v.search(hiEnd, true)
+		if err != nil {
+			return err
+		}
+		var lo int64
+		if f.Rows {
+			lo = hi - f.Preceding
+			if lo < low {
+				if ks.dropped != None {
+					return ErrTooOld
+				}
+				lo = low
+			}
+		} else {
+			start := t - f.Preceding
+			if ks.dropped != None && ks.dropped >= start {
+				return ErrTooOld
+			}
+			if lo, err = v.search(start, false); err != nil {
+				return err
+			}
+		}
+		hi = max(hi, lo)
+		useCand := cand != nil && !f.ExcludeCurrent && (f.Rows || f.EndPreceding == 0)
+		var tiles *tileSet
+		if w == o.paging.w && hi-lo > int64(o.tileMin) && ks.tiles != nil {
+			o.lockTiles(ks)
+			if ts := ks.tiles.sets[w]; ts != nil && ts.built >= low {
+				ts.extend(&v.r, low, ks.rows.End(), spec.Aggs)
+				tiles = ts
+			} else {
+				ks.tiles.mu.Unlock()
+			}
+		}
+		if tiles != nil {
+			if i, j := tiles.span(lo, hi); i == j {
+				err = v.ensure(lo, hi)
+			} else if err = v.ensure(lo, tiles.tiles[i].from); err == nil {
+				err = v.ensure(tiles.tiles[j-1].to, hi)
+			}
+		} else {
+			err = v.ensure(lo, hi)
+		}
+		if err != nil {
+			if tiles != nil {
+				ks.tiles.mu.Unlock()
+			}
+			return err
+		}
+		for ai, fn := range spec.Aggs {
+			var st agg.State
+			if states != nil {
+				st = states[w][ai]
+				st.Reset()
+			} else {
+				st = fn.NewState()
+			}
+			if re, ok := fn.(agg.RangeEvaluator); ok {
+				var c *agg.Rows
+				if useCand {
+					c = cand
+				}
+				re.EvalRange(st, &v.r, lo, hi, c)
+				st.AppendResult(bld[k])
+				k++
+				continue
+			}
+			if tiles != nil {
+				evalTiled(st, &v.r, tiles, ai, lo, hi)
+			} else {
+				for a := lo; a < hi; a++ {
+					st.Add(v.r.At(a), a)
+				}
+			}
+			if useCand {
+				st.Add(cand, 0)
+			}
+			st.AppendResult(bld[k])
+			k++
+		}
+		if tiles != nil {
+			ks.tiles.mu.Unlock()
+		}
+	}
+	return nil
+}
+
+// extendPagedTiles brings the paged window's tiles of key ks up to row end
+// before rows are paged out, so that lookups merge tiles instead of
+// reading the pages.
+func (o *Operator) extendPagedTiles(ks *keyState, end int64) {
+	o.lockTiles(ks)
+	defer ks.tiles.mu.Unlock()
+	w := o.paging.w
+	ts := ks.tiles.sets[w]
+	if ts == nil {
+		ts = &tileSet{size: o.paging.tile, built: ks.rows.Base}
+		ks.tiles.sets[w] = ts
+	}
+	ts.extend(&ks.rows, ks.lowest(), end, o.cfg.Windows[w].Aggs)
 }
 
 // decodePaging reads the paging section of a key state (encodeKeyState).

@@ -43,7 +43,8 @@ func pagedConfig(t testing.TB, long, short, tile int64) Config {
 		}}
 }
 
-// lookupText looks key up at t and renders the values.
+// lookupText looks key up at t and renders the values (floats to 9
+// significant digits: tiles merge sums in another order than rows).
 func lookupText(t testing.TB, op *Operator, key int64, at int64) string {
 	t.Helper()
 	var bld []array.Builder
@@ -61,7 +62,17 @@ func lookupText(t testing.TB, op *Operator, key int64, at int64) string {
 	out := fmt.Sprint(wm)
 	for _, b := range bld {
 		a := b.NewArray()
-		out += " " + a.String()
+		if f, ok := a.(*array.Float64); ok {
+			for i := range f.Len() {
+				if f.IsNull(i) {
+					out += " null"
+				} else {
+					out += fmt.Sprintf(" %.9g", f.Value(i))
+				}
+			}
+		} else {
+			out += " " + a.String()
+		}
 		a.Release()
 		b.Release()
 	}
@@ -78,9 +89,11 @@ func TestRowPagingExact(t *testing.T) {
 		name   string
 		store  func(t *testing.T) statestore.Store
 		budget bool
+		tiles  bool // lookups merge tiles (TileMinRows 16)
 	}{
-		{"memory", func(*testing.T) statestore.Store { return statestore.NewMemory() }, false},
-		{"memory-budget", func(*testing.T) statestore.Store { return statestore.NewMemory() }, true},
+		{"memory", func(*testing.T) statestore.Store { return statestore.NewMemory() }, false, false},
+		{"memory-tiles", func(*testing.T) statestore.Store { return statestore.NewMemory() }, false, true},
+		{"memory-budget", func(*testing.T) statestore.Store { return statestore.NewMemory() }, true, false},
 		{"badger", func(t *testing.T) statestore.Store {
 			st, err := statestore.OpenBadger(t.TempDir())
 			if err != nil {
@@ -88,7 +101,7 @@ func TestRowPagingExact(t *testing.T) {
 			}
 			t.Cleanup(func() { st.Close() })
 			return st
-		}, false},
+		}, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := 40
@@ -101,9 +114,13 @@ func TestRowPagingExact(t *testing.T) {
 					r.Release()
 				}
 			}()
-			plain := newOp(t, pagedConfig(t, 2000, 300, 100))
-			st := tc.store(t)
+			pcfg := pagedConfig(t, 2000, 300, 100)
 			cfg := pagedConfig(t, 2000, 300, 100)
+			if tc.tiles {
+				pcfg.TileMinRows, cfg.TileMinRows = 16, 16
+			}
+			plain := newOp(t, pcfg)
+			st := tc.store(t)
 			cfg.Store, cfg.PageRows = st, 24
 			if tc.budget {
 				cfg.MemoryBudget = 40_000
@@ -147,6 +164,13 @@ func TestRowPagingExact(t *testing.T) {
 			if pages == 0 || reads == 0 || s.PagesWritten == 0 || s.PagesRead == 0 {
 				t.Errorf("rows were not paged: %d/%d pages written/read before the restart, %d/%d after", pages, reads, s.PagesWritten, s.PagesRead)
 			}
+			// 4 lookups per batch, over frames of about 330 rows in
+			// pages of 24: with tiles only the edge pages are read.
+			perLookup := float64(s.LookupPages) / float64(4*(n-n/2-1))
+			t.Logf("pages read per lookup: %.1f", perLookup)
+			if tc.tiles && perLookup > 4 {
+				t.Errorf("lookups with tiles read %.1f pages each", perLookup)
+			}
 			if tc.budget && (s.Evicted == 0 || s.Loaded == 0) {
 				t.Errorf("no evictions under the budget: %+v", s)
 			}
@@ -156,10 +180,11 @@ func TestRowPagingExact(t *testing.T) {
 
 // TestRowPagingBoundsMemory: with a 30-day frame, a key's state in memory
 // (rows held and the encoded window state) stays about the same when its
-// events grow tenfold, while an operator holding every row grows tenfold.
+// events grow tenfold, while an operator holding every row grows tenfold;
+// and the paged (tiled) operator emits exactly what the other one does.
 func TestRowPagingBoundsMemory(t *testing.T) {
 	const day = 24 * 3600_000
-	measure := func(perDay int, paged bool) (rows int64, bytes int) {
+	measure := func(perDay int, paged bool) (rows int64, bytes int, out []string) {
 		cfg := pagedConfig(t, 30*day, 3600_000, 0)
 		if paged {
 			cfg.Store, cfg.PageRows = statestore.NewMemory(), 256
@@ -188,6 +213,9 @@ func TestRowPagingBoundsMemory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			for _, r := range testutil.Rows(outs...) {
+				out = append(out, fmt.Sprint(r))
+			}
 			for _, o := range outs {
 				o.Release()
 			}
@@ -197,12 +225,19 @@ func TestRowPagingBoundsMemory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%d/day paged %v: %+v edge %v pages %d top %d", perDay, paged, op.Stats(), ks.edge != nil, len(ks.pages), ks.rows.Len())
-		return op.Stats().Retained, len(enc)
+		return op.Stats().Retained, len(enc), out
 	}
-	r1, b1 := measure(100, true)
-	r10, b10 := measure(1000, true)
-	p10, pb10 := measure(1000, false)
+	r1, b1, _ := measure(100, true)
+	r10, b10, got := measure(1000, true)
+	p10, pb10, want := measure(1000, false)
+	if len(got) != len(want) {
+		t.Fatalf("paged run emitted %d rows, unpaged %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("row %d:\n paged %s\n plain %s", i, got[i], want[i])
+		}
+	}
 	t.Logf("paged: %d rows / %d bytes at 100 events a day, %d / %d at 1000; unpaged at 1000: %d / %d", r1, b1, r10, b10, p10, pb10)
 	if r10 > 3*r1 || b10 > 3*b1 {
 		t.Errorf("paged state grew from %d rows / %d bytes to %d / %d with ten times the events", r1, b1, r10, b10)

@@ -63,22 +63,24 @@ type keyTiles struct {
 	sets []*tileSet
 }
 
-// extend brings the tiles up to date with r: tiles whose rows were all
-// dropped go, rows added since the last call go into tiles. It restarts
-// from scratch when rows it never tiled were dropped.
-func (ts *tileSet) extend(r *agg.Rows, aggs []agg.Func) {
-	if ts.built < r.Base {
-		ts.tiles, ts.built = nil, r.Base
+// extend brings the tiles up to date with rows [low, end) of r: tiles
+// whose rows all lie below low go, rows from the last call's end to end
+// go into tiles (read through r.At). It restarts from scratch when rows it
+// never tiled were dropped.
+func (ts *tileSet) extend(r *agg.Rows, low, end int64, aggs []agg.Func) {
+	if ts.built < low {
+		ts.tiles, ts.built = nil, low
 	}
 	k := 0
-	for k < len(ts.tiles) && ts.tiles[k].to <= r.Base {
+	for k < len(ts.tiles) && ts.tiles[k].to <= low {
 		k++
 	}
 	if k > 0 {
 		ts.tiles = append(ts.tiles[:0], ts.tiles[k:]...)
 	}
-	for a := ts.built; a < r.End(); a++ {
-		t := r.Ts[a-r.Base]
+	for a := ts.built; a < end; a++ {
+		x := r.At(a)
+		t := x.Ts[a-x.Base]
 		start := floorDiv(t, ts.size) * ts.size
 		n := len(ts.tiles)
 		if n == 0 || ts.tiles[n-1].start != start {
@@ -91,11 +93,11 @@ func (ts *tileSet) extend(r *agg.Rows, aggs []agg.Func) {
 		}
 		tl := &ts.tiles[n-1]
 		for _, st := range tl.states {
-			st.Add(r, a)
+			st.Add(x, a)
 		}
 		tl.to = a + 1
 	}
-	ts.built = r.End()
+	ts.built = max(ts.built, end)
 }
 
 // span returns the tiles lying wholly inside rows [lo, hi): indices
@@ -115,17 +117,17 @@ func evalTiled(st agg.State, r *agg.Rows, ts *tileSet, aggIdx int, lo, hi int64)
 	i, j := ts.span(lo, hi)
 	if i == j {
 		for a := lo; a < hi; a++ {
-			st.Add(r, a)
+			st.Add(r.At(a), a)
 		}
 		return
 	}
 	for a := lo; a < ts.tiles[i].from; a++ {
-		st.Add(r, a)
+		st.Add(r.At(a), a)
 	}
 	for k := i; k < j; k++ {
 		st.Merge(ts.tiles[k].states[aggIdx])
 	}
 	for a := ts.tiles[j-1].to; a < hi; a++ {
-		st.Add(r, a)
+		st.Add(r.At(a), a)
 	}
 }
