@@ -126,7 +126,8 @@ func TestStateFlagErrors(t *testing.T) {
 			{[]string{"--memory-budget", "lots"}, `invalid value "lots" for flag -memory-budget: want a size in bytes such as 512MiB, 2GB or 1000000, got "lots" (see 'volga help ` + cmd + `')`},
 			{[]string{"--memory-budget", "-1"}, `invalid value "-1" for flag -memory-budget: must not be negative (see 'volga help ` + cmd + `')`},
 			{[]string{"--memory-budget", "1M"}, `invalid value "1M" for flag -memory-budget: unknown unit "M": use B, kB, MB, GB, TB, KiB, MiB, GiB or TiB (see 'volga help ` + cmd + `')`},
-			{[]string{"--state-dir", "state"}, "--state-dir applies with --checkpoints or --memory-budget only"},
+			{[]string{"--state-dir", "state"}, "--state-dir applies with --checkpoints, --memory-budget or --row-pages only"},
+			{[]string{"--row-pages", "-5"}, "--row-pages must be positive, got -5"},
 			{[]string{"--state-dir", "full", "--memory-budget", "64MiB"}, "--state-dir full: is not empty and holds no state store; the run empties it, so name a new or empty directory"},
 			{[]string{"--state-dir", "tx.csv", "--checkpoints", "ckpt"}, "--state-dir tx.csv: not a directory"},
 		} {
@@ -272,6 +273,8 @@ func TestMemoryBudget(t *testing.T) {
 		{"--memory-budget", "4KiB"},
 		{"--memory-budget", "4KiB", "--state-dir", "state", "--mode", "stream", "--batch-size", "50"},
 		{"--memory-budget", "16KiB", "--checkpoints", "ckpt", "--checkpoint-interval", "20ms", "--batch-size", "100"},
+		{"--row-pages", "8", "--mode", "stream", "--batch-size", "50"},
+		{"--row-pages", "8", "--memory-budget", "4KiB", "--checkpoints", "ckpt2", "--checkpoint-interval", "50ms", "--mode", "stream", "--batch-size", "50"},
 	} {
 		code, got, stderr := cli(t, context.Background(), dir, "", append(slices.Clone(base), extra...)...)
 		if code != 0 || stderr != "" {
