@@ -91,8 +91,21 @@ type pqRun struct {
 	live  map[*pqUnit]struct{} // units not yet drained by Read
 }
 
-// pqUnitBatches bounds the batches a decoder holds ahead for one row group.
-const pqUnitBatches = 16
+const (
+	// pqDecodeRows is the least number of rows a decoder decodes at once
+	// (Read cuts them into batches of the batch size without copying):
+	// arrow-go decodes a dictionary-encoded column's dictionary in steps
+	// as a batch needs it, growing (copying) it at every step, which at
+	// 4096 rows a batch cost more than decoding the values themselves.
+	pqDecodeRows = 1 << 16
+	// pqAheadRows bounds the rows a decoder holds ahead for one row group.
+	pqAheadRows = 1 << 17
+)
+
+// decodeRows is the number of rows decoded at once.
+func (p *Parquet) decodeRows() int {
+	return max(p.opts.batchSize, pqDecodeRows)
+}
 
 // NewParquet opens Parquet files to be read in order with the default
 // options.
@@ -142,7 +155,7 @@ func (p *Parquet) open(i int) (pf *pqFile, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("source: parquet %s: %w", p.paths[i], err)
 	}
-	fr, err := pqarrow.NewFileReader(f, pqarrow.ArrowReadProperties{BatchSize: int64(p.opts.batchSize)}, p.opts.mem)
+	fr, err := pqarrow.NewFileReader(f, pqarrow.ArrowReadProperties{BatchSize: int64(p.decodeRows())}, p.opts.mem)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("source: parquet %s: %w", p.paths[i], err)
@@ -240,7 +253,7 @@ func (p *Parquet) produce(run *pqRun, work chan<- pqJob, first *pqFile, idx int,
 				skip -= n
 				continue
 			}
-			u := &pqUnit{file: i, out: make(chan arrow.RecordBatch, pqUnitBatches)}
+			u := &pqUnit{file: i, out: make(chan arrow.RecordBatch, max(1, pqAheadRows/p.decodeRows()))}
 			run.mu.Lock()
 			run.live[u] = struct{}{}
 			run.mu.Unlock()
