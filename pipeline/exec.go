@@ -189,6 +189,9 @@ type msg struct {
 	// message carries nothing else.
 	barrier uint64
 	final   bool // the barrier of the checkpoint ending a bounded input
+	// split marks a batch the reader sent whole to every task of the
+	// first stage: each keeps only the rows of its own keys.
+	split bool
 }
 
 // Run executes the pipeline: it reads src until it ends (or ctx is
@@ -714,26 +717,21 @@ func (r *runner) deadLetter(rec arrow.RecordBatch, row int, reason string) {
 	r.opt.DeadLetters(source.DeadLetter{Source: r.c.Plan.Table, Offset: -1, Raw: []byte(sb.String()), Reason: reason})
 }
 
-// partition splits rec by the hash of the first stage's key and sends the
-// parts to the tasks.
+// partition hands rec to the first stage's tasks. With several tasks
+// every task gets the whole batch, marked split, and keeps the rows of
+// its own keys itself: the hashing and copying of the split runs in the
+// tasks, in parallel, not on the reader's goroutine.
 func (r *runner) partition(ctx context.Context, rec arrow.RecordBatch, tasks []chan msg) error {
 	if len(tasks) == 1 {
 		return send(ctx, tasks[0], msg{rec: rec, wm: watermark.None})
 	}
-	defer rec.Release()
-	parts, err := r.split(rec, r.c.stages[0].keyCols(), len(tasks))
-	if err != nil {
-		return err
+	for range len(tasks) - 1 {
+		rec.Retain()
 	}
-	for i, p := range parts {
-		if p == nil {
-			continue
-		}
-		if err := send(ctx, tasks[i], msg{rec: p, wm: watermark.None, from: 0}); err != nil {
-			for _, q := range parts[i+1:] {
-				if q != nil {
-					q.Release()
-				}
+	for i, ch := range tasks {
+		if err := send(ctx, ch, msg{rec: rec, wm: watermark.None, split: true}); err != nil {
+			for range len(tasks) - 1 - i {
+				rec.Release()
 			}
 			return err
 		}
@@ -741,20 +739,35 @@ func (r *runner) partition(ctx context.Context, rec arrow.RecordBatch, tasks []c
 	return nil
 }
 
+// ownRows returns the rows of rec whose key (keyCols) goes to task id of
+// n, or nil when there are none. rec stays the caller's.
+func ownRows(mem memory.Allocator, h *keyHasher, rec arrow.RecordBatch, keyCols []int, id, n int) (arrow.RecordBatch, error) {
+	rows := int(rec.NumRows())
+	cols := make([]arrow.Array, len(keyCols))
+	for j, c := range keyCols {
+		cols[j] = rec.Column(c)
+	}
+	idx := h.rowsOf(make([]int32, 0, rows/n+rows/8+16), cols, rows, id, n)
+	switch len(idx) {
+	case 0:
+		return nil, nil
+	case rows:
+		rec.Retain()
+		return rec, nil
+	}
+	return arrowutil.Take(mem, rec, idx)
+}
+
 // split partitions the rows of rec over n parts by the hash of keyCols.
 // Parts with no rows are nil.
 func (r *runner) split(rec arrow.RecordBatch, keyCols []int, n int) ([]arrow.RecordBatch, error) {
 	rows := int(rec.NumRows())
-	idx := make([][]int32, n)
 	h := keyHasher{}
 	cols := make([]arrow.Array, len(keyCols))
 	for j, c := range keyCols {
 		cols[j] = rec.Column(c)
 	}
-	for i := 0; i < rows; i++ {
-		p := int(h.hash(cols, i) % uint64(n))
-		idx[p] = append(idx[p], int32(i))
-	}
+	idx := h.partRows(cols, rows, n)
 	parts := make([]arrow.RecordBatch, n)
 	for p, ix := range idx {
 		if len(ix) == 0 {
@@ -870,6 +883,7 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 		return nil
 	}
 	var dropped, applied int64
+	var hasher keyHasher
 	al := newAligner(senders)
 	defer al.discard()
 	var dispatch func(m msg) error
@@ -930,6 +944,14 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 	handle := func(m msg) error {
 		if m.barrier != 0 {
 			return barrier(m)
+		}
+		if m.rec != nil && m.split {
+			own, err := ownRows(r.opt.Mem, &hasher, m.rec, st.keyCols(), id, r.n)
+			m.rec.Release()
+			if err != nil {
+				return err
+			}
+			m.rec = own
 		}
 		if m.rec != nil {
 			outs, lateRec, err := op.Push(m.rec)
@@ -1010,10 +1032,12 @@ func (r *runner) merge(ctx context.Context, in chan msg, late chan arrow.RecordB
 		// Tumble/hop output is ordered by window, not by input row.
 		bySeq = bySeq && st.group == nil
 	}
-	write := func(rec arrow.RecordBatch) error {
+	// writeCols writes rec, whose output columns are outIdx (and probe
+	// flags probeIdx in a backfill), to the sink.
+	writeCols := func(rec arrow.RecordBatch, outIdx []int, probeIdx int) error {
 		defer rec.Release()
-		if c.probeIdx > 0 {
-			kept, err := probeRows(r.opt.Mem, rec, c.probeIdx)
+		if probeIdx > 0 {
+			kept, err := probeRows(r.opt.Mem, rec, probeIdx)
 			if err != nil {
 				return err
 			}
@@ -1023,7 +1047,7 @@ func (r *runner) merge(ctx context.Context, in chan msg, late chan arrow.RecordB
 		if rec.NumRows() == 0 {
 			return nil
 		}
-		out := arrowutil.Select(c.Output, rec, c.outIdx)
+		out := arrowutil.Select(c.Output, rec, outIdx)
 		defer out.Release()
 		if err := r.out.Write(ctx, out); err != nil {
 			return &operatorError{op: "sink", err: fmt.Errorf("volga: writing output: %w", err)}
@@ -1031,6 +1055,17 @@ func (r *runner) merge(ctx context.Context, in chan msg, late chan arrow.RecordB
 		r.stats.rowsOut.Add(out.NumRows())
 		return nil
 	}
+	// write writes a batch of the last stage's layout.
+	write := func(rec arrow.RecordBatch) error { return writeCols(rec, c.outIdx, c.probeIdx) }
+	// The merger gathers only the columns the output needs (proj) into
+	// batches of layout pschema; writeMerged writes those.
+	proj, pOut, pProbe := projectOutput(c.outIdx, c.probeIdx)
+	pfields := make([]arrow.Field, len(proj))
+	for k, col := range proj {
+		pfields[k] = last.Field(col)
+	}
+	pschema := arrow.NewSchema(pfields, nil)
+	writeMerged := func(rec arrow.RecordBatch) error { return writeCols(rec, pOut, pProbe) }
 	writeLate := func(rec arrow.RecordBatch) error {
 		defer rec.Release()
 		if r.opt.Late == nil {
@@ -1047,7 +1082,8 @@ func (r *runner) merge(ctx context.Context, in chan msg, late chan arrow.RecordB
 		}
 		return nil
 	}
-	m := &merger{n: n, tsCol: tsCol, seqCol: seqCol, batch: bySeq, comb: watermark.NewCombiner(n), mem: r.opt.Mem, schema: last}
+	m := &merger{n: n, tsCol: tsCol, seqCol: seqCol, batch: bySeq, comb: watermark.NewCombiner(n), mem: r.opt.Mem, schema: last,
+		proj: proj, out: pschema}
 	defer m.release()
 	if r.ck != nil && r.ck.restored != nil && n > 1 {
 		if err := m.restore(r.ck.restored[partMerger]); err != nil {
@@ -1092,7 +1128,7 @@ func (r *runner) merge(ctx context.Context, in chan msg, late chan arrow.RecordB
 			m.add(mm.from, mm.rec)
 		}
 		if mm.wm != watermark.None {
-			return m.advance(mm.from, mm.wm, write)
+			return m.advance(mm.from, mm.wm, writeMerged)
 		}
 		return nil
 	}
@@ -1145,7 +1181,29 @@ func (r *runner) closeSinks() error {
 	return err
 }
 
-// merger orders the output of several tasks.
+// projectOutput returns the sorted distinct columns of the last stage's
+// layout the output needs (outIdx and, when > 0, the probe flags
+// probeIdx), and outIdx and probeIdx as positions in that list.
+func projectOutput(outIdx []int, probeIdx int) (proj, pOut []int, pProbe int) {
+	proj = slices.Clone(outIdx)
+	if probeIdx > 0 {
+		proj = append(proj, probeIdx)
+	}
+	slices.Sort(proj)
+	proj = slices.Compact(proj)
+	pOut = make([]int, len(outIdx))
+	for k, col := range outIdx {
+		pOut[k], _ = slices.BinarySearch(proj, col)
+	}
+	if probeIdx > 0 {
+		pProbe, _ = slices.BinarySearch(proj, probeIdx)
+	}
+	return proj, pOut, pProbe
+}
+
+// merger orders the output of several tasks. It holds the tasks' batches
+// whole (schema; they are what a checkpoint saves) and emits the columns
+// proj of them only, as batches of layout out.
 type merger struct {
 	n             int
 	tsCol, seqCol int
@@ -1154,6 +1212,8 @@ type merger struct {
 	cur           int64
 	mem           memory.Allocator
 	schema        *arrow.Schema
+	proj          []int
+	out           *arrow.Schema
 	bufs          [][]arrow.RecordBatch // per task, unreleased output
 }
 
@@ -1248,7 +1308,7 @@ func (m *merger) mergeAll(emit func(arrow.RecordBatch) error) error {
 		if rows == 0 {
 			return nil
 		}
-		rec, err := arrowutil.GatherRecord(m.mem, m.schema, srcs, segs)
+		rec, err := arrowutil.GatherColumns(m.mem, m.out, srcs, m.proj, segs)
 		arrowutil.ReleaseAll(done)
 		srcs, done, segs, rows = srcs[:0], done[:0], segs[:0], 0
 		clear(srcIdx)
@@ -1382,13 +1442,14 @@ func (m *merger) collect(w int64) ([]arrow.RecordBatch, error) {
 	if len(refs) == 0 {
 		return nil, nil
 	}
-	return gatherRefs(m.mem, m.schema, recs, refs)
+	return gatherRefs(m.mem, m.out, m.proj, recs, refs)
 }
 
 const mergeChunk = 1 << 16
 
-// gatherRefs builds batches holding the referenced rows in order.
-func gatherRefs(mem memory.Allocator, schema *arrow.Schema, recs []arrow.RecordBatch, refs []rowRef) ([]arrow.RecordBatch, error) {
+// gatherRefs builds batches of schema holding columns cols of the
+// referenced rows, in order.
+func gatherRefs(mem memory.Allocator, schema *arrow.Schema, cols []int, recs []arrow.RecordBatch, refs []rowRef) ([]arrow.RecordBatch, error) {
 	var out []arrow.RecordBatch
 	for s := 0; s < len(refs); s += mergeChunk {
 		chunk := refs[s:min(s+mergeChunk, len(refs))]
@@ -1406,7 +1467,7 @@ func gatherRefs(mem memory.Allocator, schema *arrow.Schema, recs []arrow.RecordB
 		for k, ref := range chunk {
 			idx[k] = pos[ref.rec] + ref.row
 		}
-		rec, err := arrowutil.TakeConcat(mem, schema, used, idx)
+		rec, err := arrowutil.TakeConcatColumns(mem, schema, used, cols, idx)
 		if err != nil {
 			arrowutil.ReleaseAll(out)
 			return nil, err
@@ -1470,36 +1531,4 @@ func (h *refHeap) Pop() any {
 	it := h.items[len(h.items)-1]
 	h.items = h.items[:len(h.items)-1]
 	return it
-}
-
-// keyHasher hashes key tuples for partitioning.
-type keyHasher struct {
-	buf []byte
-}
-
-func (k *keyHasher) hash(cols []arrow.Array, i int) uint64 {
-	if len(cols) == 1 {
-		if a, ok := cols[0].(*array.Int64); ok {
-			if a.IsNull(i) {
-				return 0
-			}
-			return mix64(uint64(a.Value(i)))
-		}
-	}
-	b := k.buf[:0]
-	for _, c := range cols {
-		b = window.AppendKey(b, c, i)
-	}
-	k.buf = b
-	return hashBytes(b)
-}
-
-// mix64 is a 64-bit finalizer (splitmix64) spreading integer keys.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
 }

@@ -25,6 +25,7 @@ type options struct {
 	deadLetter DeadLetterFunc
 	mem        memory.Allocator
 	name       string
+	decoders   int
 }
 
 func newOptions(opts []Option) options {
@@ -88,4 +89,17 @@ func WithAllocator(mem memory.Allocator) Option {
 // path, or "reader" for an io.Reader).
 func WithName(name string) Option {
 	return func(o *options) { o.name = name }
+}
+
+// WithDecoders sets how many goroutines decode Parquet row groups ahead of
+// Read (default: GOMAXPROCS, at most 4). Read returns the same batches,
+// in the same order, whatever the number; decoding merely moves off the
+// goroutine that calls Read and, with several row groups, runs on several
+// cores. Values below 1 keep the default. The other sources ignore it.
+func WithDecoders(n int) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.decoders = n
+		}
+	}
 }

@@ -8,11 +8,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/volga-go/volga/internal/arrowutil"
 )
 
 // Parquet reads Parquet files in order through arrow-go's pqarrow. The
@@ -20,15 +24,87 @@ import (
 // column names and types. Column types are kept as stored (timestamps of
 // any unit stay as they are). It implements Source and Seeker (the
 // position is a file index and a row offset in it).
+//
+// Row groups are decoded ahead of Read by a few goroutines (WithDecoders),
+// each row group by one of them; Read hands out their rows in file order,
+// in batches of the batch size that run across row groups (only a file's
+// end cuts a batch short), exactly as one sequential reader would.
 type Parquet struct {
 	paths  []string
 	opts   options
 	schema *arrow.Schema
-	idx    int   // current file
-	row    int64 // rows of the current file already returned
-	f      *file.Reader
-	rr     pqarrow.RecordReader
+	first  *pqFile // file 0, opened by the constructor, until a decoding run takes it
+	idx    int     // file of the next row Read returns
+	row    int64   // rows of file idx already returned
 	closed bool
+	err    error // a decoding error, returned by every later Read until Seek
+
+	run *pqRun // decoding ahead; nil before the first Read and after Seek
+	// queue holds decoded batches not yet (fully) returned, in order; off
+	// rows of queue[0] have been returned.
+	queue []pqChunk
+	off   int64
+}
+
+// pqFile is one open Parquet file.
+type pqFile struct {
+	f  *file.Reader
+	fr *pqarrow.FileReader
+}
+
+func (f *pqFile) close() { f.f.Close() }
+
+// pqChunk is a decoded batch of file file.
+type pqChunk struct {
+	rec  arrow.RecordBatch
+	file int
+}
+
+// pqUnit is the decoding of one row group (from row skip on): its batches
+// arrive on out, which is closed once it is done; err, set before, tells
+// why it stopped early.
+type pqUnit struct {
+	file int
+	out  chan arrow.RecordBatch
+	err  error
+}
+
+type pqJob struct {
+	u    *pqUnit
+	pf   *pqFile
+	path string
+	rg   int
+	skip int64
+}
+
+// pqRun is one decoding run from a position: a producer listing the row
+// groups in order and decoder goroutines decoding them, each into its own
+// unit.
+type pqRun struct {
+	stop  chan struct{}
+	wg    sync.WaitGroup
+	units chan *pqUnit // in file order, read by Read
+	cur   *pqUnit      // the unit Read takes batches from
+
+	mu    sync.Mutex
+	files map[int]*pqFile      // open files, closed by Read once passed
+	live  map[*pqUnit]struct{} // units not yet drained by Read
+}
+
+const (
+	// pqDecodeRows is the least number of rows a decoder decodes at once
+	// (Read cuts them into batches of the batch size without copying):
+	// arrow-go decodes a dictionary-encoded column's dictionary in steps
+	// as a batch needs it, growing (copying) it at every step, which at
+	// 4096 rows a batch cost more than decoding the values themselves.
+	pqDecodeRows = 1 << 16
+	// pqAheadRows bounds the rows a decoder holds ahead for one row group.
+	pqAheadRows = 1 << 17
+)
+
+// decodeRows is the number of rows decoded at once.
+func (p *Parquet) decodeRows() int {
+	return max(p.opts.batchSize, pqDecodeRows)
 }
 
 // NewParquet opens Parquet files to be read in order with the default
@@ -37,8 +113,8 @@ func NewParquet(paths ...string) (*Parquet, error) {
 	return NewParquetFiles(paths)
 }
 
-// NewParquetFiles opens Parquet files to be read in order. WithBatchSize
-// and WithAllocator apply; the other options are ignored.
+// NewParquetFiles opens Parquet files to be read in order. WithBatchSize,
+// WithAllocator and WithDecoders apply; the other options are ignored.
 //
 // A path that is a directory stands for the .parquet files in it, in name
 // order, leaving out names that start with "." or "_" (staging and
@@ -56,44 +132,46 @@ func NewParquetFiles(paths []string, opts ...Option) (p *Parquet, err error) {
 		return nil, errors.New("source: NewParquet needs at least one file")
 	}
 	p = &Parquet{paths: paths, opts: newOptions(opts)}
-	if err := p.open(0); err != nil {
+	if p.opts.decoders <= 0 {
+		p.opts.decoders = min(runtime.GOMAXPROCS(0), 4)
+	}
+	f, err := p.open(0)
+	if err != nil {
 		return nil, err
 	}
+	p.first = f
 	return p, nil
 }
 
-// open opens file i and makes it current.
-func (p *Parquet) open(i int) (err error) {
+// open opens file i, checking its columns against the source's schema
+// (which the first file opened sets).
+func (p *Parquet) open(i int) (pf *pqFile, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("source: parquet %s: %v", p.paths[i], r)
 		}
 	}()
-	p.release()
 	f, err := file.OpenParquetFile(p.paths[i], false)
 	if err != nil {
-		return fmt.Errorf("source: parquet %s: %w", p.paths[i], err)
+		return nil, fmt.Errorf("source: parquet %s: %w", p.paths[i], err)
 	}
-	fr, err := pqarrow.NewFileReader(f, pqarrow.ArrowReadProperties{BatchSize: int64(p.opts.batchSize)}, p.opts.mem)
+	fr, err := pqarrow.NewFileReader(f, pqarrow.ArrowReadProperties{BatchSize: int64(p.decodeRows())}, p.opts.mem)
 	if err != nil {
 		f.Close()
-		return fmt.Errorf("source: parquet %s: %w", p.paths[i], err)
+		return nil, fmt.Errorf("source: parquet %s: %w", p.paths[i], err)
 	}
-	rr, err := fr.GetRecordReader(context.Background(), nil, nil)
+	s, err := fr.Schema()
 	if err != nil {
 		f.Close()
-		return fmt.Errorf("source: parquet %s: %w", p.paths[i], err)
+		return nil, fmt.Errorf("source: parquet %s: %w", p.paths[i], err)
 	}
-	s := rr.Schema()
 	if p.schema == nil {
 		p.schema = s
 	} else if err := sameColumns(p.schema, s); err != nil {
-		rr.Release()
 		f.Close()
-		return fmt.Errorf("source: parquet %s: %w", p.paths[i], err)
+		return nil, fmt.Errorf("source: parquet %s: %w", p.paths[i], err)
 	}
-	p.f, p.rr, p.idx, p.row = f, rr, i, 0
-	return nil
+	return &pqFile{f: f, fr: fr}, nil
 }
 
 func sameColumns(want, got *arrow.Schema) error {
@@ -109,64 +187,318 @@ func sameColumns(want, got *arrow.Schema) error {
 	return nil
 }
 
-func (p *Parquet) release() {
-	if p.rr != nil {
-		p.rr.Release()
-		p.rr = nil
+// Schema returns the schema of the first file.
+func (p *Parquet) Schema() *arrow.Schema { return p.schema }
+
+// start starts decoding from the current position.
+func (p *Parquet) start() {
+	run := &pqRun{
+		stop:  make(chan struct{}),
+		units: make(chan *pqUnit, p.opts.decoders),
+		files: map[int]*pqFile{},
+		live:  map[*pqUnit]struct{}{},
 	}
-	if p.f != nil {
-		p.f.Close()
-		p.f = nil
+	work := make(chan pqJob)
+	first := p.first
+	p.first = nil
+	run.wg.Add(1 + p.opts.decoders)
+	idx, row := p.idx, p.row
+	go func() {
+		defer run.wg.Done()
+		defer close(work)
+		defer close(run.units)
+		p.produce(run, work, first, idx, row)
+	}()
+	for range p.opts.decoders {
+		go func() {
+			defer run.wg.Done()
+			for j := range work {
+				p.decode(run, j)
+			}
+		}()
+	}
+	p.run = run
+}
+
+// produce lists the row groups from row row of file idx on, in order,
+// opening the files as it goes: each becomes a unit, queued for Read and
+// handed to a decoder. first, when not nil, is file 0 already open.
+func (p *Parquet) produce(run *pqRun, work chan<- pqJob, first *pqFile, idx int, row int64) {
+	skip := row
+	for i := idx; i < len(p.paths); i++ {
+		pf := first
+		first = nil
+		if i != 0 || pf == nil {
+			if pf != nil {
+				pf.close()
+				pf = nil
+			}
+			var err error
+			if pf, err = p.open(i); err != nil {
+				u := &pqUnit{file: i, out: make(chan arrow.RecordBatch), err: err}
+				close(u.out)
+				select {
+				case run.units <- u:
+				case <-run.stop:
+				}
+				return
+			}
+		}
+		run.mu.Lock()
+		run.files[i] = pf
+		run.mu.Unlock()
+		for g := range pf.f.NumRowGroups() {
+			n := pf.f.MetaData().RowGroup(g).NumRows()
+			if skip >= n {
+				skip -= n
+				continue
+			}
+			u := &pqUnit{file: i, out: make(chan arrow.RecordBatch, max(1, pqAheadRows/p.decodeRows()))}
+			run.mu.Lock()
+			run.live[u] = struct{}{}
+			run.mu.Unlock()
+			// Queued for Read first, then handed to a decoder: decoders
+			// take units in order, so the unit Read waits for always has
+			// a decoder or gets the next free one.
+			select {
+			case run.units <- u:
+			case <-run.stop:
+				close(u.out)
+				return
+			}
+			select {
+			case work <- pqJob{u: u, pf: pf, path: p.paths[i], rg: g, skip: skip}:
+			case <-run.stop:
+				close(u.out)
+				return
+			}
+			skip = 0
+		}
+		skip = 0
+	}
+	if first != nil {
+		first.close()
 	}
 }
 
-// Schema returns the schema of the first file.
-func (p *Parquet) Schema() *arrow.Schema { return p.schema }
+// decode decodes one row group into its unit.
+func (p *Parquet) decode(run *pqRun, j pqJob) {
+	u := j.u
+	defer close(u.out)
+	defer func() {
+		if r := recover(); r != nil {
+			u.err = fmt.Errorf("source: parquet %s: %v", j.path, r)
+		}
+	}()
+	rr, err := j.pf.fr.GetRecordReader(context.Background(), nil, []int{j.rg})
+	if err != nil {
+		u.err = fmt.Errorf("source: parquet %s: %w", j.path, err)
+		return
+	}
+	defer rr.Release()
+	if j.skip > 0 {
+		if err := rr.SeekToRow(j.skip); err != nil {
+			u.err = fmt.Errorf("source: parquet %s: seek to row %d of row group %d: %w", j.path, j.skip, j.rg, err)
+			return
+		}
+	}
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		if rec.NumRows() == 0 {
+			continue
+		}
+		rec.Retain()
+		if !rec.Schema().Equal(p.schema) {
+			// Same columns (checked on open), other metadata: present
+			// every batch under the source's schema.
+			out := arrowRecord(p.schema, rec)
+			rec.Release()
+			rec = out
+		}
+		select {
+		case u.out <- rec:
+		case <-run.stop:
+			rec.Release()
+			return
+		}
+	}
+	if err := rr.Err(); err != nil && err != io.EOF {
+		u.err = fmt.Errorf("source: parquet %s: %w", j.path, err)
+	}
+}
+
+// halt stops the decoding run, if any, and releases what it decoded
+// ahead and every file it opened.
+func (p *Parquet) halt() {
+	run := p.run
+	if run == nil {
+		return
+	}
+	p.run = nil
+	close(run.stop)
+	run.wg.Wait()
+	// Every goroutine has exited: what the channels hold is all there is.
+	for u := range run.live {
+	drain:
+		for {
+			select {
+			case rec, ok := <-u.out:
+				if !ok {
+					break drain
+				}
+				rec.Release()
+			default:
+				break drain
+			}
+		}
+	}
+	for _, f := range run.files {
+		f.close()
+	}
+	for _, c := range p.queue {
+		c.rec.Release()
+	}
+	p.queue, p.off = nil, 0
+}
+
+// next appends the next decoded batch to the queue; io.EOF after the last.
+func (p *Parquet) next(ctx context.Context) error {
+	run := p.run
+	for {
+		if run.cur == nil {
+			select {
+			case u, ok := <-run.units:
+				if !ok {
+					return io.EOF
+				}
+				run.cur = u
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		select {
+		case rec, ok := <-run.cur.out:
+			if ok {
+				p.queue = append(p.queue, pqChunk{rec: rec, file: run.cur.file})
+				return nil
+			}
+			u := run.cur
+			run.cur = nil
+			run.mu.Lock()
+			delete(run.live, u)
+			run.mu.Unlock()
+			if u.err != nil {
+				return u.err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
 
 // Read returns the next batch, or io.EOF after the last file.
 func (p *Parquet) Read(ctx context.Context) (rec arrow.RecordBatch, err error) {
 	if p.closed {
 		return nil, ErrClosed
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("source: parquet %s: %v", p.paths[p.idx], r)
-		}
-	}()
+	if p.err != nil {
+		return nil, p.err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if p.idx >= len(p.paths) {
+		return nil, io.EOF
+	}
+	if p.run == nil {
+		p.start()
+	}
+	// Gather at least a batch's rows of one file (the file of the first
+	// queued batch); a cancelled ctx leaves them queued for the next Read.
+	size := int64(p.opts.batchSize)
 	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+		var have int64
+		for k, c := range p.queue {
+			if c.file != p.queue[0].file {
+				break
+			}
+			have += c.rec.NumRows()
+			if k == 0 {
+				have -= p.off
+			}
 		}
-		if p.rr == nil {
+		if have >= size || len(p.queue) > 0 && p.queue[len(p.queue)-1].file != p.queue[0].file {
+			break
+		}
+		err := p.next(ctx)
+		if err == io.EOF {
+			if len(p.queue) > 0 {
+				break
+			}
+			p.halt()
+			p.idx, p.row = len(p.paths), 0
 			return nil, io.EOF
 		}
-		if p.rr.Next() {
-			rec := p.rr.RecordBatch()
-			if rec.NumRows() == 0 {
-				continue
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, err // the queue stays for the next Read
 			}
-			rec.Retain()
-			p.row += rec.NumRows()
-			if !rec.Schema().Equal(p.schema) {
-				// Same columns (checked on open), other metadata: present
-				// every batch under the source's schema.
-				out := arrowRecord(p.schema, rec)
-				rec.Release()
-				rec = out
+			// The rows before the error first; the error at the next Read.
+			p.err = err
+			if len(p.queue) > 0 {
+				break
 			}
-			return rec, nil
-		}
-		if err := p.rr.Err(); err != nil && err != io.EOF {
-			return nil, fmt.Errorf("source: parquet %s: %w", p.paths[p.idx], err)
-		}
-		if p.idx+1 >= len(p.paths) {
-			p.release()
-			p.idx = len(p.paths)
-			p.row = 0
-			return nil, io.EOF
-		}
-		if err := p.open(p.idx + 1); err != nil {
 			return nil, err
+		}
+	}
+	file := p.queue[0].file
+	if file != p.idx {
+		p.idx, p.row = file, 0
+		p.run.closeBefore(file)
+	}
+	// Cut the batch from the queue: a slice of one decoded batch, or, at
+	// a row group's end, the rows of two or more copied together.
+	var parts []arrow.RecordBatch
+	need := size
+	for need > 0 && len(p.queue) > 0 && p.queue[0].file == file {
+		c := p.queue[0].rec
+		n := c.NumRows() - p.off
+		take := min(n, need)
+		if p.off == 0 && take == n {
+			parts = append(parts, c)
+			p.queue = p.queue[1:]
+		} else {
+			parts = append(parts, c.NewSlice(p.off, p.off+take))
+			p.off += take
+			if p.off == c.NumRows() {
+				c.Release()
+				p.queue, p.off = p.queue[1:], 0
+			}
+		}
+		need -= take
+	}
+	rec = parts[0]
+	if len(parts) > 1 {
+		rec, err = arrowutil.Concat(p.opts.mem, p.schema, parts)
+		arrowutil.ReleaseAll(parts)
+		if err != nil {
+			p.err = fmt.Errorf("source: parquet %s: %w", p.paths[file], err)
+			return nil, p.err
+		}
+	}
+	p.row += rec.NumRows()
+	return rec, nil
+}
+
+// closeBefore closes the files before file i: Read has passed them, and
+// every decoder is done with them.
+func (run *pqRun) closeBefore(i int) {
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	for k, f := range run.files {
+		if k < i {
+			f.close()
+			delete(run.files, k)
 		}
 	}
 }
@@ -188,36 +520,48 @@ func (p *Parquet) Seek(pos []byte) (err error) {
 		return errors.New("source: invalid parquet position")
 	}
 	i, row := int(binary.BigEndian.Uint64(pos)), int64(binary.BigEndian.Uint64(pos[8:]))
-	if i == len(p.paths) {
-		p.release()
-		p.idx, p.row = i, 0
-		return nil
-	}
 	if i < 0 || i > len(p.paths) || row < 0 {
 		return fmt.Errorf("source: parquet position (%d, %d) out of range", i, row)
 	}
-	if err := p.open(i); err != nil {
-		return err
+	if i == len(p.paths) {
+		row = 0
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("source: parquet %s: %v", p.paths[i], r)
+	p.halt()
+	p.err = nil
+	if i < len(p.paths) {
+		if p.first == nil && i == 0 {
+			if p.first, err = p.open(0); err != nil {
+				return err
+			}
 		}
-	}()
-	if row > 0 {
-		if err := p.rr.SeekToRow(row); err != nil {
-			return fmt.Errorf("source: parquet %s: seek to row %d: %w", p.paths[i], row, err)
+		var n int64
+		if i == 0 {
+			n = p.first.f.NumRows()
+		} else {
+			f, err := p.open(i)
+			if err != nil {
+				return err
+			}
+			n = f.f.NumRows()
+			f.close()
+		}
+		if row > n {
+			return fmt.Errorf("source: parquet %s: seek to row %d: the file has %d rows", p.paths[i], row, n)
 		}
 	}
-	p.row = row
+	p.idx, p.row = i, row
 	return nil
 }
 
-// Close closes the current file.
+// Close stops decoding and closes the files.
 func (p *Parquet) Close() error {
 	if !p.closed {
 		p.closed = true
-		p.release()
+		p.halt()
+		if p.first != nil {
+			p.first.close()
+			p.first = nil
+		}
 	}
 	return nil
 }

@@ -189,6 +189,9 @@ type Operator struct {
 	// pageGarbage the store keys of pages read back, to delete.
 	paging      *pagingPlan
 	pageGarbage [][]byte
+	// unflushed holds the pages written in the current Advance, not yet
+	// in the store, for lookups let in between keys.
+	unflushed map[string][]byte
 	keepOthers  int64
 
 	// scratch reused across calls
@@ -654,20 +657,53 @@ func (o *Operator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBatch, 
 // (the end of a batch run) need not hold all its output at once. emit
 // takes ownership of the batch (releases it, also on error); an error
 // from emit ends the call.
+//
+// Lookups are not held off for the whole release: the write lock is
+// taken for each key's rows (or a few keys' rows, yieldRows in all) and
+// let go in between, and emit is called without it. Each key's rows are
+// processed in one go, so a lookup sees a key before or after this
+// release, never half-way; until every key is done, Lookup and Watermark
+// report the previous watermark, whose rows every key reflects (see
+// yield).
 func (o *Operator) AdvanceFunc(ctx context.Context, wm int64, emit func(arrow.RecordBatch) error) error {
 	o.mu.Lock()
-	defer o.mu.Unlock()
+	locked := true
+	defer func() {
+		if locked {
+			o.mu.Unlock()
+		}
+	}()
 	if wm <= o.wm {
 		return nil
 	}
+	prev := o.wm
 	o.wm = wm
 	rel := o.release(wm)
 	if len(rel) == 0 {
 		return nil
 	}
+	// yield lets waiting lookups in. o.wm is wm while the lock is held
+	// here (processKey's lateness edge reads it) and prev whenever it is
+	// not, so lookups report prev until the release is complete. Only the
+	// caller of Push and Advance changes the operator, so nothing else
+	// changes meanwhile.
+	yield := func() {
+		o.wm = prev
+		o.mu.Unlock()
+		if yieldHook != nil {
+			yieldHook(o)
+		}
+		o.mu.Lock()
+		o.wm = wm
+	}
 	for _, p := range rel {
 		o.maxTs = max(o.maxTs, p.ts)
 	}
+	// Gathering reads only the held batches and scratch, which lookups do
+	// not touch: done without the lock.
+	o.wm = prev
+	o.mu.Unlock()
+	locked = false
 	o.ensureBuilders()
 	for _, b := range o.bld {
 		b.Reserve(min(len(rel), resChunk))
@@ -685,6 +721,9 @@ func (o *Operator) AdvanceFunc(ctx context.Context, wm int64, emit func(arrow.Re
 		}
 		o.rel = nil
 	}
+	o.mu.Lock()
+	locked = true
+	o.wm = wm
 	// Results are finished in chunks of about resChunk rows (at key
 	// boundaries): builders, and the children of nested results, never
 	// grow past a chunk, and each chunk's builders are reserved from the
@@ -692,7 +731,7 @@ func (o *Operator) AdvanceFunc(ctx context.Context, wm int64, emit func(arrow.Re
 	var res resChunks
 	defer res.release()
 	var pwb statestore.WriteBatch
-	start := 0
+	start, since := 0, 0
 	for s := 0; s < len(rel); {
 		e := s + 1
 		for e < len(rel) && rel[e].key == rel[s].key {
@@ -733,6 +772,10 @@ func (o *Operator) AdvanceFunc(ctx context.Context, wm int64, emit func(arrow.Re
 		if o.cfg.MemoryBudget > 0 {
 			o.touch(rel[s].key, o.states[rel[s].key])
 		}
+		if since += e - s; since >= yieldRows && e < len(rel) {
+			yield()
+			since = 0
+		}
 		s = e
 		if s-start >= resChunk && s < len(rel) {
 			chunk := o.finishBuilders()
@@ -752,6 +795,7 @@ func (o *Operator) AdvanceFunc(ctx context.Context, wm int64, emit func(arrow.Re
 		if err := pwb.Flush(); err != nil {
 			return fmt.Errorf("window: paging rows: %w", err)
 		}
+		clear(o.unflushed)
 	}
 	// Keys may now share the gathered arrays (final release): never reuse
 	// them.
@@ -765,6 +809,10 @@ func (o *Operator) AdvanceFunc(ctx context.Context, wm int64, emit func(arrow.Re
 		}
 	}
 	o.stats.RowsOut += int64(len(rel))
+	// Every key is done: wm is published. Emitting reads only the held
+	// batches and the results, which lookups do not touch.
+	o.mu.Unlock()
+	locked = false
 	if o.cfg.BatchOrder {
 		if o.batchesInSeqOrder(rel) {
 			return o.emitBatchOrder(rel, &res, emit)
@@ -777,6 +825,14 @@ func (o *Operator) AdvanceFunc(ctx context.Context, wm int64, emit func(arrow.Re
 // resChunk is the number of released rows whose results are built in one
 // set of builders.
 const resChunk = 1 << 16
+
+// yieldRows is about how many released rows AdvanceFunc processes under
+// the write lock before it lets waiting lookups in (at a key boundary).
+const yieldRows = 16
+
+// yieldHook, when set (by tests, before any operator runs), is called by
+// AdvanceFunc each time it has let the write lock go between keys.
+var yieldHook func(*Operator)
 
 // resChunks holds the result columns of released rows in chunks: chunk c
 // holds the results of rows start[c] to start[c+1] (in release order).

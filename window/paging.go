@@ -191,7 +191,12 @@ func (o *Operator) pageIn(id int32, ks *keyState, tLast int64) error {
 
 // readPage reads one page of key id.
 func (o *Operator) readPage(id int32, pg pageRef) (*agg.Rows, error) {
-	v, err := o.cfg.Store.Get(o.pageStoreKey(id, pg.from))
+	key := o.pageStoreKey(id, pg.from)
+	v, ok := o.unflushed[string(key)]
+	var err error
+	if !ok {
+		v, err = o.cfg.Store.Get(key)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("window: reading rows %d-%d of key %q: %w", pg.from, pg.to, o.encs[id], err)
 	}
@@ -249,9 +254,14 @@ func (o *Operator) pageOut(wb statestore.WriteBatch, id int32, ks *keyState, kee
 		i, j := int(from-r.Base), int(to-r.Base)
 		pg := pageRef{from: from, to: to, minTs: r.Ts[i], maxTs: r.Ts[j-1]}
 		enc := appendRows(nil, r, i, j)
-		if err := wb.Set(o.pageStoreKey(id, from), enc); err != nil {
+		key := o.pageStoreKey(id, from)
+		if err := wb.Set(key, enc); err != nil {
 			return fmt.Errorf("window: writing rows of key %q: %w", o.encs[id], err)
 		}
+		if o.unflushed == nil {
+			o.unflushed = map[string][]byte{}
+		}
+		o.unflushed[string(key)] = enc
 		ks.pages = append(ks.pages, pg)
 		o.stats.PagesWritten++
 		from = to

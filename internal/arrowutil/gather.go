@@ -70,22 +70,34 @@ func Gather(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, segs []
 // GatherRecord returns the rows segs of recs (batches of schema) as one
 // batch.
 func GatherRecord(mem memory.Allocator, schema *arrow.Schema, recs []arrow.RecordBatch, segs []Seg) (arrow.RecordBatch, error) {
+	return GatherColumns(mem, schema, recs, nil, segs)
+}
+
+// GatherColumns returns the rows segs of the columns cols of recs as one
+// batch of schema, whose k-th field is column cols[k] of recs (nil cols:
+// every column, schema being that of recs). Columns left out are not
+// copied at all.
+func GatherColumns(mem memory.Allocator, schema *arrow.Schema, recs []arrow.RecordBatch, cols []int, segs []Seg) (arrow.RecordBatch, error) {
 	n := segRows(segs)
-	cols := make([]arrow.Array, 0, schema.NumFields())
+	out := make([]arrow.Array, 0, schema.NumFields())
 	srcs := make([]arrow.Array, len(recs))
-	for c := 0; c < schema.NumFields(); c++ {
-		for k, r := range recs {
-			srcs[k] = r.Column(c)
+	for k := 0; k < schema.NumFields(); k++ {
+		c := k
+		if cols != nil {
+			c = cols[k]
 		}
-		a, err := Gather(mem, schema.Field(c).Type, srcs, segs)
+		for j, r := range recs {
+			srcs[j] = r.Column(c)
+		}
+		a, err := Gather(mem, schema.Field(k).Type, srcs, segs)
 		if err != nil {
-			ReleaseAll(cols)
+			ReleaseAll(out)
 			return nil, err
 		}
-		cols = append(cols, a)
+		out = append(out, a)
 	}
-	defer ReleaseAll(cols)
-	return array.NewRecordBatch(schema, cols, int64(n)), nil
+	defer ReleaseAll(out)
+	return array.NewRecordBatch(schema, out, int64(n)), nil
 }
 
 func gatherable(dt arrow.DataType) bool {

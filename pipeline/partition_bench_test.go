@@ -1,0 +1,180 @@
+package pipeline
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// Micro-benchmarks of the reader-to-task split and of the output merger on
+// features-4-like batches (BENCHMARKS.md): per-row costs are reported as
+// ns/row and allocs/row besides the usual per-op figures.
+
+var benchSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "user_id", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "ts", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "amount", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "merchant", Type: arrow.BinaryTypes.String},
+	{Name: "__seq", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "r0", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "r1", Type: arrow.PrimitiveTypes.Int64},
+}, nil)
+
+// benchBatch returns rows events with sequence numbers seq(i).
+func benchBatch(rng *rand.Rand, rows int, seq func(int) int64) arrow.RecordBatch {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, benchSchema)
+	defer b.Release()
+	for i := range rows {
+		b.Field(0).(*array.Int64Builder).Append(seq(i))
+		b.Field(1).(*array.Int64Builder).Append(rng.Int64N(100_000))
+		b.Field(2).(*array.Int64Builder).Append(rng.Int64N(30 * 86_400_000))
+		b.Field(3).(*array.Float64Builder).Append(rng.Float64() * 100)
+		b.Field(4).(*array.StringBuilder).Append(fmt.Sprintf("merchant-%d", rng.IntN(1000)))
+		b.Field(5).(*array.Int64Builder).Append(seq(i))
+		b.Field(6).(*array.Float64Builder).Append(rng.Float64())
+		b.Field(7).(*array.Int64Builder).Append(rng.Int64N(50))
+	}
+	return b.NewRecordBatch()
+}
+
+func perRow(b *testing.B, rows int) {
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(rows), "ns/row")
+}
+
+// BenchmarkHashRows: partition hashes of a 4096-row batch's key columns
+// (a single int64 key hashes values straight from the column).
+func BenchmarkHashRows(b *testing.B) {
+	const rows = 4096
+	rec := benchBatch(rand.New(rand.NewPCG(1, 2)), rows, func(i int) int64 { return int64(i) })
+	defer rec.Release()
+	for _, c := range []struct {
+		name string
+		cols []int
+	}{{"int64", []int{1}}, {"string", []int{4}}, {"int64+string", []int{1, 4}}} {
+		cols := make([]arrow.Array, len(c.cols))
+		for j, k := range c.cols {
+			cols[j] = rec.Column(k)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var h keyHasher
+			for b.Loop() {
+				h.hashRows(cols, rows)
+			}
+			perRow(b, rows)
+		})
+	}
+}
+
+// BenchmarkOwnRows: what one of two tasks does with a 4096-row batch the
+// reader sent whole: hash the user_id keys and copy its own rows.
+func BenchmarkOwnRows(b *testing.B) {
+	const rows = 4096
+	rec := benchBatch(rand.New(rand.NewPCG(1, 2)), rows, func(i int) int64 { return int64(i) })
+	defer rec.Release()
+	b.ReportAllocs()
+	var h keyHasher
+	for b.Loop() {
+		own, err := ownRows(memory.DefaultAllocator, &h, rec, []int{1}, 0, 2)
+		if err != nil {
+			b.Fatal(err)
+		}
+		own.Release()
+	}
+	perRow(b, rows)
+	b.ReportMetric(float64(testing.AllocsPerRun(10, func() {
+		own, _ := ownRows(memory.DefaultAllocator, &h, rec, []int{1}, 0, 2)
+		own.Release()
+	}))/rows, "allocs/row")
+}
+
+// BenchmarkSplit: a batch split over two tasks at once (the split between
+// stages).
+func BenchmarkSplit(b *testing.B) {
+	const rows = 4096
+	rec := benchBatch(rand.New(rand.NewPCG(1, 2)), rows, func(i int) int64 { return int64(i) })
+	defer rec.Release()
+	r := &runner{opt: RunOptions{Mem: memory.DefaultAllocator}}
+	b.ReportAllocs()
+	for b.Loop() {
+		parts, err := r.split(rec, []int{1}, 2)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, p := range parts {
+			p.Release()
+		}
+	}
+	perRow(b, rows)
+}
+
+// BenchmarkMergeAll: the batch-mode merger interleaving the output of two
+// tasks (64 batches of 4096 rows each, sequence numbers alternating in
+// runs of 1 to 8 rows) into sequence order, gathering every column or
+// only those a features-4 output needs (id, user_id, ts, r0, r1).
+func BenchmarkMergeAll(b *testing.B) {
+	const batches, rows = 64, 4096
+	rng := rand.New(rand.NewPCG(3, 4))
+	// Assign sequence numbers to the two tasks in runs.
+	var seqs [2][]int64
+	for q := int64(0); len(seqs[0]) < batches*rows || len(seqs[1]) < batches*rows; {
+		t := rng.IntN(2)
+		for range 1 + rng.IntN(8) {
+			if len(seqs[t]) < batches*rows {
+				seqs[t] = append(seqs[t], q)
+			}
+			q++
+		}
+	}
+	var bufs [2][]arrow.RecordBatch
+	for t := range bufs {
+		for k := range batches {
+			s := seqs[t][k*rows : (k+1)*rows]
+			bufs[t] = append(bufs[t], benchBatch(rng, rows, func(i int) int64 { return s[i] }))
+		}
+	}
+	defer func() {
+		for t := range bufs {
+			for _, rec := range bufs[t] {
+				rec.Release()
+			}
+		}
+	}()
+	all := make([]int, benchSchema.NumFields())
+	for i := range all {
+		all[i] = i
+	}
+	for _, c := range []struct {
+		name string
+		proj []int
+	}{{"all-columns", all}, {"output-columns", []int{0, 1, 2, 6, 7}}} {
+		fields := make([]arrow.Field, len(c.proj))
+		for k, col := range c.proj {
+			fields[k] = benchSchema.Field(col)
+		}
+		out := arrow.NewSchema(fields, nil)
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				m := &merger{n: 2, seqCol: 5, batch: true, mem: memory.DefaultAllocator, schema: benchSchema, proj: c.proj, out: out}
+				m.bufs = make([][]arrow.RecordBatch, 2)
+				for t := range bufs {
+					for _, rec := range bufs[t] {
+						rec.Retain()
+						m.bufs[t] = append(m.bufs[t], rec)
+					}
+				}
+				err := m.mergeAll(func(rec arrow.RecordBatch) error { rec.Release(); return nil })
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			perRow(b, 2*batches*rows)
+		})
+	}
+}
