@@ -191,8 +191,8 @@ type Operator struct {
 	pageGarbage [][]byte
 	// unflushed holds the pages written in the current Advance, not yet
 	// in the store, for lookups let in between keys.
-	unflushed map[string][]byte
-	keepOthers  int64
+	unflushed  map[string][]byte
+	keepOthers int64
 
 	// scratch reused across calls
 	lo, hi, ex []int64
