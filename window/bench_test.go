@@ -119,3 +119,80 @@ func BenchmarkCheckpointBadger(b *testing.B) {
 		op.Close()
 	}
 }
+
+// BenchmarkOperatorPaging: one 30-day frame over 20 keys with 1 000 events
+// a day each for 60 days, one Advance a day, without and with row paging
+// (into Badger on disk); reports ns per row and the rows and bytes (the
+// encoded key state) a key holds in memory at the end.
+func BenchmarkOperatorPaging(b *testing.B) {
+	const day, keys, perDay, days = 24 * 3600_000, 20, 1000, 60
+	var recs []arrow.RecordBatch
+	rng := rand.New(rand.NewPCG(3, 3))
+	ts, seq := int64(1_700_000_000_000), int64(0)
+	for range days {
+		bl := array.NewRecordBuilder(memory.DefaultAllocator, tileSchema)
+		for range keys * perDay {
+			ts += rng.Int64N(2 * day / (keys * perDay))
+			bl.Field(0).(*array.Int64Builder).Append(ts)
+			bl.Field(1).(*array.Int64Builder).Append(seq)
+			seq++
+			bl.Field(2).(*array.Int64Builder).Append(rng.Int64N(keys))
+			bl.Field(3).(*array.Float64Builder).Append(float64(rng.IntN(10000)) / 100)
+			bl.Field(4).(*array.StringBuilder).Append("abcd"[rng.IntN(4):][:1])
+		}
+		recs = append(recs, bl.NewRecordBatch())
+		bl.Release()
+	}
+	for _, paged := range []bool{false, true} {
+		name := "all-rows"
+		if paged {
+			name = "paged"
+		}
+		b.Run(name, func(b *testing.B) {
+			cfg := pagedConfig(b, 30*day, 3600_000, 0)
+			cfg.Windows = cfg.Windows[:1]
+			var rows, bytes float64
+			for b.Loop() {
+				c := cfg
+				if paged {
+					st, err := statestore.OpenBadger(b.TempDir())
+					if err != nil {
+						b.Fatal(err)
+					}
+					c.Store, c.PageRows = st, 4096
+					defer st.Close()
+				}
+				op, err := New(c, tileSchema)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, r := range recs {
+					if _, _, err := op.Push(r); err != nil {
+						b.Fatal(err)
+					}
+					v := r.Column(0).(*array.Int64).Int64Values()
+					outs, err := op.Advance(context.Background(), v[len(v)-1])
+					if err != nil {
+						b.Fatal(err)
+					}
+					for _, o := range outs {
+						o.Release()
+					}
+				}
+				rows = float64(op.Stats().Retained) / keys
+				bytes = 0
+				for _, ks := range op.states {
+					enc, err := op.encodeKeyState(ks)
+					if err != nil {
+						b.Fatal(err)
+					}
+					bytes += float64(len(enc)) / keys
+				}
+				op.Close()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*keys*perDay*days), "ns/row")
+			b.ReportMetric(rows, "rows/key")
+			b.ReportMetric(bytes, "bytes/key")
+		})
+	}
+}
