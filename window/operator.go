@@ -193,6 +193,9 @@ type Operator struct {
 	// in the store, for lookups let in between keys.
 	unflushed  map[string][]byte
 	keepOthers int64
+	// winTile is the tile length of each window's tiled aggregates (0:
+	// untiled).
+	winTile []int64
 
 	// scratch reused across calls
 	lo, hi, ex []int64
@@ -366,6 +369,18 @@ func New(cfg Config, in *arrow.Schema) (*Operator, error) {
 }
 
 // OutSchema is the schema of emitted batches: the input columns followed by
+	// Merge-only aggregates of bounded RANGE frames keep their sliding
+	// state by tile (agg.Tiler): one state per tile instead of one per
+	// row, with the same results (their merges are exact).
+	o.winTile = make([]int64, len(cfg.Windows))
+	for w, spec := range cfg.Windows {
+		if f := spec.Frame; !f.Rows && !f.Unbounded {
+			o.winTile[w] = cfg.TileSize
+			if o.winTile[w] <= 0 {
+				o.winTile[w] = TileSize(f.Preceding)
+			}
+		}
+	}
 // one column per aggregate.
 func (o *Operator) OutSchema() *arrow.Schema { return o.out }
 
@@ -425,9 +440,9 @@ func (o *Operator) resetWindows(ks *keyState) {
 		ks.wins[w] = make([]agg.Window, len(spec.Aggs))
 		for a, f := range spec.Aggs {
 			ks.wins[w][a] = f.NewWindow()
-			if o.paging != nil && w == o.paging.w {
+			if tile := o.winTile[w]; tile > 0 {
 				if t, ok := ks.wins[w][a].(agg.Tiler); ok {
-					t.SetTile(o.paging.tile)
+					t.SetTile(tile)
 				}
 			}
 		}
