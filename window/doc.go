@@ -9,8 +9,12 @@
 // ROWS, EXCLUDE CURRENT ROW) over them through the aggregates' agg.Window
 // contract: retraction for retractable aggregates, deques or two-stack
 // queues for the others, so a row costs O(1) amortised whatever the
-// frame's length. Rows are dropped once no frame, allowed lateness or
-// lookup retention needs them. Batch mode is the same operator released
+// frame's length; merge-only aggregates of RANGE frames keep one state per
+// epoch-aligned tile (agg.Tiler). Rows are dropped once no frame, allowed
+// lateness or lookup retention needs them. With row paging
+// (Config.PageRows) the longest frame's middle rows wait in the state
+// store, so a key's memory grows with frame length / tile length, not
+// with its events. Batch mode is the same operator released
 // once by the End watermark. Late rows are returned to the caller, or
 // applied within the allowed lateness. Probe rows (backfill spines) get
 // frames without being stored. Lookup answers point-in-time queries under

@@ -16,8 +16,10 @@ import (
 //
 // Tiles are built for a key on its first lookup whose frame holds more
 // than tileMinRows rows, then extended from the rows that arrived since,
-// on later lookups. They never replace the rows themselves: the edges of
-// later frames need them.
+// on later lookups. With row paging (paging.go) the paged frame's tiles
+// are extended at ingest, before rows go to the store, and lookups read
+// only the pages at their frame's edges. (The sliding windows of
+// merge-only aggregates keep their own tiles, see agg.Tiler.)
 
 // tileMinRows is the frame size from which a lookup uses tiles. Below it,
 // adding the rows costs less than building the key's tiles on its first
