@@ -1126,6 +1126,9 @@ func (r *runner) merge(ctx context.Context, in chan msg, late chan arrow.RecordB
 		}
 		if mm.rec != nil {
 			m.add(mm.from, mm.rec)
+			if err := m.drain(writeMerged); err != nil {
+				return err
+			}
 		}
 		if mm.wm != watermark.None {
 			return m.advance(mm.from, mm.wm, writeMerged)
@@ -1215,6 +1218,10 @@ type merger struct {
 	proj          []int
 	out           *arrow.Schema
 	bufs          [][]arrow.RecordBatch // per task, unreleased output
+	pending       int64                 // rows in bufs
+	// last is, per task, the sequence number of the last row received
+	// (math.MinInt64: none yet; batch mode).
+	last []int64
 }
 
 func (m *merger) add(from int, rec arrow.RecordBatch) {
@@ -1223,6 +1230,47 @@ func (m *merger) add(from int, rec arrow.RecordBatch) {
 		m.cur = watermark.None
 	}
 	m.bufs[from] = append(m.bufs[from], rec)
+	m.pending += rec.NumRows()
+}
+
+// drain emits, in batch mode, the buffered rows no task can still send a
+// row before: every task's output is in sequence order, so rows up to the
+// smallest last sequence number received from a task that has not ended
+// are final. Merging as the tasks' output arrives, rather than all of it
+// once every task has ended, overlaps the merge with the tasks' emission
+// and lets their batches go early. It waits for 2*mergeChunk buffered rows
+// so that the batches it emits stay large.
+func (m *merger) drain(emit func(arrow.RecordBatch) error) error {
+	if !m.batch || m.pending < 2*mergeChunk {
+		return nil
+	}
+	if m.last == nil {
+		m.last = make([]int64, m.n)
+		for t := range m.last {
+			m.last[t] = math.MinInt64
+		}
+	}
+	limit := int64(math.MaxInt64)
+	for t := range m.n {
+		if m.comb.Input(t) == watermark.End {
+			continue
+		}
+		b := m.bufs[t]
+		last := m.last[t]
+		if len(b) == 0 && last == math.MinInt64 {
+			return nil // nothing known of task t yet
+		}
+		if len(b) > 0 {
+			rec := b[len(b)-1]
+			if rec.NumRows() > 0 {
+				seq := rec.Column(m.seqCol).(*array.Int64).Int64Values()
+				last = seq[len(seq)-1]
+			}
+		}
+		m.last[t] = last
+		limit = min(limit, last)
+	}
+	return m.mergeUpTo(limit, emit)
 }
 
 func (m *merger) release() {
@@ -1272,6 +1320,12 @@ func (m *merger) advance(from int, wm int64, emit func(arrow.RecordBatch) error)
 // gathers runs of rows straight from the tasks' batches, chunk by chunk,
 // and lets each batch go once its rows are out.
 func (m *merger) mergeAll(emit func(arrow.RecordBatch) error) error {
+	return m.mergeUpTo(math.MaxInt64, emit)
+}
+
+// mergeUpTo emits the buffered rows of sequence number <= limit in
+// sequence order (see mergeAll); the others stay buffered.
+func (m *merger) mergeUpTo(limit int64, emit func(arrow.RecordBatch) error) error {
 	type cursor struct {
 		recs []arrow.RecordBatch
 		seq  []int64 // of recs[0]
@@ -1294,8 +1348,20 @@ func (m *merger) mergeAll(emit func(arrow.RecordBatch) error) error {
 	}
 	m.bufs = make([][]arrow.RecordBatch, m.n)
 	defer func() {
+		// What is left stays buffered; a batch partly emitted as the
+		// slice of its remaining rows.
+		m.pending = 0
 		for t := range cur {
-			arrowutil.ReleaseAll(cur[t].recs)
+			c := &cur[t]
+			if len(c.recs) > 0 && c.row > 0 {
+				rest := c.recs[0].NewSlice(int64(c.row), c.recs[0].NumRows())
+				c.recs[0].Release()
+				c.recs[0] = rest
+			}
+			m.bufs[t] = c.recs
+			for _, rec := range c.recs {
+				m.pending += rec.NumRows()
+			}
 		}
 	}()
 	// The batches rows are gathered from (srcs) and those to release
@@ -1335,7 +1401,7 @@ func (m *merger) mergeAll(emit func(arrow.RecordBatch) error) error {
 				other = min(other, q)
 			}
 		}
-		if best < 0 {
+		if best < 0 || cur[best].seq[cur[best].row] > limit {
 			break
 		}
 		c := &cur[best]
@@ -1349,7 +1415,7 @@ func (m *merger) mergeAll(emit func(arrow.RecordBatch) error) error {
 		// The run of this batch's rows before the others' next row.
 		e := c.row + 1
 		lim := min(len(c.seq), c.row+mergeChunk-rows)
-		for e < lim && c.seq[e] < other {
+		for e < lim && c.seq[e] < other && c.seq[e] <= limit {
 			e++
 		}
 		segs = arrowutil.AppendSegRun(segs, si, int32(c.row), int32(e))
