@@ -21,13 +21,7 @@ import (
 // frames (lookups work on them) and, with unbounded, a running frame.
 func budgetConfig(t testing.TB, unbounded bool) Config {
 	t.Helper()
-	bind := func(name string, args ...agg.Arg) agg.Func {
-		f, err := agg.Bind(name, args)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
+	bind := func(name string, args ...agg.Arg) agg.Func { return bindFunc(t, name, args...) }
 	amount := agg.Arg{Type: arrow.PrimitiveTypes.Float64, Col: 0}
 	cat := agg.Arg{Type: arrow.BinaryTypes.String, Col: 1}
 	aggs := func() []agg.Func {

@@ -200,7 +200,7 @@ func (o *Operator) readPage(id int32, pg pageRef) (*agg.Rows, error) {
 	if err != nil {
 		return nil, fmt.Errorf("window: reading rows %d-%d of key %q: %w", pg.from, pg.to, o.encs[id], err)
 	}
-	rows := &agg.Rows{Base: pg.from, Cols: o.emptyCols()}
+	rows := &agg.Rows{Base: pg.from, Cols: o.ArgColumns()}
 	d := reader{b: v}
 	decodeRowsInto(&d, rows)
 	if d.err == nil && (rows.End() != pg.to || len(d.b) != 0) {
@@ -239,7 +239,7 @@ func (o *Operator) pageOut(wb statestore.WriteBatch, id int32, ks *keyState, kee
 	// Edge rows still on top move to the edge segment.
 	if n := int(edgeEnd - r.Base); n > 0 {
 		if ks.edge == nil || ks.edge.Len() == 0 {
-			ks.edge = &agg.Rows{Base: r.Base, Cols: o.emptyCols()}
+			ks.edge = &agg.Rows{Base: r.Base, Cols: o.ArgColumns()}
 		}
 		ks.edge.Ts = append(ks.edge.Ts, r.Ts[:n]...)
 		for j := range ks.edge.Cols {
@@ -312,18 +312,6 @@ func (o *Operator) flushPageGarbage(wb statestore.WriteBatch) error {
 	}
 	o.pageGarbage = o.pageGarbage[:0]
 	return nil
-}
-
-func (o *Operator) emptyCols() []agg.Column {
-	cols := make([]agg.Column, len(o.cfg.ArgCols))
-	for j, c := range o.cfg.ArgCols {
-		col, err := agg.NewColumn(o.in.Field(c).Type)
-		if err != nil {
-			col = agg.Column{Type: o.in.Field(c).Type, Kind: agg.KindString}
-		}
-		cols[j] = col
-	}
-	return cols
 }
 
 // appendRows encodes rows [i, j) of r (positions): uvarint count, event
@@ -565,7 +553,7 @@ func (o *Operator) decodePaging(d *reader, ks *keyState) {
 		return
 	}
 	ks.pagedLo = d.varint()
-	e := &agg.Rows{Base: d.varint(), Cols: o.emptyCols()}
+	e := &agg.Rows{Base: d.varint(), Cols: o.ArgColumns()}
 	decodeRowsInto(d, e)
 	n := d.count(4)
 	next := e.End()

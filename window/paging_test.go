@@ -17,18 +17,22 @@ import (
 	"github.com/volga-go/volga/statestore"
 )
 
+// bindFunc binds an aggregate or fails the test.
+func bindFunc(t testing.TB, name string, args ...agg.Arg) agg.Func {
+	t.Helper()
+	f, err := agg.Bind(name, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 // pagedConfig is an operator over tileSchema with a long RANGE frame (the
 // paged one), a short RANGE frame and a ROWS frame, each with retractable,
 // deque, edge and merge-only (tiled two-stack) aggregates.
 func pagedConfig(t testing.TB, long, short, tile int64) Config {
 	t.Helper()
-	bind := func(name string, args ...agg.Arg) agg.Func {
-		f, err := agg.Bind(name, args)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
+	bind := func(name string, args ...agg.Arg) agg.Func { return bindFunc(t, name, args...) }
 	amount := agg.Arg{Type: arrow.PrimitiveTypes.Float64, Col: 0}
 	cat := agg.Arg{Type: arrow.BinaryTypes.String, Col: 1}
 	k2 := agg.Arg{IsConst: true, Const: int64(2), Col: -1, Type: arrow.PrimitiveTypes.Int64}

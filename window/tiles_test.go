@@ -25,13 +25,7 @@ var tileSchema = arrow.NewSchema([]arrow.Field{
 
 func tileOperator(t *testing.T, frames []Frame, minRows int) *Operator {
 	t.Helper()
-	bind := func(name string, args ...agg.Arg) agg.Func {
-		f, err := agg.Bind(name, args)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
+	bind := func(name string, args ...agg.Arg) agg.Func { return bindFunc(t, name, args...) }
 	amount := agg.Arg{Type: arrow.PrimitiveTypes.Float64, Col: 0}
 	cat := agg.Arg{Type: arrow.BinaryTypes.String, Col: 1}
 	var specs []Spec
