@@ -365,10 +365,6 @@ func New(cfg Config, in *arrow.Schema) (*Operator, error) {
 		return nil, err
 	}
 	o.paging = p
-	return o, nil
-}
-
-// OutSchema is the schema of emitted batches: the input columns followed by
 	// Merge-only aggregates of bounded RANGE frames keep their sliding
 	// state by tile (agg.Tiler): one state per tile instead of one per
 	// row, with the same results (their merges are exact).
@@ -381,6 +377,10 @@ func New(cfg Config, in *arrow.Schema) (*Operator, error) {
 			}
 		}
 	}
+	return o, nil
+}
+
+// OutSchema is the schema of emitted batches: the input columns followed by
 // one column per aggregate.
 func (o *Operator) OutSchema() *arrow.Schema { return o.out }
 
