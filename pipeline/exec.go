@@ -1219,6 +1219,7 @@ type merger struct {
 	out           *arrow.Schema
 	bufs          [][]arrow.RecordBatch // per task, unreleased output
 	pending       int64                 // rows in bufs
+	left          int64                 // rows in bufs after the last drain
 	// last is, per task, the sequence number of the last row received
 	// (math.MinInt64: none yet; batch mode).
 	last []int64
@@ -1238,10 +1239,10 @@ func (m *merger) add(from int, rec arrow.RecordBatch) {
 // smallest last sequence number received from a task that has not ended
 // are final. Merging as the tasks' output arrives, rather than all of it
 // once every task has ended, overlaps the merge with the tasks' emission
-// and lets their batches go early. It waits for 2*mergeChunk buffered rows
-// so that the batches it emits stay large.
+// and lets their batches go early. It merges once mergeChunk rows have
+// arrived since it last did, so that the batches it emits stay large.
 func (m *merger) drain(emit func(arrow.RecordBatch) error) error {
-	if !m.batch || m.pending < 2*mergeChunk {
+	if !m.batch || m.pending < m.left+mergeChunk {
 		return nil
 	}
 	if m.last == nil {
@@ -1270,7 +1271,9 @@ func (m *merger) drain(emit func(arrow.RecordBatch) error) error {
 		m.last[t] = last
 		limit = min(limit, last)
 	}
-	return m.mergeUpTo(limit, emit)
+	err := m.mergeUpTo(limit, emit)
+	m.left = m.pending
+	return err
 }
 
 func (m *merger) release() {

@@ -8,6 +8,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/volga-go/volga/watermark"
 )
 
 // Micro-benchmarks of the reader-to-task split and of the output merger on
@@ -116,7 +118,8 @@ func BenchmarkSplit(b *testing.B) {
 // BenchmarkMergeAll: the batch-mode merger interleaving the output of two
 // tasks (64 batches of 4096 rows each, sequence numbers alternating in
 // runs of 1 to 8 rows) into sequence order, gathering every column or
-// only those a features-4 output needs (id, user_id, ts, r0, r1).
+// only those a features-4 output needs (id, user_id, ts, r0, r1), at the
+// end or as the batches arrive (drain).
 func BenchmarkMergeAll(b *testing.B) {
 	const batches, rows = 64, 4096
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -150,9 +153,10 @@ func BenchmarkMergeAll(b *testing.B) {
 		all[i] = i
 	}
 	for _, c := range []struct {
-		name string
-		proj []int
-	}{{"all-columns", all}, {"output-columns", []int{0, 1, 2, 6, 7}}} {
+		name  string
+		proj  []int
+		drain bool
+	}{{"all-columns", all, false}, {"output-columns", []int{0, 1, 2, 6, 7}, false}, {"output-columns-drain", []int{0, 1, 2, 6, 7}, true}} {
 		fields := make([]arrow.Field, len(c.proj))
 		for k, col := range c.proj {
 			fields[k] = benchSchema.Field(col)
@@ -161,17 +165,25 @@ func BenchmarkMergeAll(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				m := &merger{n: 2, seqCol: 5, batch: true, mem: memory.DefaultAllocator, schema: benchSchema, proj: c.proj, out: out}
-				m.bufs = make([][]arrow.RecordBatch, 2)
-				for t := range bufs {
-					for _, rec := range bufs[t] {
-						rec.Retain()
-						m.bufs[t] = append(m.bufs[t], rec)
+				m := &merger{n: 2, seqCol: 5, batch: true, comb: watermark.NewCombiner(2), mem: memory.DefaultAllocator, schema: benchSchema, proj: c.proj, out: out}
+				emit := func(rec arrow.RecordBatch) error { rec.Release(); return nil }
+				// The tasks' batches arrive alternately; with drain the
+				// merger merges as they come, else all at the end.
+				for k := range batches {
+					for t := range bufs {
+						bufs[t][k].Retain()
+						m.add(t, bufs[t][k])
+						if c.drain {
+							if err := m.drain(emit); err != nil {
+								b.Fatal(err)
+							}
+						}
 					}
 				}
-				err := m.mergeAll(func(rec arrow.RecordBatch) error { rec.Release(); return nil })
-				if err != nil {
-					b.Fatal(err)
+				for t := range bufs {
+					if err := m.advance(t, watermark.End, emit); err != nil {
+						b.Fatal(err)
+					}
 				}
 			}
 			perRow(b, 2*batches*rows)
