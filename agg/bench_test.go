@@ -95,3 +95,101 @@ func itoa(v int64) string {
 	}
 	return s
 }
+
+// BenchmarkTileMerge merges tile states the way a tiled lookup or a tiled
+// two-stack window does: 64 tiles of 256 rows each are built once, then
+// every op merges all of them into one state; ns/op and allocs/op are per
+// tile merged.
+func BenchmarkTileMerge(b *testing.B) {
+	cases := []struct {
+		name string
+		fn   string
+		args []Arg
+	}{
+		{"sum_float", "sum", []Arg{colArg(colFloat)}},
+		{"count_star", "count", []Arg{starArg()}},
+		{"max_float", "max", []Arg{colArg(colFloat)}},
+		{"var_samp_float", "var_samp", []Arg{colArg(colFloat)}},
+		{"first_value", "first_value", []Arg{colArg(colFloat)}},
+	}
+	cases = append(cases, mlBenchCases()...)
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			f, err := Bind(c.fn, c.args)
+			if err != nil {
+				b.Fatal(err)
+			}
+			const tiles, rows = 64, 256
+			r := randRows(rand.New(rand.NewPCG(3, 4)), tiles*rows)
+			ts := make([]State, tiles)
+			for i := range ts {
+				ts[i] = f.NewState()
+				for a := r.Base + int64(i*rows); a < r.Base+int64((i+1)*rows); a++ {
+					ts[i].Add(r, a)
+				}
+			}
+			dst := f.NewState()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for done := 0; done < b.N; done += tiles {
+				dst.Reset()
+				for _, s := range ts[:min(tiles, b.N-done)] {
+					dst.Merge(s)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkStackWindowTiled slides a merge-only aggregate (drawdown) over
+// RANGE-like frames of 10 000 rows with and without tiles of 100 rows'
+// time (agg.Tiler): ns/op and allocs/op are per row.
+func BenchmarkStackWindowTiled(b *testing.B) {
+	for _, tile := range []int64{0, 100} {
+		name := "untiled"
+		if tile > 0 {
+			name = "tile=" + itoa(tile)
+		}
+		b.Run(name, func(b *testing.B) {
+			f, err := Bind("drawdown", []Arg{colArg(colFloat)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			const n, width, chunk = 1 << 16, 10000, 512
+			r := randRows(rand.New(rand.NewPCG(1, 2)), n)
+			for i := range r.Ts {
+				r.Ts[i] = int64(i) // one row per ms: a tile of 100 ms is 100 rows
+			}
+			lo, hi := make([]int64, n), make([]int64, n)
+			for j := range int64(n) {
+				a := r.Base + j
+				lo[j], hi[j] = max(r.Base, a-width+1), a+1
+			}
+			newWin := func() Window {
+				w := f.NewWindow()
+				if tile > 0 {
+					w.(Tiler).SetTile(tile)
+				}
+				return w
+			}
+			bld := array.NewBuilder(memory.DefaultAllocator, f.ResultType())
+			defer bld.Release()
+			w := newWin()
+			pos := 0
+			b.ReportAllocs()
+			b.ResetTimer()
+			for done := 0; done < b.N; {
+				if pos == n {
+					w, pos = newWin(), 0
+				}
+				k := min(chunk, n-pos, b.N-done)
+				w.Eval(r, lo[pos:pos+k], hi[pos:pos+k], nil, bld)
+				if bld.Len() >= 4*chunk {
+					bld.NewArray().Release()
+				}
+				pos += k
+				done += k
+			}
+		})
+	}
+}
