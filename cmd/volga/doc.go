@@ -76,6 +76,10 @@
 // default a temporary directory); --memory-budget BYTES (512MiB, 2GB,
 // 1000000) bounds the window state kept in memory, the least recently used
 // keys going to the store. Without it all state stays in memory.
+// --row-pages ROWS bounds each key's memory whatever the length of its
+// longest RANGE frame: the rows of that frame no frame edge needs go to
+// the store in pages of ROWS rows and come back when the frame's lower
+// edge reaches them (it refuses an allowed lateness or lookup retention).
 //
 // # volga serve
 //

@@ -43,7 +43,7 @@ func addStateFlags(fs *flag.FlagSet, cfg *stateConfig) {
 	fs.StringVar(&cfg.checkpoints, "checkpoints", "", "take checkpoints into the bucket at `URL` (file:///DIR, a directory, s3://BUCKET?region=R, mem://) and, started again with the same URL, resume from the latest one; file outputs are then exactly-once")
 	cfg.interval = defaultCheckpointInterval
 	fs.Var(durationFlag{&cfg.interval}, "checkpoint-interval", "with --checkpoints: the `DURATION` between checkpoints")
-	fs.StringVar(&cfg.stateDir, "state-dir", "", "keep the run's state store (Badger) in `DIR`, which is emptied at start (default: a temporary directory); with --checkpoints or --memory-budget")
+	fs.StringVar(&cfg.stateDir, "state-dir", "", "keep the run's state store (Badger) in `DIR`, which is emptied at start (default: a temporary directory); with --checkpoints, --memory-budget or --row-pages")
 	fs.Var(bytesFlag{&cfg.memoryBudget}, "memory-budget", "keep at most this many `BYTES` of window state in memory (e.g. 512MiB, 2GB, 1000000), the rest in the on-disk store; 0 keeps all of it in memory")
 	fs.IntVar(&cfg.rowPages, "row-pages", 0, "bound each key's memory whatever its longest RANGE frame: write the rows no frame edge needs to the on-disk store in pages of `ROWS` rows (e.g. 4096) and read them back when the frame's lower edge reaches them; 0 keeps every row in memory")
 }
