@@ -193,6 +193,10 @@ type Operator struct {
 	// in the store, for lookups let in between keys.
 	unflushed  map[string][]byte
 	keepOthers int64
+	// ckpt is the checkpoint begun and not yet written (see
+	// BeginCheckpoint); encBuf is scratch for encoding key states.
+	ckpt   *ckptWrite
+	encBuf []byte
 	// winTile is the tile length of each window's tiled aggregates (0:
 	// untiled).
 	winTile []int64
@@ -548,16 +552,12 @@ func (o *Operator) push(rec arrow.RecordBatch) (out []arrow.RecordBatch, late ar
 func (o *Operator) applyLate(rec arrow.RecordBatch, hb *heldBatch, ids []int32, ts, seq []int64, rows []int32) (arrow.RecordBatch, error) {
 	o.ensureBuilders()
 	for _, i := range rows {
-		ks := o.states[ids[i]]
 		if o.cfg.Store != nil {
-			if ks == nil {
-				var err error
-				if ks, err = o.load(ids[i]); err != nil {
-					return nil, err
-				}
+			if err := o.ensureResident(ids[i]); err != nil {
+				return nil, err
 			}
-			o.kmeta[ids[i]].dirty = true
 		}
+		ks := o.states[ids[i]]
 		r := &ks.rows
 		p := sort.Search(r.Len(), func(k int) bool { return r.Ts[k] > ts[i] })
 		insertRow(r, p, ts[i], hb.args, int(i))
@@ -772,7 +772,7 @@ func (o *Operator) AdvanceFunc(ctx context.Context, wm int64, emit func(arrow.Re
 		} else {
 			o.processKey(rel, s, e, final)
 		}
-		if o.paging != nil && !final && (o.cfg.MayWrite == nil || o.cfg.MayWrite()) {
+		if o.paging != nil && !final && o.mayWrite() {
 			if pwb == nil {
 				var err error
 				if pwb, err = statestore.NewWriteBatch(o.cfg.Store); err != nil {
@@ -1583,6 +1583,7 @@ func (o *Operator) consume(id int32, n int) {
 func (o *Operator) Close() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.abandonCheckpoint()
 	for _, hb := range o.held.live {
 		if hb != nil {
 			hb.rec.Release()

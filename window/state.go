@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -24,6 +26,8 @@ import (
 // written to the store under "k/" + the encoded key (EncodeKeyValues's
 // encoding). Checkpoint writes the keys changed since the last write and
 // returns the rest of the operator's state as meta; Restore reads it back.
+// BeginCheckpoint and WriteCheckpoint split a checkpoint so that the keys
+// are written while the operator goes on (copy on write).
 // With Config.MemoryBudget set, the least recently used keys are written
 // and dropped from memory once the resident estimate exceeds the budget,
 // and read back when needed. Tiles (lookup caches) are not stored: they
@@ -89,6 +93,9 @@ func (o *Operator) ensureResident(id int32) error {
 		if _, err := o.load(id); err != nil {
 			return err
 		}
+	}
+	if err := o.copyOnWrite(id); err != nil {
+		return err
 	}
 	o.kmeta[id].dirty = true
 	return nil
@@ -156,10 +163,10 @@ func (o *Operator) sizeOf(ks *keyState) int64 {
 // from memory until the resident estimate is a fifth below the budget
 // (so that evictions come in rounds, not at every call). Clean keys are
 // dropped without a write: the store holds their state. Nothing is done
-// while MayWrite says no.
+// while writes are not allowed (mayWrite).
 func (o *Operator) evict() error {
 	budget := o.cfg.MemoryBudget
-	if o.resident <= budget || o.cfg.MayWrite != nil && !o.cfg.MayWrite() {
+	if o.resident <= budget || !o.mayWrite() {
 		return nil
 	}
 	target := budget - budget/5
@@ -204,19 +211,28 @@ func (o *Operator) writeKey(wb statestore.WriteBatch, id int32, ks *keyState) er
 	if !o.kmeta[id].dirty {
 		return nil
 	}
+	if err := o.putKey(wb, id, ks); err != nil {
+		return err
+	}
+	o.kmeta[id].dirty = false
+	return nil
+}
+
+// putKey adds the write of ks, the state of key id, to wb: its deletion
+// when it is empty.
+func (o *Operator) putKey(wb statestore.WriteBatch, id int32, ks *keyState) error {
 	var err error
 	if emptyState(ks) {
 		err = wb.Delete(o.storeKey(id))
 	} else {
-		var enc []byte
-		if enc, err = o.encodeKeyState(ks); err == nil {
-			err = wb.Set(o.storeKey(id), enc)
+		o.encBuf, err = o.appendKeyState(o.encBuf[:0], ks)
+		if err == nil {
+			err = wb.Set(o.storeKey(id), o.encBuf)
 		}
 	}
 	if err != nil {
 		return fmt.Errorf("window: writing key state: %w", err)
 	}
-	o.kmeta[id].dirty = false
 	return nil
 }
 
@@ -228,8 +244,14 @@ func (o *Operator) writeKey(wb statestore.WriteBatch, id int32, ks *keyState) er
 //	uvarint windows, per window: uvarint aggregates, per aggregate the
 //	  window's agg.WindowCodec encoding, length first
 func (o *Operator) encodeKeyState(ks *keyState) ([]byte, error) {
+	return o.appendKeyState(nil, ks)
+}
+
+// appendKeyState appends encodeKeyState's encoding of ks to out.
+func (o *Operator) appendKeyState(out []byte, ks *keyState) ([]byte, error) {
 	r := &ks.rows
-	out := []byte{keyStateVersion}
+	start := len(out)
+	out = append(out, keyStateVersion)
 	out = binary.AppendVarint(out, r.Base)
 	out = binary.AppendVarint(out, ks.dropped)
 	out = binary.AppendUvarint(out, uint64(r.Len()))
@@ -259,7 +281,7 @@ func (o *Operator) encodeKeyState(ks *keyState) ([]byte, error) {
 	}
 	if ks.edge != nil || len(ks.pages) > 0 {
 		// Paged key (version 2): the edge rows and the page index.
-		out[0] = keyStateVersionPaged
+		out[start] = keyStateVersionPaged
 		out = binary.AppendVarint(out, ks.pagedLo)
 		e := ks.edge
 		if e == nil {
@@ -285,13 +307,13 @@ func (o *Operator) encodeKeyState(ks *keyState) ([]byte, error) {
 func appendColumn(out []byte, c *agg.Column) []byte {
 	out = append(out, byte(c.Kind))
 	n := c.Len()
-	bm := make([]byte, (n+7)/8)
+	at := len(out)
+	out = append(out, make([]byte, (n+7)/8)...)
 	for i, null := range c.Null {
 		if null {
-			bm[i/8] |= 1 << (i % 8)
+			out[at+i/8] |= 1 << (i % 8)
 		}
 	}
-	out = append(out, bm...)
 	switch c.Kind {
 	case agg.KindInt64:
 		for _, v := range c.I64[:n] {
@@ -542,43 +564,92 @@ func (o *Operator) fingerprint() [32]byte {
 const metaMagic = "volga.window.Operator/1\n"
 
 // Checkpoint persists the operator's state as of now: every key state
-// changed since the previous Checkpoint (or Restore, or its eviction) is
-// written to Config.Store in one write batch (a key whose state is empty
-// again is deleted), and the rest — watermark, newest event time,
-// counters, the rows still waiting for the watermark (as Arrow IPC) and a
-// fingerprint of the configuration — is returned as meta, for Restore.
-// Keys already in the store (evicted and not changed since) are not
-// written again, so a checkpoint costs what changed. It requires
-// Config.Store.
+// changed since the previous checkpoint (or Restore, or its eviction) is
+// written to Config.Store (a key whose state is empty again is deleted),
+// and the rest — watermark, newest event time, counters, the rows still
+// waiting for the watermark (as Arrow IPC) and a fingerprint of the
+// configuration — is returned as meta, for Restore. Keys already in the
+// store (evicted and not changed since) are not written again, so a
+// checkpoint costs what changed. It requires Config.Store.
+//
+// Checkpoint is BeginCheckpoint followed by WriteCheckpoint until every
+// key is written, and the flush of the writes.
 func (o *Operator) Checkpoint() ([]byte, error) {
+	meta, err := o.BeginCheckpoint()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		flush, err := o.WriteCheckpoint(0)
+		if err != nil {
+			return nil, err
+		}
+		if flush != nil {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+			return meta, nil
+		}
+	}
+}
+
+// ckptWrite is a checkpoint begun by BeginCheckpoint whose key states are
+// not all written yet.
+type ckptWrite struct {
+	w *ckptWriter
+	// ids are the keys changed before the checkpoint, ids[next:] those
+	// WriteCheckpoint has not reached yet; owed has the bit of every key
+	// whose state as of the checkpoint is not written yet (a key written
+	// early, before it changed, has its bit cleared).
+	ids  []int32
+	next int
+	owed []uint64
+}
+
+func (c *ckptWrite) owes(id int32) bool { return c.owed[id>>6]&(1<<(id&63)) != 0 }
+func (c *ckptWrite) paid(id int32)      { c.owed[id>>6] &^= 1 << (id & 63) }
+
+// BeginCheckpoint starts a checkpoint without writing key states: it
+// returns the operator's meta as of now (what Checkpoint returns) and
+// records which keys changed since the previous checkpoint. Their states
+// as of now are then encoded by WriteCheckpoint, a slice at a time, and
+// written to Config.Store while Push and Advance go on: before a key
+// still to write changes, its state as of the checkpoint is encoded
+// first (copy on write), so the writes are exactly the state at
+// BeginCheckpoint. Until
+// the checkpoint is written, the operator makes no other writes to the
+// store (evictions and row pages wait, as when Config.MayWrite says no);
+// the store holds the checkpoint's state once the flush WriteCheckpoint
+// returns has succeeded. Only one checkpoint may be in progress. It
+// requires Config.Store.
+func (o *Operator) BeginCheckpoint() ([]byte, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.cfg.Store == nil {
 		return nil, errors.New("window: Checkpoint needs Config.Store")
 	}
-	wb, err := statestore.NewWriteBatch(o.cfg.Store)
-	if err != nil {
-		return nil, fmt.Errorf("window: checkpoint: %w", err)
+	if o.ckpt != nil {
+		return nil, errors.New("window: checkpoint: the previous checkpoint is not written yet")
 	}
-	defer wb.Cancel()
-	var n int64
-	for id, ks := range o.states {
-		if ks == nil || !o.kmeta[id].dirty {
-			continue
-		}
-		if err := o.writeKey(wb, int32(id), ks); err != nil {
-			return nil, err
-		}
-		n++
-	}
-	if err := wb.Flush(); err != nil {
-		return nil, fmt.Errorf("window: checkpoint: %w", err)
-	}
-	o.stats.CheckpointKeys = n
 	pend, err := o.pendingIPC()
 	if err != nil {
 		return nil, fmt.Errorf("window: checkpoint: pending rows: %w", err)
 	}
+	wb, err := statestore.NewWriteBatch(o.cfg.Store)
+	if err != nil {
+		return nil, fmt.Errorf("window: checkpoint: %w", err)
+	}
+	c := &ckptWrite{w: newCkptWriter(wb), owed: make([]uint64, (len(o.states)+63)/64)}
+	for id, ks := range o.states {
+		if ks == nil || !o.kmeta[id].dirty {
+			continue
+		}
+		o.kmeta[id].dirty = false
+		c.ids = append(c.ids, int32(id))
+		c.owed[id>>6] |= 1 << (id & 63)
+	}
+	o.ckpt = c
+	o.stats.CheckpointKeys = int64(len(c.ids))
 	fp := o.fingerprint()
 	out := append([]byte(metaMagic), fp[:]...)
 	for _, v := range []int64{o.wm, o.maxTs, o.stats.RowsIn, o.stats.RowsOut, o.stats.LateDropped, o.stats.LateApplied} {
@@ -586,6 +657,251 @@ func (o *Operator) Checkpoint() ([]byte, error) {
 	}
 	out = append(binary.AppendUvarint(out, uint64(len(pend))), pend...)
 	return out, nil
+}
+
+// ckptLockKeys is how many key states WriteCheckpoint writes under the
+// write lock before it lets waiting lookups in.
+const ckptLockKeys = 16
+
+// WriteCheckpoint encodes key states of the checkpoint begun by
+// BeginCheckpoint for about d (all of them when d <= 0). The encoded
+// states go to the store's write batch on a goroutine of the checkpoint's
+// own, which touches no operator state, so the store's commits never hold
+// the operator up. Once every state is encoded WriteCheckpoint ends the
+// checkpoint on the operator's side and returns flush, which the caller
+// must call (it may do so on another goroutine): it waits until every
+// state is written and the batch flushed, so that the store holds the
+// checkpoint's state once it has returned nil. Until then WriteCheckpoint
+// returns a nil flush. Without a checkpoint in progress it returns a
+// flush that does nothing. On an error the checkpoint is abandoned: its
+// keys count as changed again.
+func (o *Operator) WriteCheckpoint(d time.Duration) (flush func() error, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	c := o.ckpt
+	if c == nil {
+		return func() error { return nil }, nil
+	}
+	var start time.Time
+	if d > 0 {
+		start = time.Now()
+	}
+	for c.next < len(c.ids) {
+		end := min(c.next+ckptLockKeys, len(c.ids))
+		for ; c.next < end; c.next++ {
+			id := c.ids[c.next]
+			if !c.owes(id) {
+				continue
+			}
+			if err := o.putCkpt(c, id); err != nil {
+				o.abandonCheckpoint()
+				return nil, err
+			}
+		}
+		if d > 0 && time.Since(start) >= d {
+			return nil, nil
+		}
+		o.mu.Unlock()
+		o.mu.Lock()
+	}
+	o.ckpt = nil
+	w := c.w
+	w.close()
+	return func() error {
+		if err := <-w.done; err != nil {
+			return fmt.Errorf("window: checkpoint: %w", err)
+		}
+		return nil
+	}, nil
+}
+
+// putCkpt encodes the state of key id for checkpoint c (its deletion
+// when it is empty) and hands it to c's writer.
+func (o *Operator) putCkpt(c *ckptWrite, id int32) error {
+	ks := o.states[id]
+	del := emptyState(ks)
+	if !del {
+		var err error
+		if o.encBuf, err = o.appendKeyState(o.encBuf[:0], ks); err != nil {
+			return fmt.Errorf("window: writing key state: %w", err)
+		}
+	}
+	c.w.put(o.encs[id], o.encBuf, del)
+	c.paid(id)
+	return nil
+}
+
+// ckptWriter hands the encoded key states of a checkpoint to the store's
+// write batch on a goroutine of its own, so that the batch's commits
+// (which may wait for the store: a Badger batch blocks while its memtable
+// is flushed) never hold the operator up. It touches no operator state:
+// the operator side appends records to cur and queues it every
+// ckptChunk bytes; the goroutine writes the queued records in order and,
+// once closed, flushes the batch and reports on done.
+type ckptWriter struct {
+	wb  statestore.WriteBatch
+	cur []byte // records not queued yet (operator side)
+
+	mu        sync.Mutex
+	queue     [][]byte
+	closed    bool
+	cancelled bool
+	wake      chan struct{}
+	done      chan error
+}
+
+// ckptChunk is the size of the record chunks a ckptWriter queues.
+const ckptChunk = 256 << 10
+
+// errCheckpointAbandoned is the result of a checkpoint write abandoned
+// before its flush.
+var errCheckpointAbandoned = errors.New("window: checkpoint abandoned")
+
+func newCkptWriter(wb statestore.WriteBatch) *ckptWriter {
+	w := &ckptWriter{wb: wb, wake: make(chan struct{}, 1), done: make(chan error, 1)}
+	go w.run()
+	return w
+}
+
+// put adds the write of value (the deletion, with del) under the key
+// state key of enc. A record is a uvarint key length, the key, and a
+// uvarint 0 for a deletion or the value's length + 1 and the value.
+func (w *ckptWriter) put(enc string, value []byte, del bool) {
+	if w.cur == nil {
+		w.cur = make([]byte, 0, ckptChunk+ckptChunk/4)
+	}
+	w.cur = binary.AppendUvarint(w.cur, uint64(len(keyPrefix)+len(enc)))
+	w.cur = append(append(w.cur, keyPrefix...), enc...)
+	if del {
+		w.cur = binary.AppendUvarint(w.cur, 0)
+	} else {
+		w.cur = binary.AppendUvarint(w.cur, uint64(len(value))+1)
+		w.cur = append(w.cur, value...)
+	}
+	if len(w.cur) >= ckptChunk {
+		w.send(false)
+	}
+}
+
+// send queues cur; with last, it is the checkpoint's last chunk.
+func (w *ckptWriter) send(last bool) {
+	w.mu.Lock()
+	if len(w.cur) > 0 {
+		w.queue = append(w.queue, w.cur)
+		w.cur = nil
+	}
+	w.closed = w.closed || last
+	w.mu.Unlock()
+	w.signal()
+}
+
+func (w *ckptWriter) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default: // a wake-up is already pending
+	}
+}
+
+// close queues the last records: the writer flushes the batch once it
+// has written them.
+func (w *ckptWriter) close() { w.send(true) }
+
+// cancel drops the records not written yet and the batch.
+func (w *ckptWriter) cancel() {
+	w.mu.Lock()
+	w.cancelled = true
+	w.mu.Unlock()
+	w.signal()
+}
+
+func (w *ckptWriter) run() {
+	var err error
+	for {
+		w.mu.Lock()
+		q, closed, cancelled := w.queue, w.closed, w.cancelled
+		w.queue = nil
+		w.mu.Unlock()
+		if cancelled {
+			w.wb.Cancel()
+			w.done <- errCheckpointAbandoned
+			return
+		}
+		for _, c := range q {
+			if err == nil {
+				err = w.apply(c)
+			}
+		}
+		if len(q) > 0 {
+			continue
+		}
+		if closed {
+			if err == nil {
+				err = w.wb.Flush()
+			}
+			w.wb.Cancel()
+			w.done <- err
+			return
+		}
+		<-w.wake
+	}
+}
+
+// apply writes the records of one chunk to the batch.
+func (w *ckptWriter) apply(c []byte) error {
+	for len(c) > 0 {
+		kl, n := binary.Uvarint(c)
+		key := c[n : n+int(kl)]
+		c = c[n+int(kl):]
+		vl, n := binary.Uvarint(c)
+		c = c[n:]
+		var err error
+		if vl == 0 {
+			err = w.wb.Delete(key)
+		} else {
+			err = w.wb.Set(key, c[:vl-1])
+			c = c[vl-1:]
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyOnWrite writes the state of key id as of the checkpoint in
+// progress, if it is still to write, before the key changes.
+func (o *Operator) copyOnWrite(id int32) error {
+	c := o.ckpt
+	if c == nil || int(id>>6) >= len(c.owed) || !c.owes(id) {
+		return nil
+	}
+	if err := o.putCkpt(c, id); err != nil {
+		o.abandonCheckpoint()
+		return err
+	}
+	return nil
+}
+
+// abandonCheckpoint drops the checkpoint in progress (after an error, or
+// on Close): its keys count as changed again, as the writes already made
+// may not all have reached the store.
+func (o *Operator) abandonCheckpoint() {
+	c := o.ckpt
+	if c == nil {
+		return
+	}
+	for _, id := range c.ids {
+		o.kmeta[id].dirty = true
+	}
+	c.w.cancel()
+	o.ckpt = nil
+}
+
+// mayWrite reports whether the operator may write to the store other
+// than for a checkpoint: not while a checkpoint is being written, nor
+// while Config.MayWrite says no.
+func (o *Operator) mayWrite() bool {
+	return o.ckpt == nil && (o.cfg.MayWrite == nil || o.cfg.MayWrite())
 }
 
 // pendingIPC returns the rows waiting for the watermark, in arrival

@@ -1,0 +1,178 @@
+package window_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/volga-go/volga/internal/testutil"
+	"github.com/volga-go/volga/statestore"
+	"github.com/volga-go/volga/watermark"
+	"github.com/volga-go/volga/window"
+)
+
+// stepOut runs one step on op and returns what it emitted.
+func stepOut(t *testing.T, op *window.Operator, tab *testutil.Table, s step) []string {
+	t.Helper()
+	var out []string
+	if s.hi > s.lo {
+		vals := make([][]any, 0, s.hi-s.lo)
+		for i := s.lo; i < s.hi; i++ {
+			vals = append(vals, append(slices.Clone(tab.Rows[i]), int64(i)))
+		}
+		rec := testutil.BuildRecord(nil, mlSchema, vals)
+		outs, late, err := op.Push(rec)
+		rec.Release()
+		if err != nil {
+			t.Fatalf("Push: %v", err)
+		}
+		out = append(out, render("applied ", testutil.Rows(outs...))...)
+		releaseAll(outs)
+		if late != nil {
+			out = append(out, render("late ", testutil.Rows(late))...)
+			late.Release()
+		}
+	}
+	if s.wm != watermark.None {
+		outs, err := op.Advance(context.Background(), s.wm)
+		if err != nil {
+			t.Fatalf("Advance: %v", err)
+		}
+		out = append(out, render(fmt.Sprintf("wm %d ", s.wm), testutil.Rows(outs...))...)
+		releaseAll(outs)
+	}
+	return out
+}
+
+// TestCheckpointWrittenWhileRunning: a checkpoint begun with
+// BeginCheckpoint is written a few keys at a time (WriteCheckpoint) while
+// the operator goes on taking rows and emitting results, which change
+// keys still to write (copy on write). The operator's output is that of a
+// run without checkpoints, rows are emitted while checkpoints are being
+// written, and an operator restored from each checkpoint (meta, and a copy
+// of the store taken once its writes are flushed) emits from the
+// checkpoint on exactly what the uninterrupted run emits; with a memory
+// budget too (no eviction while a checkpoint is written), on a memory
+// store and on Badger.
+func TestCheckpointWrittenWhileRunning(t *testing.T) {
+	const bound = 2000
+	type variant struct {
+		name     string
+		keys     []string
+		lateness int64
+		budget   int64
+		badger   bool
+	}
+	variants := []variant{
+		{name: "int-key", keys: []string{"user_id"}},
+		{name: "composite-key-lateness", keys: []string{"user_id", "merchant"}, lateness: 3000},
+		{name: "budget", keys: []string{"user_id", "merchant"}, budget: 20_000},
+		{name: "badger-budget", keys: []string{"user_id"}, budget: 20_000, badger: true},
+	}
+	for _, seed := range testutil.Seeds(2) {
+		for _, v := range variants {
+			t.Run(fmt.Sprintf("seed=%d/%s", seed, v.name), func(t *testing.T) {
+				t.Parallel()
+				rng := testutil.Rand(seed)
+				events := testutil.MLEvents(rng, testutil.DefaultEvents(testutil.Scale(400)))
+				frames := testutil.Frames
+				var tab *testutil.Table
+				if v.lateness > 0 {
+					frames = boundedFrames()
+					tab = lateArrival(rng, events, bound)
+				} else {
+					tab = arrival(rng, events, v.keys, bound)
+				}
+				cfg := ckptConfig(t, v.keys, frames, ckptAggs, v.lateness, false)
+				steps := ckptSteps(rng, tab, bound, 0.1)
+				// want[i] is what the uninterrupted run emits at step i.
+				plain, err := window.New(cfg, mlSchema)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := make([][]string, len(steps))
+				for i, s := range steps {
+					want[i] = stepOut(t, plain, tab, s)
+				}
+				plain.Close()
+
+				newStore := func() statestore.Store {
+					if !v.badger {
+						return statestore.NewMemory()
+					}
+					db, err := statestore.OpenBadger(t.TempDir())
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { db.Close() })
+					return statestore.Sub(db, "op/0/1/")
+				}
+				newOp := func(st statestore.Store) *window.Operator {
+					c := cfg
+					c.Store, c.MemoryBudget = st, v.budget
+					op, err := window.New(c, mlSchema)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return op
+				}
+				st := newStore()
+				op := newOp(st)
+				defer op.Close()
+				// restored checks the checkpoint begun before step from:
+				// an operator restored from it emits want[from:].
+				restored := func(meta []byte, snap statestore.Store, from int) {
+					r := newOp(snap)
+					defer r.Close()
+					if err := r.Restore(meta); err != nil {
+						t.Fatalf("Restore: %v", err)
+					}
+					for i := from; i < len(steps); i++ {
+						diffOutputs(t, fmt.Sprintf("restored from the checkpoint before step %d, step %d", from, i), stepOut(t, r, tab, steps[i]), want[i])
+					}
+				}
+				var meta []byte
+				writing, from := false, 0
+				checked, during := 0, 0
+				for i, s := range steps {
+					if s.ckpt && !writing && checked < 4 {
+						if meta, err = op.BeginCheckpoint(); err != nil {
+							t.Fatal(err)
+						}
+						writing, from = true, i
+					}
+					got := stepOut(t, op, tab, s)
+					diffOutputs(t, fmt.Sprintf("step %d", i), got, want[i])
+					if !writing {
+						continue
+					}
+					during += len(got)
+					// A few keys at a time: the least WriteCheckpoint writes.
+					flush, err := op.WriteCheckpoint(1)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if flush == nil {
+						continue
+					}
+					if err := flush(); err != nil {
+						t.Fatal(err)
+					}
+					snap := statestore.NewMemory()
+					copyStore(t, snap, st)
+					restored(meta, snap, from)
+					writing = false
+					checked++
+				}
+				if checked == 0 {
+					t.Fatal("no checkpoint was completed")
+				}
+				if during == 0 {
+					t.Error("no row was emitted while a checkpoint was being written")
+				}
+				t.Logf("%d checkpoints written while running, %d rows emitted meanwhile", checked, during)
+			})
+		}
+	}
+}
