@@ -30,17 +30,21 @@ import (
 // Every Interval the reader puts a barrier into the stream after the
 // batch it has just read and records the source's position. Each window
 // task, once the barrier has arrived on all of its inputs (aligned),
-// writes the key state that changed since the previous checkpoint to the
-// run's Badger store and hands the rest of its state (watermark, rows
-// waiting for it) to the checkpoint; the output merger does the same with
-// the rows it holds and asks a transactional sink (sink.Committer) to end
-// the epoch. A backup of the store's changes is then taken (until it is,
-// window tasks go on processing but postpone evictions to the store) and
-// uploaded in the background with the parts; the manifest is written
-// last. The pause a checkpoint causes is the tasks' writing of their
-// changed keys plus that backup (CheckpointInfo.Stall). Only
-// then is the sink told to publish the epoch's output and a committing
-// source (Kafka) to commit the position.
+// records which keys changed since the previous checkpoint and the rest
+// of its state (watermark, rows waiting for it), passes the barrier on
+// and goes on processing; it writes those keys' states as of the barrier
+// to the run's Badger store between input messages, a few milliseconds at
+// a time (a key about to change is written first: copy on write), and
+// hands its part to the checkpoint once they are all in the store. The
+// output merger saves the rows it holds at the barrier and asks a
+// transactional sink (sink.Committer) to end the epoch. Once every window
+// task has handed in its part, a backup of the store's changes is taken
+// and uploaded with the parts in the background (from the barrier until
+// the backup, window tasks write nothing else to the store: evictions
+// and row pages wait); the manifest is written last. The output stands
+// still only for a task's step at the barrier and each slice of writing
+// (CheckpointInfo.Stall). Only then is the sink told to publish the
+// epoch's output and a committing source (Kafka) to commit the position.
 //
 // A run started with a bucket that holds a complete checkpoint resumes
 // from the latest one: the store and every operator's state are
@@ -78,9 +82,10 @@ type CheckpointInfo struct {
 	// Duration is the time from the barrier's injection to the manifest.
 	Duration time.Duration
 	// Stall is how long the checkpoint held the pipeline's output back:
-	// the longest time a window task spent writing its changed keys to
-	// the store, plus the time the output stage spent taking the store's
-	// backup (the upload runs in the background).
+	// the longest time a window task stood still for it, at the barrier
+	// (recording its changed keys and the rest of its state) or writing
+	// one slice of key states between two input messages. The store's
+	// backup and the upload run in the background.
 	Stall time.Duration
 	// Final is set for the checkpoint that ends a bounded input.
 	Final bool
@@ -146,15 +151,31 @@ type checkpointRun struct {
 	inflight map[uint64]*inflight
 	// done receives the result of each upload; the merger reads it.
 	done chan uploadResult
-	// uploading is set while an upload runs (merger goroutine only).
+	// ready is signalled when a window task has delivered its part of a
+	// checkpoint (after writing its key states); the merger then checks
+	// whether the checkpoint it waits for has all of them.
+	ready chan struct{}
+	// uploading is set while an upload runs; waiting is the checkpoint
+	// whose barrier the merger has passed and whose window tasks are
+	// still writing their state (merger goroutine only).
 	uploading bool
+	waiting   *waitingCheckpoint
 }
 
 type inflight struct {
 	parts   map[string][]byte
 	started time.Time
-	// task is the longest time a window task spent writing its state.
+	// ops counts the window tasks' parts delivered; task is the longest
+	// time a window task's processing stood still for the checkpoint.
+	ops  int
 	task time.Duration
+}
+
+// waitingCheckpoint is a checkpoint the merger has saved its part of and
+// whose backup waits for the window tasks' parts.
+type waitingCheckpoint struct {
+	epoch uint64
+	final bool
 }
 
 type uploadResult struct {
@@ -181,7 +202,7 @@ func (r *runner) openCheckpoints(ctx context.Context) error {
 		cfg.Retain = defaultRetain
 	}
 	log := r.opt.Logger.With(slog.String("pipeline", r.opt.Name))
-	cr := &checkpointRun{cfg: cfg, log: log, done: make(chan uploadResult, 1)}
+	cr := &checkpointRun{cfg: cfg, log: log, done: make(chan uploadResult, 1), ready: make(chan struct{}, 1)}
 	opts := []statestore.CheckpointOption{statestore.WithRetain(cfg.Retain), statestore.WithLogger(log)}
 	if cfg.Prefix != "" {
 		opts = append(opts, statestore.WithPrefix(cfg.Prefix))
@@ -371,14 +392,30 @@ func (cr *checkpointRun) addPart(epoch uint64, name string, b []byte) {
 	cr.inflight[epoch].parts[name] = b
 }
 
-// taskTime records how long a window task took to write its state for
-// checkpoint epoch.
-func (cr *checkpointRun) taskTime(epoch uint64, d time.Duration) {
+// taskDone records the part of a window task for checkpoint epoch, once
+// its key states are in the store, with the longest time the checkpoint
+// held the task's processing up, and signals the merger.
+func (cr *checkpointRun) taskDone(epoch uint64, name string, meta []byte, stall time.Duration) {
+	cr.mu.Lock()
+	if fl := cr.inflight[epoch]; fl != nil {
+		fl.parts[name] = meta
+		fl.ops++
+		fl.task = max(fl.task, stall)
+	}
+	cr.mu.Unlock()
+	select {
+	case cr.ready <- struct{}{}:
+	default: // a signal is already pending
+	}
+}
+
+// partsIn reports whether every window task (ops of them) has delivered
+// its part of checkpoint epoch.
+func (cr *checkpointRun) partsIn(epoch uint64, ops int) bool {
 	cr.mu.Lock()
 	defer cr.mu.Unlock()
-	if fl := cr.inflight[epoch]; fl != nil && d > fl.task {
-		fl.task = d
-	}
+	fl := cr.inflight[epoch]
+	return fl != nil && fl.ops >= ops
 }
 
 // mayWrite returns the MayWrite function of a window task: false between
@@ -519,11 +556,33 @@ func (m *merger) restore(data []byte) error {
 }
 
 // completeCheckpoint runs on the merger's goroutine once the barrier of
-// epoch has arrived from every task: it saves the merger's state, ends
-// the sink's epoch, takes the store backup and starts the upload. The
-// upload's result arrives on cr.done.
+// epoch has arrived from every task: it saves the merger's state and ends
+// the sink's epoch. The store backup and the upload follow once every
+// window task has delivered its part, that is, has written its key states
+// for the epoch (checkpointReady). The upload's result arrives on cr.done.
+// A final checkpoint is completed here, after the one in progress.
 func (r *runner) completeCheckpoint(ctx context.Context, epoch uint64, m *merger, final bool) error {
 	cr := r.ck
+	if w := cr.waiting; final && w != nil {
+		// Every task has delivered its part of the checkpoint in progress
+		// before it passed the final barrier.
+		if err := r.awaitParts(ctx, w.epoch); err != nil {
+			return err
+		}
+		if err := r.checkpointReady(ctx); err != nil {
+			return err
+		}
+	}
+	if final && cr.uploading {
+		select {
+		case res := <-cr.done:
+			if err := r.finishCheckpoint(ctx, res); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	mb, err := m.checkpoint()
 	if err != nil {
 		return fmt.Errorf("volga: checkpoint %d: merger: %w", epoch, err)
@@ -536,16 +595,51 @@ func (r *runner) completeCheckpoint(ctx context.Context, epoch uint64, m *merger
 		}
 		cr.addPart(epoch, partSink, sb)
 	}
-	stallStart := time.Now()
-	p, err := cr.ckp.Prepare(cr.db, epoch)
-	stall := time.Since(stallStart)
-	cr.prepared.Store(epoch)
+	cr.waiting = &waitingCheckpoint{epoch: epoch, final: final}
+	if final {
+		if err := r.awaitParts(ctx, epoch); err != nil {
+			return err
+		}
+	}
+	return r.checkpointReady(ctx)
+}
+
+// opTasks is the number of window tasks, each of which delivers a part of
+// every checkpoint.
+func (r *runner) opTasks() int { return r.n * len(r.c.stages) }
+
+// awaitParts waits, on the merger's goroutine, until every window task
+// has delivered its part of checkpoint epoch.
+func (r *runner) awaitParts(ctx context.Context, epoch uint64) error {
+	for !r.ck.partsIn(epoch, r.opTasks()) {
+		select {
+		case <-r.ck.ready:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// checkpointReady runs on the merger's goroutine: when every window task
+// has delivered its part of the checkpoint the merger waits for, it takes
+// the store's backup and uploads it with the parts, on another goroutine
+// (a final checkpoint on this one): the output goes on meanwhile. Until the
+// backup is taken the window tasks make no other writes to the store
+// (mayWrite).
+func (r *runner) checkpointReady(ctx context.Context) error {
+	cr := r.ck
+	w := cr.waiting
+	if w == nil || !cr.partsIn(w.epoch, r.opTasks()) {
+		return nil
+	}
+	cr.waiting = nil
+	epoch, final := w.epoch, w.final
 	cr.mu.Lock()
 	fl := cr.inflight[epoch]
 	delete(cr.inflight, epoch)
 	cr.mu.Unlock()
-	parts, started := fl.parts, fl.started
-	stall += fl.task
+	parts, started, stall := fl.parts, fl.started, fl.task
 	var pos []byte
 	if rs := parts[partReader]; rs != nil {
 		var st readerState
@@ -553,25 +647,23 @@ func (r *runner) completeCheckpoint(ctx context.Context, epoch uint64, m *merger
 			pos = st.Position
 		}
 	}
-	if err != nil {
-		cr.busy.Store(false)
-		if final {
-			return fmt.Errorf("volga: final checkpoint %d: %w", epoch, err)
+	run := func() uploadResult {
+		res := uploadResult{epoch: epoch, pos: pos, stall: stall, started: started, final: final}
+		p, err := cr.ckp.Prepare(cr.db, epoch)
+		cr.prepared.Store(epoch)
+		if err != nil {
+			res.err = err
+			return res
 		}
-		r.stats.checkpointFailures.Add(1)
-		cr.log.LogAttrs(ctx, slog.LevelError, "volga: checkpoint failed", slog.Uint64("epoch", epoch), slog.Any("error", err))
-		return nil
-	}
-	upload := func() uploadResult {
 		defer p.Abort()
-		man, err := p.Commit(ctx, parts)
-		return uploadResult{epoch: epoch, manifest: man, err: err, pos: pos, stall: stall, started: started, final: final}
+		res.manifest, res.err = p.Commit(ctx, parts)
+		return res
 	}
 	if final {
-		return r.finishCheckpoint(ctx, upload())
+		return r.finishCheckpoint(ctx, run())
 	}
 	cr.uploading = true
-	go func() { cr.done <- upload() }()
+	go func() { cr.done <- run() }()
 	return nil
 }
 
@@ -685,4 +777,179 @@ func replay(h []msg, dispatch func(msg) error) error {
 		}
 	}
 	return nil
+}
+
+// checkpointSlice is about how long a window task writes checkpoint state
+// at a time, between two input messages (a variable for tests).
+var checkpointSlice = 2 * time.Millisecond
+
+// taskDoneHook, when set (by tests, before any run), is called by a
+// window task right before it delivers its part of checkpoint epoch.
+var taskDoneHook func(epoch uint64)
+
+// asyncCheckpointer is an operator whose checkpoint is taken at the
+// barrier and written afterwards, a slice at a time, while it goes on
+// processing (window.Operator).
+type asyncCheckpointer interface {
+	BeginCheckpoint() ([]byte, error)
+	WriteCheckpoint(d time.Duration) (flush func() error, err error)
+}
+
+// taskCheckpoint is a window task's side of checkpoints; only the task's
+// goroutine uses it.
+//
+// At an aligned barrier (begin) the operator records which keys changed
+// and returns its meta, and the task passes the barrier on at once. The
+// key states as of the barrier are then written to the store between
+// input messages (next), one slice after each message and more while no
+// message waits; a key about to change is written first by the operator
+// itself (copy on write). When all are written, the write batch is
+// flushed on another goroutine (it touches no operator state) and, once it
+// has succeeded, the task delivers its part: only then may the merger take
+// the store's backup. The task writes a checkpoint's state only once the
+// previous checkpoint's backup is taken (mayWrite), so no backup ever
+// holds a later state.
+type taskCheckpoint struct {
+	r      *runner
+	s, id  int
+	op     operator
+	frozen *uint64 // epoch of the last barrier passed (checkpointRun.mayWrite)
+
+	// The checkpoint being written: its epoch and meta, the longest time
+	// it held the task up, whether key states remain to write, and the
+	// result of the flush while it runs.
+	epoch   uint64
+	meta    []byte
+	stall   time.Duration
+	writing bool
+	flushed chan error
+}
+
+func (tc *taskCheckpoint) fail(err error) error {
+	return &operatorError{op: "window", stage: tc.s, task: tc.id, err: fmt.Errorf("volga: checkpoint %d: %w", tc.epoch, err)}
+}
+
+// begin starts checkpoint epoch at the task's aligned barrier.
+func (tc *taskCheckpoint) begin(ctx context.Context, epoch uint64) error {
+	// The final checkpoint may come while the previous one is written.
+	if err := tc.finish(ctx); err != nil {
+		return err
+	}
+	cr := tc.r.ck
+	for cr.prepared.Load() < *tc.frozen {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	start := time.Now()
+	tc.epoch = epoch
+	*tc.frozen = epoch
+	aop, ok := tc.op.(asyncCheckpointer)
+	var err error
+	if ok {
+		tc.meta, err = aop.BeginCheckpoint()
+	} else {
+		tc.meta, err = tc.op.Checkpoint()
+	}
+	tc.stall = time.Since(start)
+	if err != nil {
+		return tc.fail(err)
+	}
+	if !ok {
+		cr.taskDone(epoch, partOperator(tc.s, tc.id), tc.meta, tc.stall)
+		return nil
+	}
+	tc.writing = true
+	return nil
+}
+
+// write writes one slice of key states (everything when d <= 0) and
+// starts the flush after the last.
+func (tc *taskCheckpoint) write(d time.Duration) error {
+	start := time.Now()
+	flush, err := tc.op.(asyncCheckpointer).WriteCheckpoint(d)
+	if d > 0 {
+		tc.stall = max(tc.stall, time.Since(start))
+	}
+	if err != nil {
+		tc.writing = false
+		return tc.fail(err)
+	}
+	if flush != nil {
+		tc.writing = false
+		done := make(chan error, 1)
+		tc.flushed = done
+		go func() { done <- flush() }()
+	}
+	return nil
+}
+
+// done delivers the task's part once the flush has succeeded.
+func (tc *taskCheckpoint) done(err error) error {
+	tc.flushed = nil
+	if err != nil {
+		return tc.fail(err)
+	}
+	if taskDoneHook != nil {
+		taskDoneHook(tc.epoch)
+	}
+	tc.r.ck.taskDone(tc.epoch, partOperator(tc.s, tc.id), tc.meta, tc.stall)
+	return nil
+}
+
+// next returns the task's next input message (ok false once in is
+// closed). While a checkpoint is written it writes a slice first, and more
+// while no message is waiting.
+func (tc *taskCheckpoint) next(ctx context.Context, in chan msg) (msg, bool, error) {
+	if tc.writing {
+		if err := tc.write(checkpointSlice); err != nil {
+			return msg{}, false, err
+		}
+	}
+	for {
+		switch {
+		case tc.writing:
+			select {
+			case m, ok := <-in:
+				return m, ok, nil
+			default:
+			}
+			if err := tc.write(checkpointSlice); err != nil {
+				return msg{}, false, err
+			}
+		case tc.flushed != nil:
+			select {
+			case m, ok := <-in:
+				return m, ok, nil
+			case err := <-tc.flushed:
+				if err := tc.done(err); err != nil {
+					return msg{}, false, err
+				}
+			}
+		default:
+			m, ok := <-in
+			return m, ok, nil
+		}
+	}
+}
+
+// finish writes what remains of the checkpoint in progress, if any, and
+// waits for its flush.
+func (tc *taskCheckpoint) finish(ctx context.Context) error {
+	for tc.writing {
+		if err := tc.write(checkpointSlice); err != nil {
+			return err
+		}
+	}
+	if tc.flushed == nil {
+		return nil
+	}
+	select {
+	case err := <-tc.flushed:
+		return tc.done(err)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

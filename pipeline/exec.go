@@ -886,19 +886,16 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 	var hasher keyHasher
 	al := newAligner(senders)
 	defer al.discard()
+	tc := &taskCheckpoint{r: r, s: s, id: id, op: op, frozen: &frozen}
 	var dispatch func(m msg) error
 	barrier := func(m msg) error {
 		if !al.arrive(m.from) {
 			return nil
 		}
-		snapStart := time.Now()
-		meta, err := op.Checkpoint()
+		err := tc.begin(ctx, m.barrier)
 		if err != nil {
-			return &operatorError{op: "window", stage: s, task: id, err: fmt.Errorf("volga: checkpoint %d: %w", m.barrier, err)}
+			return err
 		}
-		r.ck.addPart(m.barrier, partOperator(s, id), meta)
-		r.ck.taskTime(m.barrier, time.Since(snapStart))
-		frozen = m.barrier
 		fwd := msg{wm: watermark.None, barrier: m.barrier, final: m.final, from: id}
 		if next == nil {
 			err = send(ctx, final, fwd)
@@ -1004,10 +1001,22 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 		}
 		return handle(m)
 	}
-	for m := range in {
+	for {
+		// Between messages the task writes the state of a checkpoint it
+		// has begun (taskCheckpoint).
+		m, ok, err := tc.next(ctx, in)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
 		if err := dispatch(m); err != nil {
 			return err
 		}
+	}
+	if err := tc.finish(ctx); err != nil {
+		return err
 	}
 	return ctx.Err()
 }
@@ -1093,8 +1102,9 @@ func (r *runner) merge(ctx context.Context, in chan msg, late chan arrow.RecordB
 	al := newAligner(n)
 	defer al.discard()
 	var done chan uploadResult
+	var ready chan struct{}
 	if r.checkpointing() {
-		done = r.ck.done
+		done, ready = r.ck.done, r.ck.ready
 	}
 	var dispatch func(mm msg) error
 	handle := func(mm msg) error {
@@ -1148,6 +1158,10 @@ func (r *runner) merge(ctx context.Context, in chan msg, late chan arrow.RecordB
 			return ctx.Err()
 		case res := <-done:
 			if err := r.finishCheckpoint(ctx, res); err != nil {
+				return err
+			}
+		case <-ready:
+			if err := r.checkpointReady(ctx); err != nil {
 				return err
 			}
 		case rec, ok := <-lateCh:

@@ -76,9 +76,10 @@ import (
 //     events over the time from the source's first batch (after the
 //     restore) to Run's return, final checkpoint included.
 //     ckpt_max_output_gap_ms is the longest time between two output
-//     batches of this run: CheckpointInfo.Stall counts only the output
-//     stage's wait for the store backup, not the window tasks' own pause
-//     at the barrier, when they write their changed keys to Badger.
+//     batches of this run, whatever held them up (CheckpointInfo.Stall is
+//     the longest time a window task stood still for a checkpoint: its
+//     step at the barrier or one slice of encoding changed keys; the
+//     store backup and the upload run in the background).
 //
 // max_stall_ms is the longest CheckpointInfo.Stall of every checkpoint of
 // the three runs (full ones included); max_incr_stall_ms that of the

@@ -1,0 +1,12 @@
+package pipeline
+
+import "time"
+
+// SetCheckpointTestHooks sets how long a window task writes checkpoint
+// state at a time and a function called when a task has written its
+// state for a checkpoint, until the returned function undoes it.
+func SetCheckpointTestHooks(slice time.Duration, delivered func(epoch uint64)) (undo func()) {
+	oldSlice, oldHook := checkpointSlice, taskDoneHook
+	checkpointSlice, taskDoneHook = slice, delivered
+	return func() { checkpointSlice, taskDoneHook = oldSlice, oldHook }
+}
