@@ -47,6 +47,16 @@ func (r *Rows) TsAt(a int64) int64 {
 	return s.Ts[a-s.Base]
 }
 
+// Compacter is implemented by the States that can drop what only a
+// retraction would need: after Compact the state still answers, adds and
+// merges exactly, as long as nothing is retracted from it. Lookup tiles,
+// which are only ever merged, are compacted once complete: top(x, k)
+// keeps the values that can still be among the k largest instead of every
+// distinct value, so merging a tile costs O(k).
+type Compacter interface {
+	Compact()
+}
+
 // Tiler is implemented by the Windows that can keep their sliding state in
 // event-time tiles instead of row by row: SetTile(ms) makes the window
 // aggregate the rows of each epoch-aligned tile of that length into one

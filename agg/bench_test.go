@@ -97,7 +97,8 @@ func itoa(v int64) string {
 }
 
 // BenchmarkTileMerge merges tile states the way a tiled lookup or a tiled
-// two-stack window does: 64 tiles of 256 rows each are built once, then
+// two-stack window does: 64 tiles of 256 rows each are built (and
+// compacted, agg.Compacter, as lookup tiles are) once, then
 // every op merges all of them into one state; ns/op and allocs/op are per
 // tile merged.
 func BenchmarkTileMerge(b *testing.B) {
@@ -126,6 +127,9 @@ func BenchmarkTileMerge(b *testing.B) {
 				ts[i] = f.NewState()
 				for a := r.Base + int64(i*rows); a < r.Base+int64((i+1)*rows); a++ {
 					ts[i].Add(r, a)
+				}
+				if c, ok := ts[i].(Compacter); ok {
+					c.Compact() // as lookup tiles are, once complete
 				}
 			}
 			dst := f.NewState()

@@ -150,3 +150,44 @@ func TestEveryNameDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestTopCompact: a compacted top(x, k) state (agg.Compacter) answers,
+// adds and merges exactly like one keeping every value, over random rows,
+// k and compaction points.
+func TestTopCompact(t *testing.T) {
+	for seed := range seeds(60) {
+		rng := rand.New(rand.NewPCG(seed, 21))
+		r := randRows(rng, 50+rng.IntN(400))
+		for _, col := range []int{colInt, colFloat, colStr} {
+			f, err := Bind("top", []Arg{colArg(col), constArg(int64(1 + rng.IntN(6)))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			full, comp := f.NewState(), f.NewState()
+			other, otherComp := f.NewState(), f.NewState()
+			for a := r.Base; a < r.End(); a++ {
+				switch rng.IntN(3) {
+				case 0:
+					other.Add(r, a)
+					otherComp.Add(r, a)
+				default:
+					full.Add(r, a)
+					comp.Add(r, a)
+				}
+				if rng.IntN(40) == 0 {
+					comp.(Compacter).Compact()
+					otherComp.(Compacter).Compact()
+				}
+				if rng.IntN(60) == 0 {
+					full.Merge(other)
+					comp.Merge(otherComp)
+					other.Reset()
+					otherComp.Reset()
+				}
+				if g, w := result(f, comp), result(f, full); !approxEqual(g, w, 0) {
+					t.Fatalf("seed %d col %d row %d: compacted %v, full %v", seed, col, a, g, w)
+				}
+			}
+		}
+	}
+}

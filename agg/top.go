@@ -112,6 +112,27 @@ func (s *topState[K]) AppendResult(b array.Builder) {
 	})
 }
 
+// Compact implements Compacter: only the largest values whose counts
+// reach k stay; smaller ones can never be among the k largest again
+// unless values are retracted.
+func (s *topState[K]) Compact() {
+	if s.sl == nil || s.bag.total <= int64(s.k) {
+		return
+	}
+	var drop []K
+	seen := int64(0)
+	s.sl.Each(func(k K) bool {
+		if seen >= int64(s.k) {
+			drop = append(drop, k)
+		}
+		seen += s.bag.counts[k]
+		return true
+	})
+	for _, k := range drop {
+		s.update(k, -s.bag.counts[k])
+	}
+}
+
 func (s *topState[K]) Reset() {
 	s.bag.reset()
 	if s.sl != nil {

@@ -86,6 +86,9 @@ func (ts *tileSet) extend(r *agg.Rows, low, end int64, aggs []agg.Func) {
 		start := floorDiv(t, ts.size) * ts.size
 		n := len(ts.tiles)
 		if n == 0 || ts.tiles[n-1].start != start {
+			if n > 0 {
+				compact(ts.tiles[n-1].states)
+			}
 			st := make([]agg.State, len(aggs))
 			for i, f := range aggs {
 				st[i] = f.NewState()
@@ -100,6 +103,16 @@ func (ts *tileSet) extend(r *agg.Rows, low, end int64, aggs []agg.Func) {
 		tl.to = a + 1
 	}
 	ts.built = max(ts.built, end)
+}
+
+// compact drops from a complete tile's states what only a retraction
+// would need (agg.Compacter): tiles are only merged.
+func compact(states []agg.State) {
+	for _, st := range states {
+		if c, ok := st.(agg.Compacter); ok {
+			c.Compact()
+		}
+	}
 }
 
 // span returns the tiles lying wholly inside rows [lo, hi): indices
