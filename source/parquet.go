@@ -94,12 +94,13 @@ type pqRun struct {
 const (
 	// pqDecodeRows is the least number of rows a decoder decodes at once
 	// (Read cuts them into batches of the batch size without copying):
-	// arrow-go decodes a dictionary-encoded column's dictionary in steps
-	// as a batch needs it, growing (copying) it at every step, which at
-	// 4096 rows a batch cost more than decoding the values themselves.
+	// fewer, larger decoding calls (44 k instead of 74 k allocations for
+	// 2 M features-4 rows).
 	pqDecodeRows = 1 << 16
-	// pqAheadRows bounds the rows a decoder holds ahead for one row group.
-	pqAheadRows = 1 << 17
+	// pqAheadRows bounds the rows a decoder holds ahead for one row group
+	// besides the batch it is decoding: with two decoders, 1 << 17 held
+	// about 90 MB more at peak on features-4 (5 M events) than 1 << 16.
+	pqAheadRows = 1 << 16
 )
 
 // decodeRows is the number of rows decoded at once.
