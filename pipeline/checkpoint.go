@@ -33,8 +33,8 @@ import (
 // records which keys changed since the previous checkpoint and the rest
 // of its state (watermark, rows waiting for it), passes the barrier on
 // and goes on processing; it writes those keys' states as of the barrier
-// to the run's Badger store between input messages, a few milliseconds at
-// a time (a key about to change is written first: copy on write), and
+// to the run's Badger store between input messages, 2 to 20 ms at a time
+// (a key about to change is written first: copy on write), and
 // hands its part to the checkpoint once they are all in the store. The
 // output merger saves the rows it holds at the barrier and asks a
 // transactional sink (sink.Committer) to end the epoch. Once every window
@@ -780,7 +780,10 @@ func replay(h []msg, dispatch func(msg) error) error {
 }
 
 // checkpointSlice is about how long a window task writes checkpoint state
-// at a time, between two input messages (a variable for tests).
+// at a time, between two input messages, at least (a variable for tests):
+// a slice takes a third of the time since the previous one, up to ten
+// times checkpointSlice, so that a busy task still gives the writing about
+// a quarter of its time.
 var checkpointSlice = 2 * time.Millisecond
 
 // taskDoneHook, when set (by tests, before any run), is called by a
@@ -823,6 +826,8 @@ type taskCheckpoint struct {
 	stall   time.Duration
 	writing bool
 	flushed chan error
+	// sliced is when the last slice of writing ended.
+	sliced time.Time
 }
 
 func (tc *taskCheckpoint) fail(err error) error {
@@ -862,7 +867,13 @@ func (tc *taskCheckpoint) begin(ctx context.Context, epoch uint64) error {
 		return nil
 	}
 	tc.writing = true
+	tc.sliced = time.Now()
 	return nil
+}
+
+// slice is how long the next slice of writing may take.
+func (tc *taskCheckpoint) slice() time.Duration {
+	return min(max(time.Since(tc.sliced)/3, checkpointSlice), 10*checkpointSlice)
 }
 
 // write writes one slice of key states (everything when d <= 0) and
@@ -870,8 +881,9 @@ func (tc *taskCheckpoint) begin(ctx context.Context, epoch uint64) error {
 func (tc *taskCheckpoint) write(d time.Duration) error {
 	start := time.Now()
 	flush, err := tc.op.(asyncCheckpointer).WriteCheckpoint(d)
+	tc.sliced = time.Now()
 	if d > 0 {
-		tc.stall = max(tc.stall, time.Since(start))
+		tc.stall = max(tc.stall, tc.sliced.Sub(start))
 	}
 	if err != nil {
 		tc.writing = false
@@ -904,7 +916,7 @@ func (tc *taskCheckpoint) done(err error) error {
 // while no message is waiting.
 func (tc *taskCheckpoint) next(ctx context.Context, in chan msg) (msg, bool, error) {
 	if tc.writing {
-		if err := tc.write(checkpointSlice); err != nil {
+		if err := tc.write(tc.slice()); err != nil {
 			return msg{}, false, err
 		}
 	}
