@@ -32,8 +32,8 @@ import (
 // Before rows are paged out, the paged window's tiles (see tiles.go) are
 // extended over them, so a lookup of a paged key merges tiles and reads
 // only the pages holding rows at its frame's edges (under the shared
-// lock, without keeping them); a key restored or reloaded since its rows
-// were paged reads the pages its tiles do not cover yet.
+// lock, without keeping them). The tiles are part of a paged key's stored
+// state, so a restored or reloaded key keeps them.
 
 // pagePrefix is the store prefix of row pages.
 const pagePrefix = "p/"
@@ -572,4 +572,75 @@ func (o *Operator) decodePaging(d *reader, ks *keyState) {
 		ks.edge = e
 	}
 	ks.syncOlder()
+	o.decodePagedTiles(d, ks)
+}
+
+// appendPagedTiles appends the paged window's tiles of ks (so that a key
+// restored or read back keeps serving lookups from tiles): a byte 0 for
+// none, or 1, varint built, uvarint tile count and per tile varints start,
+// from, to and each aggregate's state (uvarint length, MarshalBinary).
+func (o *Operator) appendPagedTiles(out []byte, ks *keyState) ([]byte, error) {
+	var ts *tileSet
+	if ks.tiles != nil {
+		o.lockTiles(ks)
+		defer ks.tiles.mu.Unlock()
+		ts = ks.tiles.sets[o.paging.w]
+	}
+	if ts == nil {
+		return append(out, 0), nil
+	}
+	out = binary.AppendVarint(append(out, 1), ts.built)
+	out = binary.AppendUvarint(out, uint64(len(ts.tiles)))
+	for _, tl := range ts.tiles {
+		for _, v := range []int64{tl.start, tl.from, tl.to} {
+			out = binary.AppendVarint(out, v)
+		}
+		for _, st := range tl.states {
+			b, err := st.MarshalBinary()
+			if err != nil {
+				return nil, fmt.Errorf("window: encoding a tile: %w", err)
+			}
+			out = append(binary.AppendUvarint(out, uint64(len(b))), b...)
+		}
+	}
+	return out, nil
+}
+
+// decodePagedTiles reads what appendPagedTiles wrote into ks.
+func (o *Operator) decodePagedTiles(d *reader, ks *keyState) {
+	switch d.byte() {
+	case 0:
+		return
+	case 1:
+	default:
+		d.fail()
+		return
+	}
+	aggs := o.cfg.Windows[o.paging.w].Aggs
+	ts := &tileSet{size: o.paging.tile, built: d.varint()}
+	n := d.count(3)
+	prev := int64(math.MinInt64)
+	for i := 0; d.err == nil && i < n; i++ {
+		tl := tile{start: d.varint(), from: d.varint(), to: d.varint(), states: make([]agg.State, len(aggs))}
+		if tl.from >= tl.to || tl.from < prev || tl.to > ts.built || floorDiv(tl.start, ts.size)*ts.size != tl.start {
+			d.fail()
+		}
+		prev = tl.to
+		for a, fn := range aggs {
+			b := d.bytes()
+			st := fn.NewState()
+			if d.err == nil {
+				if err := st.UnmarshalBinary(b); err != nil {
+					d.err = fmt.Errorf("%w: tile state: %w", errCorruptState, err)
+				}
+			}
+			tl.states[a] = st
+		}
+		ts.tiles = append(ts.tiles, tl)
+	}
+	if d.err != nil {
+		return
+	}
+	ks.tiles = &keyTiles{sets: make([]*tileSet, len(o.cfg.Windows))}
+	ks.tiles.sets[o.paging.w] = ts
 }

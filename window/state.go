@@ -298,6 +298,10 @@ func (o *Operator) appendKeyState(out []byte, ks *keyState) ([]byte, error) {
 				out = binary.AppendVarint(out, v)
 			}
 		}
+		var err error
+		if out, err = o.appendPagedTiles(out, ks); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
