@@ -132,46 +132,54 @@ func (o *Operator) LookupWith(key []byte, t int64, cand *agg.Rows, bld []array.B
 			}
 			tiles = o.tilesFor(ks, w, spec)
 		}
-		for ai, fn := range spec.Aggs {
-			var st agg.State
-			if states != nil {
-				st = states[w][ai]
-				st.Reset()
-			} else {
-				st = fn.NewState()
-			}
-			if re, ok := fn.(agg.RangeEvaluator); ok {
-				// The Func's own grouping of the frame (ew_avg): the
-				// same bits as its Window.
-				r := &noRows
-				if ks != nil {
-					r = &ks.rows
-				}
-				var c *agg.Rows
-				if useCand {
-					c = cand
-				}
-				re.EvalRange(st, r, lo, hi, c)
-				st.AppendResult(bld[k])
-				k++
-				continue
-			}
-			switch {
-			case tiles != nil:
-				evalTiled(st, &ks.rows, tiles, ai, lo, hi)
-			case ks != nil:
-				for a := lo; a < hi; a++ {
-					st.Add(&ks.rows, a)
-				}
-			}
-			if useCand {
-				st.Add(cand, 0)
-			}
-			st.AppendResult(bld[k])
-			k++
+		r := &noRows
+		if ks != nil {
+			r = &ks.rows
 		}
+		c := cand
+		if !useCand {
+			c = nil
+		}
+		k = evalAggs(spec.Aggs, r, tiles, lo, hi, c, bld, k, states, w)
 	}
 	return o.wm, nil
+}
+
+// evalAggs appends to bld[k:] the value of each aggregate of a window over
+// rows [lo, hi) of r (read through r.At), merging tiles when given, plus
+// the candidate row cand when not nil; it returns the next k. states, when
+// not nil, are reused (window w's).
+func evalAggs(aggs []agg.Func, r *agg.Rows, tiles *tileSet, lo, hi int64, cand *agg.Rows, bld []array.Builder, k int, states [][]agg.State, w int) int {
+	for ai, fn := range aggs {
+		var st agg.State
+		if states != nil {
+			st = states[w][ai]
+			st.Reset()
+		} else {
+			st = fn.NewState()
+		}
+		switch re, ok := fn.(agg.RangeEvaluator); {
+		case ok:
+			// The Func's own grouping of the frame (ew_avg): the same
+			// bits as its Window; it adds the candidate itself.
+			re.EvalRange(st, r, lo, hi, cand)
+			st.AppendResult(bld[k])
+			k++
+			continue
+		case tiles != nil:
+			evalTiled(st, r, tiles, ai, lo, hi)
+		default:
+			for a := lo; a < hi; a++ {
+				st.Add(r.At(a), a)
+			}
+		}
+		if cand != nil {
+			st.Add(cand, 0)
+		}
+		st.AppendResult(bld[k])
+		k++
+	}
+	return k
 }
 
 // noRows are the rows of a key without any.

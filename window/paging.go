@@ -493,37 +493,11 @@ func (o *Operator) lookupPaged(id int32, ks *keyState, t int64, cand *agg.Rows, 
 			}
 			return err
 		}
-		for ai, fn := range spec.Aggs {
-			var st agg.State
-			if states != nil {
-				st = states[w][ai]
-				st.Reset()
-			} else {
-				st = fn.NewState()
-			}
-			if re, ok := fn.(agg.RangeEvaluator); ok {
-				var c *agg.Rows
-				if useCand {
-					c = cand
-				}
-				re.EvalRange(st, &v.r, lo, hi, c)
-				st.AppendResult(bld[k])
-				k++
-				continue
-			}
-			if tiles != nil {
-				evalTiled(st, &v.r, tiles, ai, lo, hi)
-			} else {
-				for a := lo; a < hi; a++ {
-					st.Add(v.r.At(a), a)
-				}
-			}
-			if useCand {
-				st.Add(cand, 0)
-			}
-			st.AppendResult(bld[k])
-			k++
+		c := cand
+		if !useCand {
+			c = nil
 		}
+		k = evalAggs(spec.Aggs, &v.r, tiles, lo, hi, c, bld, k, states, w)
 		if tiles != nil {
 			ks.tiles.mu.Unlock()
 		}
