@@ -1,7 +1,6 @@
 package window_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -167,32 +166,7 @@ func (c *ckptRun) run(tab *testutil.Table, steps []step) []string {
 			}
 			c.restores++
 		}
-		if s.hi > s.lo {
-			vals := make([][]any, 0, s.hi-s.lo)
-			for i := s.lo; i < s.hi; i++ {
-				vals = append(vals, append(slices.Clone(tab.Rows[i]), int64(i)))
-			}
-			rec := testutil.BuildRecord(nil, mlSchema, vals)
-			outs, late, err := op.Push(rec)
-			rec.Release()
-			if err != nil {
-				t.Fatalf("Push: %v", err)
-			}
-			out = append(out, render("applied ", testutil.Rows(outs...))...)
-			releaseAll(outs)
-			if late != nil {
-				out = append(out, render("late ", testutil.Rows(late))...)
-				late.Release()
-			}
-		}
-		if s.wm != watermark.None {
-			outs, err := op.Advance(context.Background(), s.wm)
-			if err != nil {
-				t.Fatalf("Advance: %v", err)
-			}
-			out = append(out, render(fmt.Sprintf("wm %d ", s.wm), testutil.Rows(outs...))...)
-			releaseAll(outs)
-		}
+		out = append(out, stepOut(t, op, tab, s)...)
 	}
 	c.stats = op.Stats()
 	return out
