@@ -302,35 +302,9 @@ func gatherData(mem memory.Allocator, dt arrow.DataType, ds []arrow.ArrayData, s
 		out := buf.Bytes()
 		switch w {
 		case 8:
-			vals := make([][]int64, len(ds))
-			for i, d := range ds {
-				if d.Len() > 0 {
-					vals[i] = castI64(d.Buffers()[1].Bytes())[d.Offset():]
-				}
-			}
-			o := castI64(out)
-			pos := 0
-			for _, s := range segs {
-				v := vals[s.Src]
-				if s.End-s.Start == 1 {
-					o[pos] = v[s.Start]
-					pos++
-					continue
-				}
-				pos += copy(o[pos:], v[s.Start:s.End])
-			}
+			gatherWords(ds, segs, out, castI64)
 		case 4:
-			vals := make([][]int32, len(ds))
-			for i, d := range ds {
-				if d.Len() > 0 {
-					vals[i] = castI32(d.Buffers()[1].Bytes())[d.Offset():]
-				}
-			}
-			o := castI32(out)
-			pos := 0
-			for _, s := range segs {
-				pos += copy(o[pos:], vals[s.Src][s.Start:s.End])
-			}
+			gatherWords(ds, segs, out, castI32)
 		default:
 			vals := make([][]byte, len(ds))
 			for i, d := range ds {
@@ -346,6 +320,28 @@ func gatherData(mem memory.Allocator, dt arrow.DataType, ds []arrow.ArrayData, s
 		return array.NewData(dt, n, []*memory.Buffer{valid, buf}, nil, nulls, 0)
 	}
 	panic(fmt.Sprintf("arrowutil: gather of %s", dt))
+}
+
+// gatherWords gathers the values buffers of fixed-width arrays of 4- or
+// 8-byte values into out, run by run (single rows without a copy call).
+func gatherWords[T int32 | int64](ds []arrow.ArrayData, segs []Seg, out []byte, cast func([]byte) []T) {
+	vals := make([][]T, len(ds))
+	for i, d := range ds {
+		if d.Len() > 0 {
+			vals[i] = cast(d.Buffers()[1].Bytes())[d.Offset():]
+		}
+	}
+	o := cast(out)
+	pos := 0
+	for _, s := range segs {
+		v := vals[s.Src]
+		if s.End-s.Start == 1 {
+			o[pos] = v[s.Start]
+			pos++
+			continue
+		}
+		pos += copy(o[pos:], v[s.Start:s.End])
+	}
 }
 
 // gatherVar gathers variable-length binary and string arrays with offsets
