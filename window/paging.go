@@ -221,13 +221,11 @@ func (o *Operator) pageOut(wb statestore.WriteBatch, id int32, ks *keyState, kee
 	if r.Len() == 0 {
 		return nil
 	}
-	lo := ks.pagedLo
+	// With pages, the edge rows are all below them; without, they end
+	// with the tile holding the paged window's lower bound.
 	edgeEnd := r.Base
-	if lo < r.End() {
-		edgeEnd = max(r.Base, firstAtOrAfter(r, tileEnd(r.TsAt(max(lo, lowestHeld(r))), p.tile)))
-	}
-	if len(ks.pages) > 0 {
-		edgeEnd = r.Base
+	if lo := ks.pagedLo; len(ks.pages) == 0 && lo < r.End() {
+		edgeEnd = max(r.Base, firstAtOrAfter(r, tileEnd(r.TsAt(max(lo, ks.lowest())), p.tile)))
 	}
 	end := min(keepOthers, r.End())
 	if end-edgeEnd < int64(p.rows) {
@@ -274,14 +272,6 @@ func (o *Operator) pageOut(wb statestore.WriteBatch, id int32, ks *keyState, kee
 	r.Base = end
 	ks.syncOlder()
 	return nil
-}
-
-// lowestHeld is the first row r holds, segments included.
-func lowestHeld(r *agg.Rows) int64 {
-	if len(r.Older) > 0 {
-		return r.Older[0].Base
-	}
-	return r.Base
 }
 
 // trimEdge drops the key's edge rows below a (trim then drops the rest).
