@@ -75,15 +75,7 @@ func TestCheckpointWrittenWhileRunning(t *testing.T) {
 			t.Run(fmt.Sprintf("seed=%d/%s", seed, v.name), func(t *testing.T) {
 				t.Parallel()
 				rng := testutil.Rand(seed)
-				events := testutil.MLEvents(rng, testutil.DefaultEvents(testutil.Scale(400)))
-				frames := testutil.Frames
-				var tab *testutil.Table
-				if v.lateness > 0 {
-					frames = boundedFrames()
-					tab = lateArrival(rng, events, bound)
-				} else {
-					tab = arrival(rng, events, v.keys, bound)
-				}
+				frames, tab := ckptInput(rng, v.keys, v.lateness, bound)
 				cfg := ckptConfig(t, v.keys, frames, ckptAggs, v.lateness, false)
 				steps := ckptSteps(rng, tab, bound, 0.1)
 				// want[i] is what the uninterrupted run emits at step i.

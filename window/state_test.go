@@ -90,6 +90,17 @@ func ckptSteps(rng *rand.Rand, tab *testutil.Table, bound int64, ckptRate float6
 	return append(out, step{wm: watermark.End, ckpt: rng.Float64() < 0.5})
 }
 
+// ckptInput makes the events of a checkpoint test and their arrival:
+// shuffled within the bound, or with late rows (bounded frames only, as
+// lateness needs) when lateness is set.
+func ckptInput(rng *rand.Rand, keys []string, lateness, bound int64) ([]testutil.Frame, *testutil.Table) {
+	events := testutil.MLEvents(rng, testutil.DefaultEvents(testutil.Scale(400)))
+	if lateness > 0 {
+		return boundedFrames(), lateArrival(rng, events, bound)
+	}
+	return testutil.Frames, arrival(rng, events, keys, bound)
+}
+
 // render turns output rows into text: floats print in the shortest form
 // that reads back to the same bits, so equal text is equal values.
 func render(tag string, rows [][]any) []string {
@@ -217,15 +228,7 @@ func TestCheckpointRestoreExact(t *testing.T) {
 			t.Run(fmt.Sprintf("seed=%d/%s", seed, v.name), func(t *testing.T) {
 				t.Parallel()
 				rng := testutil.Rand(seed)
-				events := testutil.MLEvents(rng, testutil.DefaultEvents(testutil.Scale(400)))
-				frames := testutil.Frames
-				var tab *testutil.Table
-				if v.lateness > 0 {
-					frames = boundedFrames()
-					tab = lateArrival(rng, events, bound)
-				} else {
-					tab = arrival(rng, events, v.keys, bound)
-				}
+				frames, tab := ckptInput(rng, v.keys, v.lateness, bound)
 				cfg := ckptConfig(t, v.keys, frames, ckptAggs, v.lateness, v.batch)
 				steps := ckptSteps(rng, tab, bound, 0.15)
 				a := &ckptRun{t: t, cfg: cfg}
