@@ -37,6 +37,9 @@ type Parquet struct {
 	idx    int     // file of the next row Read returns
 	row    int64   // rows of file idx already returned
 	closed bool
+	// bounds caches the row-group statistics LowerBound reads
+	// (parquet_bound.go).
+	bounds *pqBounds
 	err    error // a decoding error, returned by every later Read until Seek
 
 	run *pqRun // decoding ahead; nil before the first Read and after Seek
