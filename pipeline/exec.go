@@ -468,6 +468,7 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 		}
 	}
 	counted, _ := r.src.(interface{ DeadLetters() int64 })
+	bt := r.batchTimes()
 	// Stop ends reading: a Read blocked waiting for data is cancelled.
 	readCtx := ctx
 	var stopped atomic.Bool
@@ -526,12 +527,27 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 		if streaming && r.c.timeIdx >= 0 {
 			gens[p].ObserveMax(prep.Column(r.c.Source.NumFields()).(*array.Int64).Int64Values())
 		}
+		if bt != nil {
+			if err := bt.observe(prep.Column(r.c.Source.NumFields()).(*array.Int64).Int64Values()); err != nil {
+				prep.Release()
+				return &operatorError{op: "source", err: err}
+			}
+		}
 		if tasks == nil {
 			if err := send(ctx, direct, msg{rec: prep, wm: watermark.None}); err != nil {
 				return err
 			}
 		} else if err := r.partition(ctx, prep, tasks); err != nil {
 			return err
+		}
+		if bt != nil {
+			if wm := bt.watermark(); wm > lastWM {
+				lastWM = wm
+				r.stats.watermark.Store(wm)
+				if err := broadcast(wm); err != nil {
+					return err
+				}
+			}
 		}
 		if streaming && r.c.timeIdx >= 0 {
 			if wm := comb.Update(p, gens[p].Current()); wm > lastWM {
@@ -725,6 +741,8 @@ func (r *runner) partition(ctx context.Context, rec arrow.RecordBatch, tasks []c
 	if len(tasks) == 1 {
 		return send(ctx, tasks[0], msg{rec: rec, wm: watermark.None})
 	}
+	// Every task reads rec: settle what Arrow would compute lazily.
+	arrowutil.CountNulls(rec)
 	for range len(tasks) - 1 {
 		rec.Retain()
 	}
@@ -1316,8 +1334,14 @@ func (m *merger) advance(from int, wm int64, emit func(arrow.RecordBatch) error)
 		return nil
 	}
 	m.cur = w
-	if m.batch && w == watermark.End {
-		return m.mergeAll(emit)
+	if m.batch {
+		// Batch output is in sequence order: a watermark before the end
+		// (time-ordered input, see batchTimes) only says that rows were
+		// released, which drain merges as they arrive.
+		if w == watermark.End {
+			return m.mergeAll(emit)
+		}
+		return nil
 	}
 	outs, err := m.collect(w)
 	if err != nil {

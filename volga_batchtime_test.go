@@ -1,0 +1,175 @@
+package volga_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/volga-go/volga"
+	"github.com/volga-go/volga/internal/testutil"
+	"github.com/volga-go/volga/sink"
+	"github.com/volga-go/volga/source"
+)
+
+// batchTimeQuery covers every kind of frame (RANGE, ROWS, EXCLUDE CURRENT
+// ROW, frames ending before the current row, UNBOUNDED), two partitionings
+// (two stages) and a WHERE clause.
+func batchTimeQuery() string {
+	return testutil.ModesSQL("events", slices.Concat(testutil.ModesLookupWindows, testutil.ModesUnboundedWindows))
+}
+
+// writeEvents writes tab to a Parquet file in row groups of group rows.
+func writeEvents(t *testing.T, tab *testutil.Table, group int64) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "events.parquet")
+	out, err := sink.NewParquet(path, nil, sink.WithRowGroupSize(group))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := tab.Record(memory.DefaultAllocator, 0, len(tab.Rows))
+	defer rec.Release()
+	if err := out.Write(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func runBatch(t *testing.T, src source.Source, out sink.Sink, parallelism int) error {
+	t.Helper()
+	p, err := volga.SQL(batchTimeQuery(), volga.WithSource("events", src), volga.WithSink(out), volga.WithParallelism(parallelism))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Run(context.Background())
+}
+
+// gatedSource holds back its last batches until the sink has received a
+// row, so a run that emits nothing before the end of its input fails.
+type gatedSource struct {
+	*source.Parquet
+	reads, gateAt int
+	first         <-chan struct{}
+}
+
+func (g *gatedSource) Read(ctx context.Context) (arrow.RecordBatch, error) {
+	if g.reads++; g.reads >= g.gateAt {
+		select {
+		case <-g.first:
+		case <-time.After(20 * time.Second):
+			return nil, errors.New("no output row before the end of the input")
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return g.Parquet.Read(ctx)
+}
+
+// firstWrite is a Collector that signals its first row.
+type firstWrite struct {
+	*sink.Collector
+	once  sync.Once
+	first chan struct{}
+}
+
+func (f *firstWrite) Write(ctx context.Context, rec arrow.RecordBatch) error {
+	if rec.NumRows() > 0 {
+		f.once.Do(func() { close(f.first) })
+	}
+	return f.Collector.Write(ctx, rec)
+}
+
+// TestBatchFinishesTimeOrderedRowsEarly: a batch run over a time-ordered
+// Parquet file emits rows before it has read the whole file (the row
+// groups' statistics bound the event times still to come), with the same
+// rows, in the same order, as a run over the same rows from a source
+// without statistics.
+func TestBatchFinishesTimeOrderedRowsEarly(t *testing.T) {
+	tab := testutil.MLEvents(testutil.Rand(5), testutil.ModesEventConfig(3000))
+	want := sink.NewCollector()
+	if err := runBatch(t, testutil.NewSource(tab.Schema, tab.Batches(testutil.Rand(2), 64)...), want, 1); err != nil {
+		t.Fatal(err)
+	}
+	path := writeEvents(t, tab, 100)
+	cols := want.Records()[0].Schema()
+	names := make([]string, cols.NumFields())
+	for i, f := range cols.Fields() {
+		names[i] = f.Name
+	}
+	for _, par := range []int{1, 2} {
+		pq, err := source.NewParquetFiles([]string{path}, source.WithBatchSize(37))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := &firstWrite{Collector: sink.NewCollector(), first: make(chan struct{})}
+		var src source.Source = pq
+		if par == 1 {
+			// One task writes straight to the sink: the first rows
+			// must come out while the last batches are still unread.
+			src = &gatedSource{Parquet: pq, gateAt: 3000/37 - 2, first: got.first}
+		}
+		if err := runBatch(t, src, got, par); err != nil {
+			t.Fatalf("parallelism %d: %v", par, err)
+		}
+		pq.Close()
+		if d := testutil.Diff(names, got.Rows(), want.Rows(), nil); d != "" {
+			t.Fatalf("parallelism %d: time-ordered Parquet input changed the output:\n%s", par, d)
+		}
+	}
+}
+
+// TestBatchUnorderedParquet: a Parquet file whose rows are out of time
+// order (row groups overlapping in time) still gives the output of the
+// same rows from a source without statistics.
+func TestBatchUnorderedParquet(t *testing.T) {
+	tab := testutil.ModesData(6, 2000)
+	want := sink.NewCollector()
+	if err := runBatch(t, testutil.NewSource(tab.Schema, tab.Batches(testutil.Rand(3), 50)...), want, 2); err != nil {
+		t.Fatal(err)
+	}
+	path := writeEvents(t, tab, 64)
+	pq, err := source.NewParquetFiles([]string{path}, source.WithBatchSize(40))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pq.Close()
+	got := sink.NewCollector()
+	if err := runBatch(t, pq, got, 2); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Rows()) != len(want.Rows()) || testutil.Diff(nil, got.Rows(), want.Rows(), nil) != "" {
+		t.Fatalf("unordered Parquet input changed the output (%d rows, want %d):\n%s", len(got.Rows()), len(want.Rows()),
+			testutil.Diff(nil, got.Rows(), want.Rows(), nil))
+	}
+}
+
+// liarSource claims that no row left is earlier than its bound.
+type liarSource struct {
+	*testutil.Source
+	bound int64
+}
+
+func (l *liarSource) LowerBound(string) (int64, bool) { return l.bound, true }
+
+// TestBatchSourceBoundBroken: a source whose bound is wrong (a row comes
+// below it) stops the run with an error that says so, rather than giving
+// wrong results.
+func TestBatchSourceBoundBroken(t *testing.T) {
+	tab := testutil.MLEvents(testutil.Rand(5), testutil.ModesEventConfig(500))
+	src := &liarSource{Source: testutil.NewSource(tab.Schema, tab.Batches(testutil.Rand(2), 64)...),
+		bound: tab.Value(250, "ts").(int64) + 1}
+	err := runBatch(t, src, sink.NewCollector(), 1)
+	if err == nil || !strings.Contains(err.Error(), "LowerBound") {
+		t.Fatalf("err = %v, want one naming the source's LowerBound", err)
+	}
+}
