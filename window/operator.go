@@ -721,7 +721,7 @@ func (o *Operator) AdvanceFunc(ctx context.Context, wm int64, emit func(arrow.Re
 	locked = false
 	o.ensureBuilders()
 	for _, b := range o.bld {
-		b.Reserve(min(len(rel), resChunk))
+		reserveRows(b, min(len(rel), resChunkRows))
 	}
 	o.gatherArgs(rel)
 	final := wm == End
@@ -798,7 +798,7 @@ func (o *Operator) AdvanceFunc(ctx context.Context, wm int64, emit func(arrow.Re
 			start = s
 			rest := len(rel) - s
 			for k, b := range o.bld {
-				reserveLike(b, chunk[k], min(rest, resChunk), chunk[k].Len())
+				reserveLike(b, chunk[k], min(rest, resChunkRows), chunk[k].Len())
 			}
 		}
 	}
@@ -840,6 +840,12 @@ func (o *Operator) AdvanceFunc(ctx context.Context, wm int64, emit func(arrow.Re
 // resChunk is the number of released rows whose results are built in one
 // set of builders.
 const resChunk = 1 << 16
+
+// resChunkRows is the number of rows a chunk's builders are reserved for:
+// a chunk ends at the first key boundary at or after resChunk rows, so it
+// usually holds a few rows more than resChunk; reserving exactly resChunk
+// made the last key of nearly every chunk double every result buffer.
+const resChunkRows = resChunk + resChunk/64
 
 // yieldRows is about how many released rows AdvanceFunc processes under
 // the write lock before it lets waiting lookups in (at a key boundary).
@@ -897,13 +903,16 @@ func (r *resChunks) gather(mem memory.Allocator, segs []arrowutil.Seg) ([]arrow.
 }
 
 // reserveLike reserves b for rows rows, its children (nested results) and
-// string data in proportion to what prev (of prevRows rows) held.
+// string data in proportion to what prev (of prevRows rows) held, with
+// 1/16 to spare. Every buffer is sized to what it is expected to hold (see
+// reserveRows): a chunk's arrays keep their capacity until the whole
+// release is emitted, and Arrow zero-fills all of it.
 func reserveLike(b array.Builder, prev arrow.Array, rows, prevRows int) {
 	scale := func(n int) int {
 		if prevRows == 0 {
 			return 0
 		}
-		return int(int64(n) * int64(rows) / int64(prevRows) * 9 / 8)
+		return int(int64(n) * int64(rows) / int64(prevRows) * 17 / 16)
 	}
 	switch b := b.(type) {
 	case *array.MapBuilder:
@@ -911,7 +920,7 @@ func reserveLike(b array.Builder, prev arrow.Array, rows, prevRows int) {
 		if !ok {
 			break
 		}
-		b.Reserve(rows)
+		reserveRows(b, rows)
 		reserveLike(b.KeyBuilder(), m.Keys(), scale(m.Keys().Len()), m.Keys().Len())
 		reserveLike(b.ItemBuilder(), m.Items(), scale(m.Items().Len()), m.Items().Len())
 		return
@@ -920,7 +929,7 @@ func reserveLike(b array.Builder, prev arrow.Array, rows, prevRows int) {
 		if !ok {
 			break
 		}
-		b.Reserve(rows)
+		reserveRows(b, rows)
 		v := l.ListValues()
 		reserveLike(b.ValueBuilder(), v, scale(v.Len()), v.Len())
 		return
@@ -929,25 +938,34 @@ func reserveLike(b array.Builder, prev arrow.Array, rows, prevRows int) {
 		if !ok {
 			break
 		}
-		b.Reserve(rows)
+		reserveRows(b, rows)
 		for f := 0; f < b.NumField(); f++ {
 			reserveLike(b.FieldBuilder(f), st.Field(f), rows, prevRows)
 		}
 		return
 	case *array.StringBuilder:
 		if sa, ok := prev.(*array.String); ok {
-			b.Reserve(rows)
+			reserveRows(b, rows)
 			b.ReserveData(scale(len(sa.ValueBytes())))
 			return
 		}
 	case *array.BinaryBuilder:
 		if ba, ok := prev.(*array.Binary); ok {
-			b.Reserve(rows)
+			reserveRows(b, rows)
 			b.ReserveData(scale(len(ba.ValueBytes())))
 			return
 		}
 	}
-	b.Reserve(rows)
+	reserveRows(b, rows)
+}
+
+// reserveRows makes room in b for n more rows, exactly: Reserve rounds
+// the capacity up to a power of two (up to twice what is needed, all of
+// it zero-filled and held).
+func reserveRows(b array.Builder, n int) {
+	if need := b.Len() + n; b.Cap() < need {
+		b.Resize(need)
+	}
 }
 
 // release removes the pending rows with ts <= wm and returns them ordered
