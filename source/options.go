@@ -26,6 +26,7 @@ type options struct {
 	mem        memory.Allocator
 	name       string
 	decoders   int
+	columns    []string // WithColumns; nil: every column
 }
 
 func newOptions(opts []Option) options {

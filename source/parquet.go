@@ -19,24 +19,34 @@ import (
 	"github.com/volga-go/volga/internal/arrowutil"
 )
 
-// Parquet reads Parquet files in order through arrow-go's pqarrow. The
-// schema is that of the first file; every other file must have the same
-// column names and types. Column types are kept as stored (timestamps of
-// any unit stay as they are). It implements Source and Seeker (the
-// position is a file index and a row offset in it).
+// Parquet reads Parquet files in order. The schema is that of the first
+// file; every other file must have the same column names and types.
+// Column types are kept as stored (timestamps of any unit stay as they
+// are), as arrow-go's pqarrow reads them. It implements Source, Seeker
+// (the position is a file index and a row offset in it) and Projector
+// (WithColumns, Project: only the columns asked for are decoded).
+//
+// Top-level columns of fixed-width primitive types (integers, floats,
+// timestamps, dates, times, booleans; required or optional) are decoded
+// by arrow-go's column chunk readers straight into Arrow buffers; every
+// other column (strings, nested, decimals, ...) through pqarrow. The
+// batches are the same either way.
 //
 // Row groups are decoded ahead of Read by a few goroutines (WithDecoders),
 // each row group by one of them; Read hands out their rows in file order,
 // in batches of the batch size that run across row groups (only a file's
 // end cuts a batch short), exactly as one sequential reader would.
 type Parquet struct {
-	paths  []string
-	opts   options
-	schema *arrow.Schema
-	first  *pqFile // file 0, opened by the constructor, until a decoding run takes it
-	idx    int     // file of the next row Read returns
-	row    int64   // rows of file idx already returned
-	closed bool
+	paths      []string
+	opts       options
+	schema     *arrow.Schema // the columns decoded (Schema)
+	fileSchema *arrow.Schema // every column of the first file
+	fields     []int         // the columns decoded: indices into fileSchema, nil for all
+	started    bool          // Read was called: Project is refused
+	first      *pqFile       // file 0, opened by the constructor, until a decoding run takes it
+	idx        int           // file of the next row Read returns
+	row        int64         // rows of file idx already returned
+	closed     bool
 	// bounds caches the row-group statistics LowerBound reads
 	// (parquet_bound.go).
 	bounds *pqBounds
@@ -51,8 +61,9 @@ type Parquet struct {
 
 // pqFile is one open Parquet file.
 type pqFile struct {
-	f  *file.Reader
-	fr *pqarrow.FileReader
+	f    *file.Reader
+	fr   *pqarrow.FileReader
+	plan *pqPlan // how its decoded columns are decoded, set by produce
 }
 
 func (f *pqFile) close() { f.f.Close() }
@@ -118,7 +129,8 @@ func NewParquet(paths ...string) (*Parquet, error) {
 }
 
 // NewParquetFiles opens Parquet files to be read in order. WithBatchSize,
-// WithAllocator and WithDecoders apply; the other options are ignored.
+// WithAllocator, WithDecoders and WithColumns apply; the other options are
+// ignored.
 //
 // A path that is a directory stands for the .parquet files in it, in name
 // order, leaving out names that start with "." or "_" (staging and
@@ -142,6 +154,14 @@ func NewParquetFiles(paths []string, opts ...Option) (p *Parquet, err error) {
 	f, err := p.open(0)
 	if err != nil {
 		return nil, err
+	}
+	if len(p.opts.columns) > 0 {
+		fields, err := projectFields(p.fileSchema, nil, p.opts.columns)
+		if err != nil {
+			f.close()
+			return nil, fmt.Errorf("source: parquet %s: WithColumns: %w", paths[0], err)
+		}
+		p.fields, p.schema = fields, projectSchema(p.fileSchema, fields)
 	}
 	p.first = f
 	return p, nil
@@ -169,9 +189,9 @@ func (p *Parquet) open(i int) (pf *pqFile, err error) {
 		f.Close()
 		return nil, fmt.Errorf("source: parquet %s: %w", p.paths[i], err)
 	}
-	if p.schema == nil {
-		p.schema = s
-	} else if err := sameColumns(p.schema, s); err != nil {
+	if p.fileSchema == nil {
+		p.fileSchema, p.schema = s, s
+	} else if err := sameColumns(p.fileSchema, s); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("source: parquet %s: %w", p.paths[i], err)
 	}
@@ -191,7 +211,8 @@ func sameColumns(want, got *arrow.Schema) error {
 	return nil
 }
 
-// Schema returns the schema of the first file.
+// Schema returns the schema of the first file, or of the columns
+// WithColumns or Project kept.
 func (p *Parquet) Schema() *arrow.Schema { return p.schema }
 
 // start starts decoding from the current position.
@@ -248,6 +269,7 @@ func (p *Parquet) produce(run *pqRun, work chan<- pqJob, first *pqFile, idx int,
 				return
 			}
 		}
+		pf.plan = p.plan(pf)
 		run.mu.Lock()
 		run.files[i] = pf
 		run.mu.Unlock()
@@ -294,39 +316,7 @@ func (p *Parquet) decode(run *pqRun, j pqJob) {
 			u.err = fmt.Errorf("source: parquet %s: %v", j.path, r)
 		}
 	}()
-	rr, err := j.pf.fr.GetRecordReader(context.Background(), nil, []int{j.rg})
-	if err != nil {
-		u.err = fmt.Errorf("source: parquet %s: %w", j.path, err)
-		return
-	}
-	defer rr.Release()
-	if j.skip > 0 {
-		if err := rr.SeekToRow(j.skip); err != nil {
-			u.err = fmt.Errorf("source: parquet %s: seek to row %d of row group %d: %w", j.path, j.skip, j.rg, err)
-			return
-		}
-	}
-	for rr.Next() {
-		rec := rr.RecordBatch()
-		if rec.NumRows() == 0 {
-			continue
-		}
-		rec.Retain()
-		if !rec.Schema().Equal(p.schema) {
-			// Same columns (checked on open), other metadata: present
-			// every batch under the source's schema.
-			out := arrowRecord(p.schema, rec)
-			rec.Release()
-			rec = out
-		}
-		select {
-		case u.out <- rec:
-		case <-run.stop:
-			rec.Release()
-			return
-		}
-	}
-	if err := rr.Err(); err != nil && err != io.EOF {
+	if err := p.decodeGroup(run, j); err != nil {
 		u.err = fmt.Errorf("source: parquet %s: %w", j.path, err)
 	}
 }
@@ -405,6 +395,7 @@ func (p *Parquet) Read(ctx context.Context) (rec arrow.RecordBatch, err error) {
 	if p.closed {
 		return nil, ErrClosed
 	}
+	p.started = true
 	if p.err != nil {
 		return nil, p.err
 	}

@@ -26,6 +26,19 @@ type Seeker interface {
 	Seek(pos []byte) error
 }
 
+// Projector is implemented by sources that can leave columns out: only
+// the named columns are then decoded, and Schema and every batch Read
+// returns hold only them. The engine calls it with the columns a pipeline
+// uses, so that a source opened with every column decodes no more than it
+// needs.
+type Projector interface {
+	// Project narrows the source to the named columns of its Schema (a
+	// name not in it is an error naming it; an empty list is an error).
+	// Each source documents the order of the columns it keeps. It must be
+	// called before the first Read and returns an error after.
+	Project(columns []string) error
+}
+
 // Partitioned is implemented by sources whose input is split into
 // partitions that each make their own event-time progress, such as the
 // partitions of a Kafka topic. Every batch such a source's Read returns

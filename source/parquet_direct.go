@@ -1,0 +1,409 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+)
+
+// Direct decoding of fixed-width columns.
+//
+// pqarrow decodes a column through a record reader that, for a
+// dictionary-encoded page, first converts the dictionary to Arrow lazily
+// (arrow-go v18.8.0's dictConverter.ensure): for an int64 column whose
+// dictionary indices rise (row ids, sorted timestamps) it appends to that
+// dictionary at every run of 1024 indices, and Go's slice growth copies
+// it nearly every time (a third of the decoding CPU of the features-4
+// event log). The column chunk readers of parquet/file instead decode
+// values, dictionary-encoded or plain, straight into a slice: a top-level
+// column whose Arrow type holds its Parquet values bit for bit is read
+// with them into the Arrow buffer itself, as pqarrow would have built it
+// (pqarrow's transferZeroCopy, transferInt and transferBool), and the
+// other columns still go through pqarrow, in the same batches.
+
+// pqKind says how a column is decoded.
+type pqKind uint8
+
+const (
+	pqArrow   pqKind = iota // by pqarrow
+	pqInt32                 // INT32 values, 4-byte Arrow values
+	pqInt64                 // INT64 values, 8-byte Arrow values
+	pqFloat32               // FLOAT values
+	pqFloat64               // DOUBLE values
+	pqBool                  // BOOLEAN values, an Arrow bitmap
+)
+
+// pqPlan says how the decoded columns of one file are decoded.
+type pqPlan struct {
+	cols  []pqCol // one per field of the source's schema
+	slow  []int   // the leaf columns pqarrow decodes, in file order
+	nslow int     // the fields pqarrow decodes
+}
+
+// pqCol is how one field is decoded.
+type pqCol struct {
+	kind     pqKind
+	leaf     int  // its leaf column (kind != pqArrow)
+	optional bool // it has definition levels (kind != pqArrow)
+	slow     int  // its column in pqarrow's batches (kind == pqArrow)
+}
+
+// plan returns how the decoded columns of pf are decoded.
+func (p *Parquet) plan(pf *pqFile) *pqPlan {
+	fields := p.fields
+	if fields == nil {
+		fields = make([]int, p.fileSchema.NumFields())
+		for i := range fields {
+			fields[i] = i
+		}
+	}
+	pl := &pqPlan{cols: make([]pqCol, len(fields))}
+	sch := pf.f.MetaData().Schema
+	for k, fi := range fields {
+		sf := &pf.fr.Manifest.Fields[fi]
+		kind := pqArrow
+		if len(sf.Children) == 0 && sf.IsLeaf() && arrow.TypeEqual(sf.Field.Type, p.schema.Field(k).Type) {
+			kind = directKind(sf.Field.Type, sch.Column(sf.ColIndex))
+		}
+		if kind != pqArrow {
+			pl.cols[k] = pqCol{kind: kind, leaf: sf.ColIndex, optional: sch.Column(sf.ColIndex).MaxDefinitionLevel() > 0}
+			continue
+		}
+		pl.cols[k] = pqCol{kind: pqArrow, slow: pl.nslow}
+		pl.nslow++
+		pl.slow = appendLeaves(pl.slow, sf)
+	}
+	return pl
+}
+
+// appendLeaves appends the leaf columns of sf.
+func appendLeaves(dst []int, sf *pqarrow.SchemaField) []int {
+	if len(sf.Children) == 0 {
+		if sf.IsLeaf() {
+			dst = append(dst, sf.ColIndex)
+		}
+		return dst
+	}
+	for i := range sf.Children {
+		dst = appendLeaves(dst, &sf.Children[i])
+	}
+	return dst
+}
+
+// directKind returns how a top-level leaf column c read as Arrow type dt
+// is decoded: directly when pqarrow would use its values bit for bit,
+// else pqArrow.
+func directKind(dt arrow.DataType, c *schema.Column) pqKind {
+	if c.MaxRepetitionLevel() != 0 || c.MaxDefinitionLevel() > 1 {
+		return pqArrow
+	}
+	switch c.PhysicalType() {
+	case parquet.Types.Int32:
+		switch dt.ID() {
+		case arrow.INT32, arrow.UINT32, arrow.DATE32, arrow.TIME32:
+			return pqInt32
+		}
+	case parquet.Types.Int64:
+		switch dt.ID() {
+		case arrow.INT64, arrow.UINT64, arrow.TIME64:
+			return pqInt64
+		case arrow.TIMESTAMP:
+			// pqarrow refuses seconds.
+			if dt.(*arrow.TimestampType).Unit != arrow.Second {
+				return pqInt64
+			}
+		}
+	case parquet.Types.Float:
+		if dt.ID() == arrow.FLOAT32 {
+			return pqFloat32
+		}
+	case parquet.Types.Double:
+		if dt.ID() == arrow.FLOAT64 {
+			return pqFloat64
+		}
+	case parquet.Types.Boolean:
+		if dt.ID() == arrow.BOOL {
+			return pqBool
+		}
+	}
+	return pqArrow
+}
+
+// decodeGroup decodes row group j.rg of j.pf from row j.skip on into
+// j.u, in batches of decodeRows rows (the last one shorter). It returns
+// early, without error, when the run stops.
+func (p *Parquet) decodeGroup(run *pqRun, j pqJob) error {
+	pl := j.pf.plan
+	rg := j.pf.f.RowGroup(j.rg)
+	left := rg.NumRows() - j.skip
+	readers := make([]*pqColReader, len(pl.cols))
+	defer func() {
+		for _, r := range readers {
+			if r != nil {
+				r.cr.Close()
+			}
+		}
+	}()
+	for k, c := range pl.cols {
+		if c.kind == pqArrow {
+			continue
+		}
+		cr, err := rg.Column(c.leaf)
+		if err != nil {
+			return fmt.Errorf("column %s: %w", p.schema.Field(k).Name, err)
+		}
+		readers[k] = &pqColReader{pqCol: c, cr: cr, dt: p.schema.Field(k).Type}
+		if j.skip > 0 {
+			if err := readers[k].skip(j.skip); err != nil {
+				return fmt.Errorf("column %s: seek to row %d of row group %d: %w", p.schema.Field(k).Name, j.skip, j.rg, err)
+			}
+		}
+	}
+	var rr pqarrow.RecordReader
+	if len(pl.slow) > 0 {
+		var err error
+		if rr, err = j.pf.fr.GetRecordReader(context.Background(), pl.slow, []int{j.rg}); err != nil {
+			return err
+		}
+		defer rr.Release()
+	}
+	// pqarrow's SeekToRow (arrow-go v18.8.0) loses rows of list columns
+	// (TestParquetDirectSameAsPqarrow found it): its rows before j.skip
+	// are decoded and dropped instead. Seeking into a row group is rare
+	// (restarts from a position).
+	drop := j.skip
+	step := int64(p.decodeRows())
+	for left > 0 {
+		n := min(step, left)
+		var slow arrow.RecordBatch
+		if rr != nil {
+			for slow == nil {
+				if !rr.Next() {
+					if err := rr.Err(); err != nil && err != io.EOF {
+						return err
+					}
+					return fmt.Errorf("row group %d: %d rows missing", j.rg, left)
+				}
+				rec := rr.RecordBatch()
+				switch rows := rec.NumRows(); {
+				case rows <= drop:
+					drop -= rows
+				case drop > 0:
+					slow = rec.NewSlice(drop, rows)
+					drop = 0
+				default:
+					slow = rec
+					slow.Retain()
+				}
+			}
+			if slow.NumRows() > left || int(slow.NumCols()) != pl.nslow {
+				slow.Release()
+				return fmt.Errorf("row group %d: pqarrow decoded %d columns of %d rows, want %d columns of at most %d", j.rg, slow.NumCols(), slow.NumRows(), pl.nslow, left)
+			}
+			n = slow.NumRows()
+		}
+		cols := make([]arrow.Array, len(pl.cols))
+		for k, c := range pl.cols {
+			if c.kind == pqArrow {
+				cols[k] = slow.Column(c.slow)
+				cols[k].Retain()
+				continue
+			}
+			a, err := readers[k].read(n, p.opts.mem)
+			if err != nil {
+				releaseArrays(cols[:k])
+				if slow != nil {
+					slow.Release()
+				}
+				return fmt.Errorf("column %s: %w", p.schema.Field(k).Name, err)
+			}
+			cols[k] = a
+		}
+		if slow != nil {
+			slow.Release()
+		}
+		rec := array.NewRecordBatch(p.schema, cols, n)
+		releaseArrays(cols)
+		select {
+		case j.u.out <- rec:
+		case <-run.stop:
+			rec.Release()
+			return nil
+		}
+		left -= n
+	}
+	return nil
+}
+
+// pqColReader decodes one column of a row group directly.
+type pqColReader struct {
+	pqCol
+	cr    file.ColumnChunkReader
+	dt    arrow.DataType
+	defs  []int16 // definition levels of the rows being read
+	bools []bool  // values being read (pqBool)
+}
+
+// skip skips rows rows.
+func (r *pqColReader) skip(rows int64) error {
+	s, ok := r.cr.(interface {
+		Skip(int64) (int64, error)
+	})
+	if !ok {
+		return fmt.Errorf("no Skip on %T", r.cr)
+	}
+	_, err := s.Skip(rows)
+	return err
+}
+
+// read decodes the next n rows.
+func (r *pqColReader) read(n int64, mem memory.Allocator) (arrow.Array, error) {
+	var defs []int16
+	if r.optional {
+		if int64(cap(r.defs)) < n {
+			r.defs = make([]int16, n)
+		}
+		defs = r.defs[:n]
+	}
+	var (
+		values, valid *memory.Buffer
+		nulls         int
+		err           error
+	)
+	switch r.kind {
+	case pqInt32:
+		values, valid, nulls, err = readFixed(r.cr.(*file.Int32ColumnChunkReader), n, defs, mem)
+	case pqInt64:
+		values, valid, nulls, err = readFixed(r.cr.(*file.Int64ColumnChunkReader), n, defs, mem)
+	case pqFloat32:
+		values, valid, nulls, err = readFixed(r.cr.(*file.Float32ColumnChunkReader), n, defs, mem)
+	case pqFloat64:
+		values, valid, nulls, err = readFixed(r.cr.(*file.Float64ColumnChunkReader), n, defs, mem)
+	case pqBool:
+		values, valid, nulls, err = r.readBool(n, defs, mem)
+	default:
+		err = fmt.Errorf("no direct decoding of %s", r.dt)
+	}
+	if err != nil {
+		return nil, err
+	}
+	data := array.NewData(r.dt, int(n), []*memory.Buffer{valid, values}, nil, nulls, 0)
+	values.Release()
+	if valid != nil {
+		valid.Release()
+	}
+	a := array.MakeFromData(data)
+	data.Release()
+	return a, nil
+}
+
+// batchReader is a typed column chunk reader of parquet/file.
+type batchReader[T any] interface {
+	ReadBatch(batchSize int64, values []T, defLvls, repLvls []int16) (total int64, valuesRead int, err error)
+}
+
+// readFixed reads n rows of fixed-width values into a new buffer, null
+// rows zero, with the validity bitmap of the rows when defs (n long: the
+// column is optional) is not nil and some are null.
+func readFixed[T int32 | int64 | float32 | float64](r batchReader[T], n int64, defs []int16, mem memory.Allocator) (values, valid *memory.Buffer, nulls int, err error) {
+	var zero T
+	values = memory.NewResizableBuffer(mem)
+	values.Resize(int(n) * int(unsafe.Sizeof(zero)))
+	vals := arrow.GetData[T](values.Bytes())[:n]
+	total, read, err := r.ReadBatch(n, vals, defs, nil)
+	if err == nil && total != n {
+		err = fmt.Errorf("%d rows decoded, want %d", total, n)
+	}
+	if err != nil {
+		values.Release()
+		return nil, nil, 0, err
+	}
+	if defs == nil || int64(read) == n {
+		return values, nil, 0, nil
+	}
+	// Non-null values are packed at the front: move each to its row,
+	// from the back; below the last null row they are in place.
+	k := read - 1
+	for i := int(n) - 1; i > k; i-- {
+		if defs[i] > 0 {
+			vals[i] = vals[k]
+			k--
+		} else {
+			vals[i] = zero
+		}
+	}
+	return values, validBitmap(defs, mem), int(n) - read, nil
+}
+
+// readBool reads n rows of booleans into a new bitmap, null rows false.
+func (r *pqColReader) readBool(n int64, defs []int16, mem memory.Allocator) (values, valid *memory.Buffer, nulls int, err error) {
+	if int64(cap(r.bools)) < n {
+		r.bools = make([]bool, n)
+	}
+	vals := r.bools[:n]
+	total, read, err := r.cr.(*file.BooleanColumnChunkReader).ReadBatch(n, vals, defs, nil)
+	if err == nil && total != n {
+		err = fmt.Errorf("%d rows decoded, want %d", total, n)
+	}
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	values = newBitmap(n, mem)
+	bits := values.Bytes()
+	if defs == nil || int64(read) == n {
+		for i, v := range vals {
+			if v {
+				bitutil.SetBit(bits, i)
+			}
+		}
+		return values, nil, 0, nil
+	}
+	k := 0
+	for i, d := range defs {
+		if d > 0 {
+			if vals[k] {
+				bitutil.SetBit(bits, i)
+			}
+			k++
+		}
+	}
+	return values, validBitmap(defs, mem), int(n) - read, nil
+}
+
+// newBitmap returns a buffer of n bits, all clear.
+func newBitmap(n int64, mem memory.Allocator) *memory.Buffer {
+	b := memory.NewResizableBuffer(mem)
+	b.Resize(int(bitutil.BytesForBits(n)))
+	clear(b.Bytes())
+	return b
+}
+
+// validBitmap returns the validity bitmap of rows with definition levels
+// defs (of a top-level column: 1 valid, 0 null).
+func validBitmap(defs []int16, mem memory.Allocator) *memory.Buffer {
+	b := newBitmap(int64(len(defs)), mem)
+	bits := b.Bytes()
+	for i, d := range defs {
+		if d > 0 {
+			bits[i>>3] |= 1 << (i & 7)
+		}
+	}
+	return b
+}
+
+// releaseArrays releases every array of as.
+func releaseArrays(as []arrow.Array) {
+	for _, a := range as {
+		a.Release()
+	}
+}
