@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -129,7 +130,16 @@ type wireRequest struct {
 }
 
 func (h *handler) serveFeatures(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	inp := inPool.Get().(*[]byte)
+	defer func() {
+		if cap(*inp) <= 64<<10 {
+			inPool.Put(inp)
+		}
+	}()
+	body, err := readBody(w, r, h.maxBody, (*inp)[:0])
+	if cap(body) > cap(*inp) {
+		*inp = body[:0]
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -141,7 +151,8 @@ func (h *handler) serveFeatures(w http.ResponseWriter, r *http.Request) {
 	}
 	body = bytes.TrimSpace(body)
 	keyCols := h.svc.KeyColumns()
-	var reqs []lookup
+	var one [1]lookup // a single request's, without a heap allocation
+	reqs := one[:0]
 	batch := len(body) > 0 && body[0] == '['
 	if batch {
 		var raws []json.RawMessage
@@ -204,8 +215,34 @@ func (h *handler) serveFeatures(w http.ResponseWriter, r *http.Request) {
 	w.Write(out)
 }
 
-// outPool recycles response buffers.
-var outPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+// outPool recycles response buffers, inPool request bodies.
+var (
+	outPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+	inPool  = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+)
+
+// readBody appends r's body, at most maxBody bytes of it, to buf and
+// returns it: io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody)) into a
+// reused buffer.
+func readBody(w http.ResponseWriter, r *http.Request, maxBody int64, buf []byte) ([]byte, error) {
+	if n := r.ContentLength; n > 0 && n < maxBody {
+		buf = slices.Grow(buf, int(n)+1) // +1: the read that finds the end
+	}
+	rd := http.MaxBytesReader(w, r.Body, maxBody)
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, 512)
+		}
+		m, err := rd.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
 
 // jsonContentType is the Content-Type header value of every JSON answer,
 // shared (net/http never modifies a header's value slice).
@@ -247,6 +284,9 @@ func decodeStrict(b []byte, v any) error {
 
 // parseLookup decodes and checks one request object.
 func parseLookup(raw []byte, keyCols []string) (lookup, error) {
+	if l, ok := parseFast(raw, keyCols); ok {
+		return l, nil
+	}
 	var wr wireRequest
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] != '{' {

@@ -36,3 +36,54 @@ func BenchmarkHandler(b *testing.B) {
 		}
 	}
 }
+
+// discardWriter is a reusable http.ResponseWriter that keeps the status
+// and the body's length.
+type discardWriter struct {
+	h      http.Header
+	status int
+	n      int
+}
+
+func (w *discardWriter) Header() http.Header { return w.h }
+func (w *discardWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+func (w *discardWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	w.n += len(b)
+	return len(b), nil
+}
+
+// nopCloser is a rewindable request body.
+type nopCloser struct{ *strings.Reader }
+
+func (nopCloser) Close() error { return nil }
+
+// BenchmarkHandlerOnly is the handler's own cost and allocations per
+// lookup request: the request, its body and the response writer are
+// reused, so what is counted is reading the body, decoding it, the
+// service call (a fixed answer) and encoding the response.
+func BenchmarkHandlerOnly(b *testing.B) {
+	h := request.NewHandler(benchService{names: []string{"sum_30d", "n_30d", "avg_30d", "max_30d"}})
+	const body = `{"key":{"user_id":48213},"at":1700000000123}`
+	rd := strings.NewReader(body)
+	req := httptest.NewRequest(http.MethodPost, request.FeaturesPath, nil)
+	req.Body = nopCloser{rd}
+	req.ContentLength = int64(len(body))
+	w := &discardWriter{h: http.Header{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		rd.Reset(body)
+		clear(w.h)
+		w.status, w.n = 0, 0
+		h.ServeHTTP(w, req)
+		if w.status != 200 {
+			b.Fatal(w.status)
+		}
+	}
+}
