@@ -33,7 +33,7 @@ import (
 // request.ErrUnsupported. Map-valued features are
 // []request.MapEntry.
 func (p *Pipeline) Service() request.Service {
-	return pipelineService{p: p, canErr: request.Unsupported(p.CanLookup())}
+	return pipelineService{p: p, canErr: request.Unsupported(p.CanLookup()), keys: p.KeyColumns()}
 }
 
 // Handler serves p's lookups over HTTP: request.NewHandler(p.Service(),
@@ -48,28 +48,38 @@ type pipelineService struct {
 	// canErr is why the pipeline can never serve a lookup (an UNBOUNDED
 	// frame, no sliding window), as a request.ErrUnsupported; nil if it can.
 	canErr error
+	// keys are the key columns, computed once: the handler asks for them
+	// on every request.
+	keys []string
 }
 
-func (s pipelineService) KeyColumns() []string { return s.p.KeyColumns() }
+// KeyColumns returns the key columns (shared: do not modify).
+func (s pipelineService) KeyColumns() []string { return s.keys }
 
 func (s pipelineService) Lookup(ctx context.Context, key map[string]any, at time.Time, row map[string]any) (request.Features, error) {
 	if s.canErr != nil {
 		return request.Features{}, s.canErr
 	}
 	schema := s.p.compiled.Source
-	typed := make(map[string]any, len(key))
-	for col, v := range key {
-		f, ok := fieldFold(schema, col)
-		if !ok {
-			// A key column computed by the query: the engine checks it.
-			typed[col] = v
-			continue
+	// A key whose values all have their column's Go type already (an
+	// int64 for an integer column...) is what Coerce would make of it:
+	// it is passed on as it is (Lookup does not modify it).
+	typed := key
+	if !keyTyped(schema, key) {
+		typed = make(map[string]any, len(key))
+		for col, v := range key {
+			f, ok := fieldFold(schema, col)
+			if !ok {
+				// A key column computed by the query: the engine checks it.
+				typed[col] = v
+				continue
+			}
+			tv, err := values.Coerce(v, f.Type)
+			if err != nil {
+				return request.Features{}, request.Invalid(fmt.Errorf("key column %q: %v", col, err))
+			}
+			typed[col] = tv
 		}
-		tv, err := values.Coerce(v, f.Type)
-		if err != nil {
-			return request.Features{}, request.Invalid(fmt.Errorf("key column %q: %v", col, err))
-		}
-		typed[col] = tv
 	}
 	var cand map[string]any
 	if row != nil {
@@ -104,6 +114,37 @@ func (s pipelineService) Lookup(ctx context.Context, key map[string]any, at time
 	}
 	return request.Features{Names: res.Names, Values: res.Values, Watermark: res.Watermark}, nil
 }
+
+// keyTyped reports whether values.Coerce leaves every value of key as it
+// is: nil, or an int64, float64, string or bool for a column of the
+// matching type. (A key column computed by the query is passed on
+// unconverted in any case.)
+func keyTyped(schema *arrow.Schema, key map[string]any) bool {
+	for col, v := range key {
+		f, ok := fieldFold(schema, col)
+		if !ok || v == nil {
+			continue
+		}
+		switch f.Type.ID() {
+		case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
+			ok = isType[int64](v)
+		case arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64:
+			ok = isType[float64](v)
+		case arrow.STRING, arrow.LARGE_STRING:
+			ok = isType[string](v)
+		case arrow.BOOL:
+			ok = isType[bool](v)
+		default:
+			ok = false
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func isType[T any](v any) bool { _, ok := v.(T); return ok }
 
 // requestValue converts the sink.Value form of a feature to the
 // request.Features form: maps become []request.MapEntry, recursively.

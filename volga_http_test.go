@@ -462,3 +462,67 @@ func TestRecomputeCheck(t *testing.T) {
 		t.Errorf("the report does not name the feature:\n%s", rep)
 	}
 }
+
+// benchWriter is a reusable http.ResponseWriter keeping the status and
+// the body.
+type benchWriter struct {
+	h      http.Header
+	status int
+	body   []byte
+}
+
+func (w *benchWriter) Header() http.Header { return w.h }
+func (w *benchWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+func (w *benchWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	w.body = append(w.body, b...)
+	return len(b), nil
+}
+
+type benchBody struct{ *strings.Reader }
+
+func (benchBody) Close() error { return nil }
+
+// BenchmarkPipelineHandler is the server's cost and allocations per
+// lookup request of the lookup workload's shape (one int64 key, epoch
+// milliseconds, four float and count features of a pipeline that has
+// ingested 20 000 events), from the request body to the response bytes,
+// without the network: the request and the response writer are reused.
+func BenchmarkPipelineHandler(b *testing.B) {
+	const q = `SELECT user_id, ts,
+       sum(amount) OVER w AS sum_1d, count(*) OVER w AS n_1d,
+       avg(amount) OVER w AS avg_1d, max(amount) OVER w AS max_1d
+FROM tx
+WINDOW w AS (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '1' DAY PRECEDING AND CURRENT ROW)`
+	evs := httpEvents(20_000)
+	p, err := volga.SQL(q, volga.WithSource("tx", httpSource(b, evs)), volga.WithMode(volga.Streaming), volga.WithMaxOutOfOrder(time.Second), volga.WithLookupRetention(30*24*time.Hour))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := p.Run(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	h := p.Handler()
+	body := fmt.Sprintf(`{"key":{"user_id":2},"at":%d}`, newestOf(evs, 2)-3_600_000)
+	rd := strings.NewReader(body)
+	req := httptest.NewRequest(http.MethodPost, request.FeaturesPath, nil)
+	req.Body = benchBody{rd}
+	req.ContentLength = int64(len(body))
+	w := &benchWriter{h: http.Header{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		rd.Reset(body)
+		clear(w.h)
+		w.status, w.body = 0, w.body[:0]
+		h.ServeHTTP(w, req)
+		if w.status != 200 {
+			b.Fatalf("status %d: %s", w.status, w.body)
+		}
+	}
+}
