@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -11,7 +12,10 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -112,6 +116,9 @@ func runLookup(ctx context.Context, c config) (result, error) {
 	var res result
 	p99 := map[string]float64{}
 	for _, w := range lookupWindows {
+		if !lookupWindowSelected(w.name) {
+			continue
+		}
 		var tail []arrow.RecordBatch
 		if w.name == "30d" {
 			tail = shiftedTail(schema, recs, tailRows, span+1, int64(c.Events))
@@ -167,8 +174,79 @@ func runLookup(ctx context.Context, c config) (result, error) {
 		}
 		runtime.GC()
 	}
-	res.Lines = append(res.Lines, fmt.Sprintf("workload=lookup ratio=p99(30d)/p99(1h) value=%.2f", p99["30d"]/p99["1h"]))
+	if _, ok := p99["1h"]; ok {
+		res.Lines = append(res.Lines, fmt.Sprintf("workload=lookup ratio=p99(30d)/p99(1h) value=%.2f", p99["30d"]/p99["1h"]))
+	}
 	return res, nil
+}
+
+// Environment variables of the lookup workload, for profiling the HTTP
+// phase on its own (the child process inherits them):
+//
+//   - VOLGA_BENCH_LOOKUP_WINDOWS: comma-separated window names (1h, 1d,
+//     7d, 30d) to run; default all. "30d" alone runs only the pipeline
+//     the HTTP load is measured on.
+//   - VOLGA_BENCH_HTTP_PROFILE: a file name prefix; the HTTP phase then
+//     writes PREFIX.cpu (CPU profile), PREFIX.allocs0 and PREFIX.allocs1
+//     (allocation profiles at its start and end: go tool pprof
+//     -diff_base PREFIX.allocs0 PREFIX.allocs1), PREFIX.block and
+//     PREFIX.mutex (block and mutex profiles of the phase alone).
+const (
+	envLookupWindows = "VOLGA_BENCH_LOOKUP_WINDOWS"
+	envHTTPProfile   = "VOLGA_BENCH_HTTP_PROFILE"
+)
+
+// lookupWindowSelected reports whether the window named name runs.
+func lookupWindowSelected(name string) bool {
+	sel := os.Getenv(envLookupWindows)
+	if sel == "" {
+		return true
+	}
+	return slices.Contains(strings.Split(sel, ","), name)
+}
+
+// httpProfile profiles the HTTP phase when envHTTPProfile is set: start
+// begins it, and the function it returns ends it and writes the files.
+func httpProfile() (stop func()) {
+	prefix := os.Getenv(envHTTPProfile)
+	if prefix == "" {
+		return func() {}
+	}
+	write := func(name, suffix string) {
+		f, err := os.Create(prefix + suffix)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "# lookup http profile: %v\n", err)
+			return
+		}
+		defer f.Close()
+		if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
+			fmt.Fprintf(os.Stderr, "# lookup http profile: %v\n", err)
+		}
+	}
+	write("allocs", ".allocs0")
+	runtime.SetBlockProfileRate(10_000) // a sample per 10 µs blocked
+	runtime.SetMutexProfileFraction(10)
+	cpu, err := os.Create(prefix + ".cpu")
+	if err == nil {
+		if err = pprof.StartCPUProfile(cpu); err != nil {
+			cpu.Close()
+			cpu = nil
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "# lookup http profile: no CPU profile: %v\n", err)
+	}
+	return func() {
+		if cpu != nil {
+			pprof.StopCPUProfile()
+			cpu.Close()
+		}
+		write("allocs", ".allocs1")
+		write("block", ".block")
+		write("mutex", ".mutex")
+		runtime.SetBlockProfileRate(0)
+		runtime.SetMutexProfileFraction(0)
+	}
 }
 
 func lastTs(recs []arrow.RecordBatch) arrow.Timestamp {
@@ -350,6 +428,14 @@ func checkLookups(ctx context.Context, p *volga.Pipeline, name string, windowMs 
 // measureHTTP serves p on a loopback listener, opens the source's gate so
 // that ingest continues at c.IngestRate, and drives c.HTTPRate requests/s
 // for c.HTTPDuration from an open-loop client. It returns the report line.
+//
+// The client is built to cost the shared 2 cores little and to send on
+// time: each of httpClients worker goroutines owns one keep-alive
+// connection and speaks HTTP/1.1 on it directly (one write of a prepared
+// request, the status line and headers parsed, the body read whole and
+// its status checked; see rawConn), and the sender waits for each due time
+// with a pacer (a timerfd on Linux) rather than time.Sleep, which wakes an
+// idle process only at millisecond boundaries.
 func measureHTTP(ctx context.Context, p *volga.Pipeline, src *gatedSource, c config, lo, span int64) (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -358,26 +444,37 @@ func measureHTTP(ctx context.Context, p *volga.Pipeline, src *gatedSource, c con
 	srv := &http.Server{Handler: p.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	defer srv.Close()
-	url := "http://" + ln.Addr().String() + "/v1/features"
+	addr := ln.Addr().String()
 
 	n := int(float64(c.HTTPRate) * c.HTTPDuration.Seconds())
 	day := int64(86_400_000)
 	us, ts := lookupRequests(n, gen.NewFeatures4(c.Events, c.Seed).Users, lo+day, span-day, c.Seed, 3)
-	bodies := make([][]byte, n)
-	for i := range bodies {
-		bodies[i] = fmt.Appendf(nil, `{"key":{"user_id":%d},"at":%d}`, us[i], ts[i].UnixMilli())
+	reqs := make([][]byte, n)
+	for i := range reqs {
+		reqs[i] = rawRequest(addr, "/v1/features", fmt.Appendf(nil, `{"key":{"user_id":%d},"at":%d}`, us[i], ts[i].UnixMilli()))
 	}
-	client := &http.Client{
-		Timeout:   10 * time.Second,
-		Transport: &http.Transport{MaxIdleConns: httpClients, MaxIdleConnsPerHost: httpClients, MaxConnsPerHost: httpClients},
-	}
-	defer client.CloseIdleConnections()
-	// Warm the connections up (not recorded).
-	for i := range httpClients {
-		if _, err := httpLookup(ctx, client, url, bodies[i%n]); err != nil {
-			return "", fmt.Errorf("warm-up request: %w", err)
+	conns := make([]*rawConn, httpClients)
+	defer func() {
+		for _, rc := range conns {
+			if rc != nil {
+				rc.close()
+			}
+		}
+	}()
+	// Open and warm the connections up (not recorded).
+	for i := range conns {
+		if conns[i], err = dialRaw(addr); err != nil {
+			return "", fmt.Errorf("warm-up: %w", err)
+		}
+		if status, err := conns[i].do(reqs[i%n]); err != nil || status != http.StatusOK {
+			return "", fmt.Errorf("warm-up request: status %d, %v", status, err)
 		}
 	}
+	pace, err := newPacer()
+	if err != nil {
+		return "", err
+	}
+	defer pace.close()
 
 	rowsBefore := p.Stats().RowsIn
 	src.open()
@@ -392,15 +489,16 @@ func measureHTTP(ctx context.Context, p *volga.Pipeline, src *gatedSource, c con
 	var failed atomic.Int64
 	var firstErr atomic.Value
 	var wg sync.WaitGroup
-	for range httpClients {
+	for _, rc := range conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
 				sent := time.Now()
-				status, err := httpLookup(ctx, client, url, bodies[j.i])
-				lat[j.i] = float64(time.Since(j.due).Nanoseconds()) / 1e3
-				fromSend[j.i] = float64(time.Since(sent).Nanoseconds()) / 1e3
+				status, err := rc.do(reqs[j.i])
+				done := time.Now()
+				lat[j.i] = float64(done.Sub(j.due).Nanoseconds()) / 1e3
+				fromSend[j.i] = float64(done.Sub(sent).Nanoseconds()) / 1e3
 				sendLag[j.i] = float64(sent.Sub(j.due).Nanoseconds()) / 1e3
 				if err == nil && status != http.StatusOK {
 					err = fmt.Errorf("status %d", status)
@@ -412,14 +510,19 @@ func measureHTTP(ctx context.Context, p *volga.Pipeline, src *gatedSource, c con
 			}
 		}()
 	}
+	stopProfile := httpProfile()
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
 	cpu0 := processCPU()
 	start := time.Now()
 	interval := time.Duration(float64(time.Second) / float64(c.HTTPRate))
 	var lag time.Duration // how far behind its due time the client sent a request, at most
 	for i := range n {
 		due := start.Add(time.Duration(i) * interval)
-		if d := time.Until(due); d > 0 {
-			time.Sleep(d)
+		if err := pace.sleep(time.Until(due)); err != nil {
+			close(jobs)
+			wg.Wait()
+			return "", fmt.Errorf("pacer: %w", err)
 		}
 		jobs <- job{i, due}
 		lag = max(lag, time.Since(due))
@@ -428,6 +531,8 @@ func measureHTTP(ctx context.Context, p *volga.Pipeline, src *gatedSource, c con
 	wg.Wait()
 	elapsed := time.Since(start)
 	cpu := processCPU() - cpu0
+	runtime.ReadMemStats(&ms1)
+	stopProfile()
 	ingested := p.Stats().RowsIn - rowsBefore
 	slices.Sort(lat)
 	slices.Sort(fromSend)
@@ -437,39 +542,162 @@ func measureHTTP(ctx context.Context, p *volga.Pipeline, src *gatedSource, c con
 	}
 	// cpu_us_per_req is the whole process's CPU time (client, server,
 	// lookups and ingest) per request; cpu_cores the cores it used on
-	// average. max_send_lag_ms is how late the client sent its most
+	// average; allocs_per_req and bytes_per_req the process's heap
+	// allocations per request (ingest's included), gc_cycles the GC cycles
+	// during the load. max_send_lag_ms is how late the client sent its most
 	// delayed request: latencies count from due times, so a lag shows up
 	// in them, but a large one says the process, not the server, was
 	// starved of CPU. The p50/p99 figures split the latency: from_send
 	// counts from the moment a client goroutine sent the request (server
 	// and both HTTP stacks), send_lag is how long after its due time that
-	// was. The sender sleeps until each due time, and Go rounds a sleep
-	// the process would otherwise be idle for up to 1 ms on Linux
-	// (epoll_wait's resolution, golang/go#53824), so at 5 000 req/s the
-	// client sends in bursts and send_lag is several hundred µs even on an
-	// idle machine.
-	return fmt.Sprintf("workload=lookup window=30d mode=http rate=%d requests=%d errors=%d seconds=%.2f ingest_events_per_s=%.0f p50_us=%.0f p99_us=%.0f p999_us=%.0f cpu_us_per_req=%.1f cpu_cores=%.2f max_send_lag_ms=%.1f p50_from_send_us=%.0f p99_from_send_us=%.0f send_lag_p50_us=%.0f send_lag_p99_us=%.0f",
+	// was (the pacer's wake-up, the hand-over to a worker, and any wait
+	// for a free connection or a CPU).
+	return fmt.Sprintf("workload=lookup window=30d mode=http rate=%d requests=%d errors=%d seconds=%.2f ingest_events_per_s=%.0f p50_us=%.0f p99_us=%.0f p999_us=%.0f cpu_us_per_req=%.1f cpu_cores=%.2f max_send_lag_ms=%.1f p50_from_send_us=%.0f p99_from_send_us=%.0f send_lag_p50_us=%.0f send_lag_p99_us=%.0f allocs_per_req=%.1f bytes_per_req=%.0f gc_cycles=%d",
 		c.HTTPRate, n, failed.Load(), elapsed.Seconds(), float64(ingested)/elapsed.Seconds(), pct(lat, 0.50), pct(lat, 0.99), pct(lat, 0.999),
 		float64(cpu.Microseconds())/float64(n), cpu.Seconds()/elapsed.Seconds(), float64(lag.Microseconds())/1e3,
-		pct(fromSend, 0.50), pct(fromSend, 0.99), pct(sendLag, 0.50), pct(sendLag, 0.99)), nil
+		pct(fromSend, 0.50), pct(fromSend, 0.99), pct(sendLag, 0.50), pct(sendLag, 0.99),
+		float64(ms1.Mallocs-ms0.Mallocs)/float64(n), float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(n), ms1.NumGC-ms0.NumGC), nil
 }
 
-// httpLookup posts one lookup and reads the whole answer.
-func httpLookup(ctx context.Context, client *http.Client, url string, body []byte) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+// rawRequest is the whole HTTP/1.1 request posting body to path.
+func rawRequest(host, path string, body []byte) []byte {
+	b := fmt.Appendf(nil, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", path, host, len(body))
+	return append(b, body...)
+}
+
+// rawConn is one keep-alive HTTP/1.1 client connection of the load
+// generator: it writes a prepared request in one write and reads the
+// response (status line, headers, a Content-Length or chunked body) with
+// no allocation, where net/http's client spends two goroutines and
+// ~40 allocations a request. It serves one request at a time.
+type rawConn struct {
+	addr string
+	c    net.Conn
+	br   *bufio.Reader
+}
+
+// rawTimeout bounds one request, as the client's timeout did.
+const rawTimeout = 10 * time.Second
+
+func dialRaw(addr string) (*rawConn, error) {
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
+	return &rawConn{addr: addr, c: c, br: bufio.NewReaderSize(c, 4096)}, nil
+}
+
+func (rc *rawConn) close() {
+	if rc.c != nil {
+		rc.c.Close()
+	}
+}
+
+// do sends req and reads the whole response; it returns the status. On an
+// error the connection is closed, and the next request dials a new one.
+func (rc *rawConn) do(req []byte) (int, error) {
+	if rc.c == nil {
+		c, err := net.Dial("tcp", rc.addr)
+		if err != nil {
+			return 0, err
+		}
+		rc.c = c
+		rc.br.Reset(c)
+	}
+	status, keep, err := rc.roundTrip(req)
+	if err != nil || !keep {
+		rc.c.Close()
+		rc.c = nil
+	}
+	return status, err
+}
+
+func (rc *rawConn) roundTrip(req []byte) (status int, keep bool, err error) {
+	if err := rc.c.SetDeadline(time.Now().Add(rawTimeout)); err != nil {
+		return 0, false, err
+	}
+	if _, err := rc.c.Write(req); err != nil {
+		return 0, false, err
+	}
+	line, err := rc.br.ReadSlice('\n')
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return 0, err
+	// "HTTP/1.1 200 OK\r\n"
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
+		return 0, false, fmt.Errorf("malformed status line %q", line)
 	}
-	return resp.StatusCode, nil
+	status, err = strconv.Atoi(string(line[9:12]))
+	if err != nil {
+		return 0, false, fmt.Errorf("malformed status line %q", line)
+	}
+	keep = line[7] == '1'
+	length, chunked := -1, false
+	for {
+		h, err := rc.br.ReadSlice('\n')
+		if err != nil {
+			return status, false, err
+		}
+		h = bytes.TrimRight(h, "\r\n")
+		if len(h) == 0 {
+			break
+		}
+		name, value, ok := bytes.Cut(h, []byte(":"))
+		if !ok {
+			return status, false, fmt.Errorf("malformed header %q", h)
+		}
+		value = bytes.TrimSpace(value)
+		switch {
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			if length, err = strconv.Atoi(string(value)); err != nil || length < 0 {
+				return status, false, fmt.Errorf("malformed Content-Length %q", value)
+			}
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			chunked = bytes.EqualFold(value, []byte("chunked"))
+		case bytes.EqualFold(name, []byte("Connection")):
+			keep = keep && !bytes.EqualFold(value, []byte("close"))
+		}
+	}
+	switch {
+	case chunked:
+		return status, keep, rc.discardChunked()
+	case length >= 0:
+		_, err := rc.br.Discard(length)
+		return status, keep, err
+	}
+	// No length: the body runs to the end of the connection.
+	_, err = io.Copy(io.Discard, rc.br)
+	return status, false, err
+}
+
+// discardChunked reads a chunked body to its end.
+func (rc *rawConn) discardChunked() error {
+	for {
+		line, err := rc.br.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		size, _, _ := bytes.Cut(bytes.TrimRight(line, "\r\n"), []byte(";"))
+		n, err := strconv.ParseInt(string(size), 16, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("malformed chunk size %q", line)
+		}
+		if n == 0 {
+			// Trailers, then the empty line.
+			for {
+				t, err := rc.br.ReadSlice('\n')
+				if err != nil {
+					return err
+				}
+				if len(bytes.TrimRight(t, "\r\n")) == 0 {
+					return nil
+				}
+			}
+		}
+		if _, err := rc.br.Discard(int(n) + 2); err != nil {
+			return err
+		}
+	}
 }
 
 // shiftedTail returns the first n events of recs again, in batches of
