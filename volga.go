@@ -63,6 +63,11 @@ type config struct {
 }
 
 // WithSource binds a source to a table name of the query.
+//
+// A batch run without a late-row sink, dead-letter handler or checkpoints
+// narrows a source that can leave columns out (source.Projector, such as
+// Parquet) to the columns the query uses, so that the others are never
+// decoded; the source's Schema then shows only those.
 func WithSource(table string, s source.Source) Option {
 	return func(c *config) { c.sources[strings.ToLower(table)] = s }
 }
@@ -242,6 +247,7 @@ func FromPlan(plan *pipeline.Plan, opts ...Option) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
+	c = project(plan, src, c, &cfg)
 	if cfg.sink == nil {
 		cfg.sink = sink.NewCallback(func(context.Context, arrow.RecordBatch) error { return nil })
 	}
