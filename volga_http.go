@@ -172,13 +172,18 @@ func requestValue(v any) any {
 	return v
 }
 
-// fieldFold finds a field by name, case-insensitively.
+// fieldFold finds a field by name: the first of that exact name, else the
+// first whose name matches case-insensitively. (It allocates nothing:
+// arrow's FieldIndices and Fields return copies, and the HTTP service
+// calls it for every key column of every request.)
 func fieldFold(s *arrow.Schema, name string) (arrow.Field, bool) {
-	if idx := s.FieldIndices(name); len(idx) > 0 {
-		return s.Field(idx[0]), true
+	for i := range s.NumFields() {
+		if f := s.Field(i); f.Name == name {
+			return f, true
+		}
 	}
-	for _, f := range s.Fields() {
-		if strings.EqualFold(f.Name, name) {
+	for i := range s.NumFields() {
+		if f := s.Field(i); strings.EqualFold(f.Name, name) {
 			return f, true
 		}
 	}

@@ -76,7 +76,13 @@ func badRequest(format string, args ...any) error {
 
 // ServeHTTP routes a request and recovers from panics.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rw := &trackingWriter{ResponseWriter: w}
+	rw := trackingPool.Get().(*trackingWriter)
+	*rw = trackingWriter{ResponseWriter: w}
+	// Deferred first, so it runs after everything that uses rw.
+	defer func() {
+		*rw = trackingWriter{}
+		trackingPool.Put(rw)
+	}()
 	if h.metrics != nil {
 		// Deferred first, so it runs last: after a panic's 500.
 		defer func(start time.Time) { h.metrics.observe(r.URL.Path, rw.status, time.Since(start)) }(time.Now())
@@ -407,6 +413,9 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	b := append([]byte(`{"error":`), appendString(nil, msg)...)
 	w.Write(append(b, "}\n"...))
 }
+
+// trackingPool recycles the trackingWriters of ServeHTTP.
+var trackingPool = sync.Pool{New: func() any { return new(trackingWriter) }}
 
 // trackingWriter records whether a response has started, so the panic
 // handler knows whether it can still send a status, and the status sent,
