@@ -30,7 +30,7 @@ func TestDuckDBWrittenParquet(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	src, err := volgarun.Parquet(path)
+	src, err := volgarun.Parquet(0, path)
 	if err != nil {
 		t.Fatalf("source.NewParquet(%s): %v", path, err)
 	}
@@ -43,7 +43,7 @@ func TestDuckDBWrittenParquet(t *testing.T) {
 	}
 
 	q := oracleQueries()[0]
-	src, err = volgarun.Parquet(path)
+	src, err = volgarun.Parquet(0, path)
 	if err != nil {
 		t.Fatal(err)
 	}

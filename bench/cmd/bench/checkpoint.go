@@ -728,7 +728,7 @@ func runVolgaBatchBudget(ctx context.Context, c config) (result, error) {
 
 func runVolgaBatchDurable(ctx context.Context, c config, ckpt bool) (result, error) {
 	start := time.Now()
-	src, err := volgarun.Parquet(c.Input.Log)
+	src, err := volgarun.Parquet(c.Decoders, c.Input.Log)
 	if err != nil {
 		return result{}, err
 	}

@@ -74,7 +74,7 @@ func runDuckDB(ctx context.Context, c config) (result, error) {
 // with a callback sink that folds every output row into the checksum.
 func runVolgaBatch(ctx context.Context, c config) (result, error) {
 	start := time.Now()
-	src, err := volgarun.Parquet(c.Input.Log)
+	src, err := volgarun.Parquet(c.Decoders, c.Input.Log)
 	if err != nil {
 		return result{}, err
 	}
@@ -137,7 +137,7 @@ func runVolgaStream(ctx context.Context, c config) (result, error) {
 // features-4 Parquet file, folding every output row into the checksum.
 func runVolgaBatchML3(ctx context.Context, c config) (result, error) {
 	start := time.Now()
-	src, err := volgarun.Parquet(c.Input.Log)
+	src, err := volgarun.Parquet(c.Decoders, c.Input.Log)
 	if err != nil {
 		return result{}, err
 	}

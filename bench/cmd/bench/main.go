@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -44,6 +45,7 @@ type config struct {
 	DataDir       string
 	Engines       string
 	Parallelism   int
+	Decoders      int
 	DuckThreads   int
 	DuckConsume   string
 	MaxOutOfOrder time.Duration
@@ -196,6 +198,7 @@ func main() {
 	flag.StringVar(&c.DataDir, "data-dir", defaultDataDir(), "directory caching the generated Parquet files")
 	flag.StringVar(&c.Engines, "engines", "", "comma-separated engines to run (default: all of the workload's)")
 	flag.IntVar(&c.Parallelism, "parallelism", runtime.NumCPU(), "volga window parallelism")
+	flag.IntVar(&c.Decoders, "decoders", 0, "volga Parquet decoding goroutines (0: the source's default, min(GOMAXPROCS, 4)); with -decoders equal to -parallelism, the parallelism bounds every parallel part of the run")
 	flag.IntVar(&c.DuckThreads, "duckdb-threads", 0, "DuckDB threads (0: DuckDB's default, all cores)")
 	flag.StringVar(&c.DuckConsume, "duckdb-consume", "sql", "how DuckDB's output is consumed: sql (checksum computed by DuckDB over every output row) or rows (every row scanned into Go through database/sql)")
 	flag.DurationVar(&c.MaxOutOfOrder, "max-out-of-order", 5*time.Second, "stream-4: arrival shuffle bound and watermark out-of-orderness")
@@ -305,8 +308,16 @@ func runParent(c config) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("workload=%s events=%d engine=%s seconds=%.2f events_per_s=%.0f peak_rss_mb=%.0f\n",
-			c.Workload, c.Events, e, m.Seconds, float64(c.Events)/m.Seconds, m.peakRSSMB)
+		var tail string
+		if strings.HasPrefix(e, "volga") {
+			dec := "auto"
+			if c.Decoders > 0 {
+				dec = strconv.Itoa(c.Decoders)
+			}
+			tail = fmt.Sprintf(" cpu_s=%.2f parallelism=%d decoders=%s", m.cpuSeconds, c.Parallelism, dec)
+		}
+		fmt.Printf("workload=%s events=%d engine=%s seconds=%.2f events_per_s=%.0f peak_rss_mb=%.0f%s\n",
+			c.Workload, c.Events, e, m.Seconds, float64(c.Events)/m.Seconds, m.peakRSSMB, tail)
 		for _, l := range m.Lines {
 			fmt.Println(l)
 		}
@@ -410,6 +421,7 @@ func runEngine(engine string, c config) (measured, error) {
 		"-input-log=" + c.Input.Log,
 		"-input-arrival=" + c.Input.Arrival,
 		fmt.Sprintf("-parallelism=%d", c.Parallelism),
+		fmt.Sprintf("-decoders=%d", c.Decoders),
 		fmt.Sprintf("-duckdb-threads=%d", c.DuckThreads),
 		"-duckdb-consume=" + c.DuckConsume,
 		"-max-out-of-order=" + c.MaxOutOfOrder.String(),

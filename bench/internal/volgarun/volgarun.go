@@ -95,9 +95,14 @@ func Memory(schema *arrow.Schema, recs []arrow.RecordBatch) source.Source {
 	return source.NewMemory(schema, recs...)
 }
 
-// Parquet returns a source reading the Parquet files at paths.
-func Parquet(paths ...string) (source.Source, error) {
-	p, err := source.NewParquet(paths...)
+// Parquet returns a source reading the Parquet files at paths, decoding
+// row groups on decoders goroutines (0: the source's default).
+func Parquet(decoders int, paths ...string) (source.Source, error) {
+	var opts []source.Option
+	if decoders > 0 {
+		opts = append(opts, source.WithDecoders(decoders))
+	}
+	p, err := source.NewParquetFiles(paths, opts...)
 	if err != nil {
 		return nil, err
 	}
