@@ -146,11 +146,11 @@ func (p *Parquet) decodeGroup(run *pqRun, j pqJob) error {
 	pl := j.pf.plan
 	rg := j.pf.f.RowGroup(j.rg)
 	left := rg.NumRows() - j.skip
-	readers := make([]*pqColReader, len(pl.cols))
+	readers := make([]pqColumn, len(pl.cols))
 	defer func() {
 		for _, r := range readers {
 			if r != nil {
-				r.cr.Close()
+				r.close()
 			}
 		}
 	}()
@@ -158,11 +158,10 @@ func (p *Parquet) decodeGroup(run *pqRun, j pqJob) error {
 		if c.kind == pqArrow {
 			continue
 		}
-		cr, err := rg.Column(c.leaf)
-		if err != nil {
+		var err error
+		if readers[k], err = p.columnReader(rg, c, p.schema.Field(k).Type); err != nil {
 			return fmt.Errorf("column %s: %w", p.schema.Field(k).Name, err)
 		}
-		readers[k] = &pqColReader{pqCol: c, cr: cr, dt: p.schema.Field(k).Type}
 		if j.skip > 0 {
 			if err := readers[k].skip(j.skip); err != nil {
 				return fmt.Errorf("column %s: seek to row %d of row group %d: %w", p.schema.Field(k).Name, j.skip, j.rg, err)
@@ -244,6 +243,28 @@ func (p *Parquet) decodeGroup(run *pqRun, j pqJob) error {
 	}
 	return nil
 }
+
+// columnReader returns the decoder of column c of row group rg, of Arrow
+// type dt: pqPages for the encodings it knows, else a column chunk reader.
+func (p *Parquet) columnReader(rg *file.RowGroupReader, c pqCol, dt arrow.DataType) (pqColumn, error) {
+	if c.kind != pqBool && !pqNoPages {
+		cc, err := rg.MetaData().ColumnChunk(c.leaf)
+		if err != nil {
+			return nil, err
+		}
+		if pagesFit(cc) {
+			return newPages(rg, c, dt)
+		}
+	}
+	cr, err := rg.Column(c.leaf)
+	if err != nil {
+		return nil, err
+	}
+	return &pqColReader{pqCol: c, cr: cr, dt: dt}, nil
+}
+
+// pqNoPages turns pqPages off (tests compare both).
+var pqNoPages = false
 
 // pqColReader decodes one column of a row group directly.
 type pqColReader struct {
@@ -331,17 +352,7 @@ func readFixed[T int32 | int64 | float32 | float64](r batchReader[T], n int64, d
 	if defs == nil || int64(read) == n {
 		return values, nil, 0, nil
 	}
-	// Non-null values are packed at the front: move each to its row,
-	// from the back; below the last null row they are in place.
-	k := read - 1
-	for i := int(n) - 1; i > k; i-- {
-		if defs[i] > 0 {
-			vals[i] = vals[k]
-			k--
-		} else {
-			vals[i] = zero
-		}
-	}
+	spreadValues(vals, defs, read)
 	return values, validBitmap(defs, mem), int(n) - read, nil
 }
 

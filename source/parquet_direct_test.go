@@ -468,7 +468,12 @@ func TestParquetDirectSameAsPqarrow(t *testing.T) {
 			paths = append(paths, p)
 			cfgs = append(cfgs, c)
 		}
-		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+		// Odd seeds decode the fixed-width columns with parquet/file's
+		// column chunk readers, even ones page by page (pqPages) where
+		// the encodings allow.
+		pages := seed%2 == 0
+		t.Run(fmt.Sprintf("seed%d/pages=%v", seed, pages), func(t *testing.T) {
+			defer source.SetPageDecoding(source.SetPageDecoding(pages))
 			defer func() {
 				if t.Failed() {
 					t.Logf("files: %+v", cfgs)
@@ -479,10 +484,13 @@ func TestParquetDirectSameAsPqarrow(t *testing.T) {
 	}
 }
 
-// FuzzParquetDirect is TestParquetDirectSameAsPqarrow with fuzzed seeds.
+// FuzzParquetDirect is TestParquetDirectSameAsPqarrow with fuzzed seeds,
+// both decoders.
 func FuzzParquetDirect(f *testing.F) {
 	f.Add(uint64(1000))
+	f.Add(uint64(1001))
 	f.Fuzz(func(t *testing.T, seed uint64) {
+		defer source.SetPageDecoding(source.SetPageDecoding(seed%2 == 0))
 		rng := rand.New(rand.NewPCG(seed, 43))
 		c := randomDirectConfig(rng)
 		p := filepath.Join(t.TempDir(), "f.parquet")
