@@ -213,6 +213,10 @@ func httpProfile() (stop func()) {
 		return func() {}
 	}
 	write := func(name, suffix string) {
+		if name == "allocs" {
+			// The allocation profile is as of the last GC: make it now.
+			runtime.GC()
+		}
 		f, err := os.Create(prefix + suffix)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "# lookup http profile: %v\n", err)
