@@ -347,6 +347,13 @@ func gatherWords[T int32 | int64](ds []arrow.ArrayData, segs []Seg, out []byte, 
 // gatherVar gathers variable-length binary and string arrays with offsets
 // of type T (int32, or int64 for the large types), cast from buffer bytes
 // by cast; each run of rows copies one run of value bytes.
+//
+// It works in two passes so that cache misses overlap: the first reads
+// every run's offsets (writing the output offsets and noting where each
+// run's bytes start), the second copies the bytes from those known
+// places. Results gathered out of key order miss the cache on the offsets
+// and again on the bytes; read in one loop, each copy had to wait for its
+// own offsets first.
 func gatherVar[T int32 | int64](mem memory.Allocator, dt arrow.DataType, ds []arrow.ArrayData, segs []Seg, n int, valid *memory.Buffer, nulls int, cast func([]byte) []T) arrow.ArrayData {
 	offs := make([][]T, len(ds))
 	datas := make([][]byte, len(ds))
@@ -356,30 +363,38 @@ func gatherVar[T int32 | int64](mem memory.Allocator, dt arrow.DataType, ds []ar
 		}
 		datas[i] = bytesOf(d.Buffers()[2])
 	}
-	total := 0
-	for _, s := range segs {
-		o := offs[s.Src]
-		total += int(o[s.End] - o[s.Start])
-	}
 	var zero T
 	ob := newBuf(mem, (n+1)*int(unsafe.Sizeof(zero)))
 	defer ob.Release()
-	db := newBuf(mem, total)
-	defer db.Release()
-	out, data := cast(ob.Bytes()), db.Bytes()
+	out := cast(ob.Bytes())
+	bases := make([]T, len(segs))
 	pos, cur := 0, T(0)
-	for _, s := range segs {
+	for k, s := range segs {
 		o := offs[s.Src]
 		base := o[s.Start]
-		for r := s.Start; r < s.End; r++ {
-			out[pos] = cur + o[r] - base
+		bases[k] = base
+		if s.End-s.Start == 1 {
+			out[pos] = cur
 			pos++
+		} else {
+			for r := s.Start; r < s.End; r++ {
+				out[pos] = cur + o[r] - base
+				pos++
+			}
 		}
-		end := o[s.End]
-		copy(data[cur:], datas[s.Src][base:end])
-		cur += end - base
+		cur += o[s.End] - base
 	}
 	out[pos] = cur
+	db := newBuf(mem, int(cur))
+	defer db.Release()
+	data := db.Bytes()
+	pos = 0
+	for k, s := range segs {
+		from, to := out[pos], out[pos+int(s.End-s.Start)]
+		pos += int(s.End - s.Start)
+		base := bases[k]
+		copy(data[from:to], datas[s.Src][base:base+to-from])
+	}
 	return array.NewData(dt, n, []*memory.Buffer{valid, ob, db}, nil, nulls, 0)
 }
 

@@ -42,6 +42,10 @@ func appendRand(rng *rand.Rand, b array.Builder) {
 	case *array.BooleanBuilder:
 		b.Append(rng.IntN(2) == 0)
 	case *array.StringBuilder:
+		if rng.IntN(6) == 0 {
+			b.Append("") // runs of empty values copy no bytes
+			return
+		}
 		b.Append(fmt.Sprintf("s%d", rng.IntN(1000000)))
 	case *array.LargeStringBuilder:
 		b.Append(fmt.Sprintf("L%d", rng.IntN(1000)))
@@ -73,7 +77,7 @@ func TestGatherMatchesTake(t *testing.T) {
 		arrow.PrimitiveTypes.Int64, arrow.PrimitiveTypes.Int32, arrow.PrimitiveTypes.Int16,
 		arrow.PrimitiveTypes.Float64, arrow.FixedWidthTypes.Timestamp_ms, arrow.FixedWidthTypes.Boolean,
 		arrow.BinaryTypes.String, arrow.BinaryTypes.LargeString,
-		arrow.ListOf(arrow.BinaryTypes.String),
+		arrow.ListOf(arrow.BinaryTypes.String), arrow.ListOf(arrow.BinaryTypes.LargeString),
 		arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Float64),
 		arrow.ListOf(arrow.StructOf(arrow.Field{Name: "a", Type: arrow.BinaryTypes.String, Nullable: true},
 			arrow.Field{Name: "b", Type: arrow.PrimitiveTypes.Int64, Nullable: true})),
@@ -142,5 +146,60 @@ func TestGatherMatchesTake(t *testing.T) {
 				ReleaseAll(srcs)
 			}
 		})
+	}
+}
+
+// TestGatherNoBytes gathers variable-length values that copy no bytes at
+// all: no rows, and rows whose strings are all empty or NULL, across two
+// sources, one of them sliced.
+func TestGatherNoBytes(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	for _, dt := range []arrow.DataType{arrow.BinaryTypes.String, arrow.BinaryTypes.LargeString, arrow.ListOf(arrow.BinaryTypes.String)} {
+		b := array.NewBuilder(mem, dt)
+		for i := range 6 {
+			switch b := b.(type) {
+			case *array.StringBuilder:
+				if i%3 == 0 {
+					b.AppendNull()
+				} else {
+					b.Append("")
+				}
+			case *array.LargeStringBuilder:
+				b.Append("")
+			case *array.ListBuilder:
+				b.Append(i%2 == 0) // empty lists and NULLs
+			}
+		}
+		a := b.NewArray()
+		b.Release()
+		sl := array.NewSlice(a, 2, 5)
+		srcs := []arrow.Array{a, sl}
+		for _, segs := range [][]Seg{nil, {{0, 0, 6}}, {{1, 0, 3}, {0, 1, 2}, {1, 2, 3}}} {
+			got, err := Gather(mem, dt, srcs, segs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for _, s := range segs {
+				for r := s.Start; r < s.End; r++ {
+					want = append(want, srcs[s.Src].ValueStr(int(r)))
+				}
+			}
+			if got.Len() != len(want) {
+				t.Fatalf("%s %v: %d rows, want %d", dt, segs, got.Len(), len(want))
+			}
+			for i := range want {
+				if g := got.ValueStr(i); g != want[i] {
+					t.Fatalf("%s %v: row %d is %q, want %q", dt, segs, i, g, want[i])
+				}
+			}
+			if err := got.(interface{ ValidateFull() error }).ValidateFull(); err != nil {
+				t.Fatalf("%s %v: %v", dt, segs, err)
+			}
+			got.Release()
+		}
+		sl.Release()
+		a.Release()
 	}
 }
