@@ -28,9 +28,9 @@ import (
 //
 // Top-level columns of fixed-width primitive types (integers, floats,
 // timestamps, dates, times, booleans; required or optional) are decoded
-// by arrow-go's column chunk readers straight into Arrow buffers; every
-// other column (strings, nested, decimals, ...) through pqarrow. The
-// batches are the same either way.
+// straight into Arrow buffers (parquet_direct.go, parquet_pages.go);
+// every other column (strings, nested, decimals, ...) through pqarrow.
+// The batches are the same either way.
 //
 // Row groups are decoded ahead of Read by a few goroutines (WithDecoders),
 // each row group by one of them; Read hands out their rows in file order,

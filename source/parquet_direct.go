@@ -18,18 +18,15 @@ import (
 
 // Direct decoding of fixed-width columns.
 //
-// pqarrow decodes a column through a record reader that, for a
-// dictionary-encoded page, first converts the dictionary to Arrow lazily
-// (arrow-go v18.8.0's dictConverter.ensure): for an int64 column whose
-// dictionary indices rise (row ids, sorted timestamps) it appends to that
-// dictionary at every run of 1024 indices, and Go's slice growth copies
-// it nearly every time (a third of the decoding CPU of the features-4
-// event log). The column chunk readers of parquet/file instead decode
-// values, dictionary-encoded or plain, straight into a slice: a top-level
-// column whose Arrow type holds its Parquet values bit for bit is read
-// with them into the Arrow buffer itself, as pqarrow would have built it
-// (pqarrow's transferZeroCopy, transferInt and transferBool), and the
-// other columns still go through pqarrow, in the same batches.
+// pqarrow decodes a column through a record reader into builders and then
+// transfers their buffers to Arrow arrays; for a top-level column whose
+// Arrow type holds its Parquet values bit for bit (pqarrow's
+// transferZeroCopy, transferInt and transferBool) the source decodes the
+// values itself, straight into the Arrow buffer, as pqarrow would have
+// built it: 4- and 8-byte values page by page (pqPages, parquet_pages.go)
+// where the column chunk's encodings allow, else, and for booleans, with
+// parquet/file's typed column chunk readers. Every other column still goes
+// through pqarrow, in the same batches.
 
 // pqKind says how a column is decoded.
 type pqKind uint8

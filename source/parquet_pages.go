@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -95,7 +96,34 @@ type pqPages[T uint32 | uint64] struct {
 	rowDefs []int16 // definition levels of the rows being read
 }
 
-func (r *pqPages[T]) close() { r.pr.Close() }
+func (r *pqPages[T]) close() {
+	r.pr.Close()
+	if r.dict != nil {
+		putDict(r.dict)
+		r.dict = nil
+	}
+}
+
+// Dictionaries are up to a dictionary page's size (1 MiB by default) per
+// column chunk: they are reused, not allocated for every row group.
+var dictPools [2]sync.Pool // of *[]uint32 and *[]uint64
+
+func dictPool[T uint32 | uint64]() *sync.Pool {
+	var zero T
+	return &dictPools[unsafe.Sizeof(zero)/8]
+}
+
+// getDict returns a slice of n values from the pool.
+func getDict[T uint32 | uint64](n int) []T {
+	if p, ok := dictPool[T]().Get().(*[]T); ok && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([]T, n)
+}
+
+func putDict[T uint32 | uint64](d []T) {
+	dictPool[T]().Put(&d)
+}
 
 // nextPage moves to the next data page with rows.
 func (r *pqPages[T]) nextPage() error {
@@ -119,7 +147,7 @@ func (r *pqPages[T]) nextPage() error {
 			if n < 0 || len(pg.Data()) < n*width {
 				return fmt.Errorf("dictionary page of %d bytes for %d values", len(pg.Data()), n)
 			}
-			r.dict = make([]T, n)
+			r.dict = getDict[T](n)
 			copy(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(r.dict))), n*width), pg.Data())
 			r.hasDict = true
 			continue
