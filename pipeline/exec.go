@@ -988,7 +988,7 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 		}
 		if m.wm != watermark.None {
 			wm := comb.Update(m.from, m.wm)
-			if wm > cur {
+			if wm > cur && !r.deferRelease(op, wm) {
 				cur = wm
 				if err := advance(wm); err != nil {
 					return err

@@ -10,3 +10,13 @@ func SetCheckpointTestHooks(slice time.Duration, delivered func(epoch uint64)) (
 	checkpointSlice, taskDoneHook = slice, delivered
 	return func() { checkpointSlice, taskDoneHook = oldSlice, oldHook }
 }
+
+// SetBatchReleaseRows sets the least number of rows a window task of a
+// batch run lets wait before releasing them early, until the returned
+// function undoes it.
+func SetBatchReleaseRows(n int) (undo func()) {
+	old := batchReleaseRows
+	batchReleaseRows = n
+	return func() { batchReleaseRows = old }
+}
+

@@ -1,4 +1,4 @@
-package volga_test
+package pipeline_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package volga_test
+package pipeline_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/volga-go/volga"
 	"github.com/volga-go/volga/internal/testutil"
+	"github.com/volga-go/volga/pipeline"
 	"github.com/volga-go/volga/sink"
 	"github.com/volga-go/volga/source"
 )
@@ -95,6 +96,7 @@ func (f *firstWrite) Write(ctx context.Context, rec arrow.RecordBatch) error {
 // rows, in the same order, as a run over the same rows from a source
 // without statistics.
 func TestBatchFinishesTimeOrderedRowsEarly(t *testing.T) {
+	defer pipeline.SetBatchReleaseRows(0)()
 	tab := testutil.MLEvents(testutil.Rand(5), testutil.ModesEventConfig(3000))
 	want := sink.NewCollector()
 	if err := runBatch(t, testutil.NewSource(tab.Schema, tab.Batches(testutil.Rand(2), 64)...), want, 1); err != nil {
