@@ -13,7 +13,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/volga-go/volga/sink"
 	"github.com/volga-go/volga/source"
 )
 
@@ -40,16 +39,7 @@ func writeTimes(t *testing.T, path string, us []int64, group int) {
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	s, err := sink.NewParquet(path, nil, sink.WithRowGroupSize(int64(group)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Write(context.Background(), rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeRecord(t, path, rec, int64(group))
 }
 
 // TestParquetLowerBound checks LowerBound against the rows themselves:

@@ -37,7 +37,14 @@ func writeParquet(t *testing.T, path string, first, n int) {
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	s, err := sink.NewParquet(path, nil, sink.WithRowGroupSize(4))
+	writeRecord(t, path, rec, 4)
+}
+
+// writeRecord writes rec to a Parquet file with the Parquet sink, in row
+// groups of group rows.
+func writeRecord(t testing.TB, path string, rec arrow.RecordBatch, group int64) {
+	t.Helper()
+	s, err := sink.NewParquet(path, nil, sink.WithRowGroupSize(group))
 	if err != nil {
 		t.Fatal(err)
 	}

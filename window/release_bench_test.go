@@ -25,13 +25,6 @@ func BenchmarkBatchRelease(b *testing.B) {
 			r.Release()
 		}
 	}()
-	bind := func(name string, args ...agg.Arg) agg.Func {
-		f, err := agg.Bind(name, args)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return f
-	}
 	amount := agg.Arg{Type: arrow.PrimitiveTypes.Float64, Col: 0}
 	for _, every := range []int{rows, 8 * rows, 32 * rows, math.MaxInt} {
 		name := fmt.Sprintf("every=%d", every)
@@ -40,9 +33,9 @@ func BenchmarkBatchRelease(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			cfg := Config{TsCol: 0, SeqCol: 1, KeyCols: []int{2}, ArgCols: []int{3, 4}, BatchOrder: true, Windows: []Spec{
-				{Frame: Frame{Preceding: 3_000}, Aggs: []agg.Func{bind("sum", amount), bind("max", amount)}},
-				{Frame: Frame{Preceding: 72_000}, Aggs: []agg.Func{bind("count", agg.Arg{Star: true, Col: -1})}},
-				{Frame: Frame{Preceding: 504_000}, Aggs: []agg.Func{bind("avg", amount)}},
+				{Frame: Frame{Preceding: 3_000}, Aggs: []agg.Func{bindFunc(b, "sum", amount), bindFunc(b, "max", amount)}},
+				{Frame: Frame{Preceding: 72_000}, Aggs: []agg.Func{bindFunc(b, "count", agg.Arg{Star: true, Col: -1})}},
+				{Frame: Frame{Preceding: 504_000}, Aggs: []agg.Func{bindFunc(b, "avg", amount)}},
 			}}
 			b.ReportAllocs()
 			for b.Loop() {
