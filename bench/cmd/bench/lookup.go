@@ -58,7 +58,8 @@ import (
 //     127.0.0.1 listener; an open-loop client sends -http-rate requests/s
 //     for -http-duration (request i is due at start + i/rate and its
 //     latency is counted from that due time, so a client or server that
-//     falls behind is charged for it), through 64 keep-alive connections.
+//     falls behind is charged for it), through 64 keep-alive connections,
+//     each with a goroutine sending every 64th request at its due time.
 //     "Ingest running" means: while the load runs, the same pipeline keeps
 //     ingesting new events at -ingest-rate events/s (the log replayed with
 //     its event times shifted past its end, in batches of 500 rows), so
@@ -437,9 +438,10 @@ func checkLookups(ctx context.Context, p *volga.Pipeline, name string, windowMs 
 // time: each of httpClients worker goroutines owns one keep-alive
 // connection and speaks HTTP/1.1 on it directly (one write of a prepared
 // request, the status line and headers parsed, the body read whole and
-// its status checked; see rawConn), and the sender waits for each due time
-// with a pacer (a timerfd on Linux) rather than time.Sleep, which wakes an
-// idle process only at millisecond boundaries.
+// its status checked; see rawConn), and sends every httpClients-th request
+// itself (as wrk2 does), with no hand-over from a sender goroutine, after
+// waiting for its due time with a pacer (a timerfd on Linux) rather than
+// time.Sleep, which wakes an idle process only at millisecond boundaries.
 func measureHTTP(ctx context.Context, p *volga.Pipeline, src *gatedSource, c config, lo, span int64) (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -474,36 +476,56 @@ func measureHTTP(ctx context.Context, p *volga.Pipeline, src *gatedSource, c con
 			return "", fmt.Errorf("warm-up request: status %d, %v", status, err)
 		}
 	}
-	pace, err := newPacer()
-	if err != nil {
-		return "", err
+	paces := make([]*pacer, len(conns))
+	defer func() {
+		for _, pc := range paces {
+			if pc != nil {
+				pc.close()
+			}
+		}
+	}()
+	for k := range paces {
+		if paces[k], err = newPacer(); err != nil {
+			return "", err
+		}
 	}
-	defer pace.close()
 
 	rowsBefore := p.Stats().RowsIn
 	src.open()
-	type job struct {
-		i   int
-		due time.Time
-	}
-	jobs := make(chan job, httpClients)
 	lat := make([]float64, n)
 	fromSend := make([]float64, n) // latency from the moment the request was sent
 	sendLag := make([]float64, n)  // how long after its due time it was sent
+	lags := make([]time.Duration, len(conns))
 	var failed atomic.Int64
 	var firstErr atomic.Value
 	var wg sync.WaitGroup
-	for _, rc := range conns {
+	stopProfile := httpProfile()
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	cpu0 := processCPU()
+	start := time.Now()
+	interval := time.Duration(float64(time.Second) / float64(c.HTTPRate))
+	// Worker k sends requests k, k+W, k+2W... (W workers), each at its
+	// due time, on its own connection: a request whose worker is still
+	// waiting for its previous answer goes out late, and the lateness is
+	// in its latency.
+	for k, rc := range conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for j := range jobs {
+			for i := k; i < n; i += len(conns) {
+				due := start.Add(time.Duration(i) * interval)
+				if err := paces[k].sleep(time.Until(due)); err != nil {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, "pacer: "+err.Error())
+				}
 				sent := time.Now()
-				status, err := rc.do(reqs[j.i])
+				status, err := rc.do(reqs[i])
 				done := time.Now()
-				lat[j.i] = float64(done.Sub(j.due).Nanoseconds()) / 1e3
-				fromSend[j.i] = float64(done.Sub(sent).Nanoseconds()) / 1e3
-				sendLag[j.i] = float64(sent.Sub(j.due).Nanoseconds()) / 1e3
+				lat[i] = float64(done.Sub(due).Nanoseconds()) / 1e3
+				fromSend[i] = float64(done.Sub(sent).Nanoseconds()) / 1e3
+				sendLag[i] = float64(sent.Sub(due).Nanoseconds()) / 1e3
+				lags[k] = max(lags[k], sent.Sub(due))
 				if err == nil && status != http.StatusOK {
 					err = fmt.Errorf("status %d", status)
 				}
@@ -514,25 +536,8 @@ func measureHTTP(ctx context.Context, p *volga.Pipeline, src *gatedSource, c con
 			}
 		}()
 	}
-	stopProfile := httpProfile()
-	var ms0, ms1 runtime.MemStats
-	runtime.ReadMemStats(&ms0)
-	cpu0 := processCPU()
-	start := time.Now()
-	interval := time.Duration(float64(time.Second) / float64(c.HTTPRate))
-	var lag time.Duration // how far behind its due time the client sent a request, at most
-	for i := range n {
-		due := start.Add(time.Duration(i) * interval)
-		if err := pace.sleep(time.Until(due)); err != nil {
-			close(jobs)
-			wg.Wait()
-			return "", fmt.Errorf("pacer: %w", err)
-		}
-		jobs <- job{i, due}
-		lag = max(lag, time.Since(due))
-	}
-	close(jobs)
 	wg.Wait()
+	lag := slices.Max(lags) // how far behind its due time the client sent a request, at most
 	elapsed := time.Since(start)
 	cpu := processCPU() - cpu0
 	runtime.ReadMemStats(&ms1)
@@ -554,8 +559,8 @@ func measureHTTP(ctx context.Context, p *volga.Pipeline, src *gatedSource, c con
 	// starved of CPU. The p50/p99 figures split the latency: from_send
 	// counts from the moment a client goroutine sent the request (server
 	// and both HTTP stacks), send_lag is how long after its due time that
-	// was (the pacer's wake-up, the hand-over to a worker, and any wait
-	// for a free connection or a CPU).
+	// was (the pacer's wake-up, a wait for the worker's previous answer,
+	// or for a CPU).
 	return fmt.Sprintf("workload=lookup window=30d mode=http rate=%d requests=%d errors=%d seconds=%.2f ingest_events_per_s=%.0f p50_us=%.0f p99_us=%.0f p999_us=%.0f cpu_us_per_req=%.1f cpu_cores=%.2f max_send_lag_ms=%.1f p50_from_send_us=%.0f p99_from_send_us=%.0f send_lag_p50_us=%.0f send_lag_p99_us=%.0f allocs_per_req=%.1f bytes_per_req=%.0f gc_cycles=%d",
 		c.HTTPRate, n, failed.Load(), elapsed.Seconds(), float64(ingested)/elapsed.Seconds(), pct(lat, 0.50), pct(lat, 0.99), pct(lat, 0.999),
 		float64(cpu.Microseconds())/float64(n), cpu.Seconds()/elapsed.Seconds(), float64(lag.Microseconds())/1e3,
