@@ -38,6 +38,7 @@ const (
 	pqFloat32               // FLOAT values
 	pqFloat64               // DOUBLE values
 	pqBool                  // BOOLEAN values, an Arrow bitmap
+	pqBytes                 // BYTE_ARRAY values, Arrow string or binary (pqPages only)
 )
 
 // pqPlan says how the decoded columns of one file are decoded.
@@ -71,6 +72,9 @@ func (p *Parquet) plan(pf *pqFile) *pqPlan {
 		kind := pqArrow
 		if len(sf.Children) == 0 && sf.IsLeaf() && arrow.TypeEqual(sf.Field.Type, p.schema.Field(k).Type) {
 			kind = directKind(sf.Field.Type, sch.Column(sf.ColIndex))
+		}
+		if kind == pqBytes && !bytesFit(pf.f, sf.ColIndex) {
+			kind = pqArrow
 		}
 		if kind != pqArrow {
 			pl.cols[k] = pqCol{kind: kind, leaf: sf.ColIndex, optional: sch.Column(sf.ColIndex).MaxDefinitionLevel() > 0}
@@ -132,8 +136,29 @@ func directKind(dt arrow.DataType, c *schema.Column) pqKind {
 		if dt.ID() == arrow.BOOL {
 			return pqBool
 		}
+	case parquet.Types.ByteArray:
+		// pqarrow's transferBinary: the values one after the other,
+		// 32-bit offsets.
+		if dt.ID() == arrow.STRING || dt.ID() == arrow.BINARY {
+			return pqBytes
+		}
 	}
 	return pqArrow
+}
+
+// bytesFit reports whether pqPages decodes byte-array column leaf of
+// every row group of f (the others decode it through pqarrow).
+func bytesFit(f *file.Reader, leaf int) bool {
+	if pqNoPages {
+		return false
+	}
+	for g := range f.NumRowGroups() {
+		cc, err := f.MetaData().RowGroup(g).ColumnChunk(leaf)
+		if err != nil || !pagesFit(cc) {
+			return false
+		}
+	}
+	return true
 }
 
 // decodeGroup decodes row group j.rg of j.pf from row j.skip on into
@@ -244,7 +269,7 @@ func (p *Parquet) decodeGroup(run *pqRun, j pqJob) error {
 // columnReader returns the decoder of column c of row group rg, of Arrow
 // type dt: pqPages for the encodings it knows, else a column chunk reader.
 func (p *Parquet) columnReader(rg *file.RowGroupReader, c pqCol, dt arrow.DataType) (pqColumn, error) {
-	if c.kind != pqBool && !pqNoPages {
+	if c.kind == pqBytes || c.kind != pqBool && !pqNoPages {
 		cc, err := rg.MetaData().ColumnChunk(c.leaf)
 		if err != nil {
 			return nil, err

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"unsafe"
 
@@ -67,23 +68,24 @@ func newPages(rg *file.RowGroupReader, c pqCol, dt arrow.DataType) (pqColumn, er
 	}
 	switch c.kind {
 	case pqInt32, pqFloat32:
-		return &pqPages[uint32]{pr: pr, optional: c.optional, dt: dt}, nil
+		return newFixedPages[uint32](pr, c, dt), nil
 	case pqInt64, pqFloat64:
-		return &pqPages[uint64]{pr: pr, optional: c.optional, dt: dt}, nil
+		return newFixedPages[uint64](pr, c, dt), nil
+	case pqBytes:
+		return newBytesPages(pr, c, dt), nil
 	}
 	pr.Close()
 	return nil, fmt.Errorf("no page decoding of %s", dt)
 }
 
-// pqPages decodes a column chunk of 4-byte (uint32) or 8-byte (uint64)
-// values page by page; the values are copied bit for bit.
-type pqPages[T uint32 | uint64] struct {
+// pqPageIter walks the data pages of a column chunk: their definition
+// levels and encoded values. onDict takes the dictionary page.
+type pqPageIter struct {
 	pr       file.PageReader
 	optional bool // definition levels of width 1 precede the values
 	dt       arrow.DataType
-
-	dict    []T  // the dictionary page's values
-	hasDict bool // the dictionary page was read
+	onDict   func(data []byte, n int) error
+	hasDict  bool // the dictionary page was read
 
 	// The current data page.
 	left   int         // levels (rows) not yet decoded
@@ -94,6 +96,13 @@ type pqPages[T uint32 | uint64] struct {
 	buf    [1024]int32 // levels or indices being decoded
 
 	rowDefs []int16 // definition levels of the rows being read
+}
+
+// pqPages decodes a column chunk of 4-byte (uint32) or 8-byte (uint64)
+// values page by page; the values are copied bit for bit.
+type pqPages[T uint32 | uint64] struct {
+	pqPageIter
+	dict []T // the dictionary page's values
 }
 
 func (r *pqPages[T]) close() {
@@ -125,10 +134,23 @@ func putDict[T uint32 | uint64](d []T) {
 	dictPool[T]().Put(&d)
 }
 
+func newFixedPages[T uint32 | uint64](pr file.PageReader, c pqCol, dt arrow.DataType) *pqPages[T] {
+	r := &pqPages[T]{pqPageIter: pqPageIter{pr: pr, optional: c.optional, dt: dt}}
+	r.onDict = func(data []byte, n int) error {
+		var zero T
+		width := int(unsafe.Sizeof(zero))
+		if len(data) < n*width {
+			return fmt.Errorf("dictionary page of %d bytes for %d values", len(data), n)
+		}
+		r.dict = getDict[T](n)
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(r.dict))), n*width), data)
+		return nil
+	}
+	return r
+}
+
 // nextPage moves to the next data page with rows.
-func (r *pqPages[T]) nextPage() error {
-	var zero T
-	width := int(unsafe.Sizeof(zero))
+func (r *pqPageIter) nextPage() error {
 	for r.pr.Next() {
 		var (
 			enc   parquet.Encoding
@@ -144,11 +166,12 @@ func (r *pqPages[T]) nextPage() error {
 				return errors.New("two dictionary pages in a column chunk")
 			}
 			n := int(pg.NumValues())
-			if n < 0 || len(pg.Data()) < n*width {
-				return fmt.Errorf("dictionary page of %d bytes for %d values", len(pg.Data()), n)
+			if n < 0 {
+				return fmt.Errorf("dictionary page of %d values", n)
 			}
-			r.dict = getDict[T](n)
-			copy(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(r.dict))), n*width), pg.Data())
+			if err := r.onDict(pg.Data(), n); err != nil {
+				return err
+			}
 			r.hasDict = true
 			continue
 		case *file.DataPageV1:
@@ -214,7 +237,11 @@ func (r *pqPages[T]) nextPage() error {
 }
 
 // skip skips rows rows: whole pages without decoding them.
-func (r *pqPages[T]) skip(rows int64) error {
+func (r *pqPages[T]) skip(rows int64) error { return r.skipWith(rows, r.read) }
+
+// skipWith skips rows rows: whole pages without decoding them, the rows
+// before the position in a page decoded with read and dropped.
+func (r *pqPageIter) skipWith(rows int64, read func(int64, memory.Allocator) (arrow.Array, error)) error {
 	for rows > 0 {
 		if r.left == 0 {
 			if err := r.nextPage(); err != nil {
@@ -226,23 +253,11 @@ func (r *pqPages[T]) skip(rows int64) error {
 			r.left = 0
 			continue
 		}
-		// Decode and drop the rows before the position in the page.
-		m := int(rows)
-		if cap(r.rowDefs) < m {
-			r.rowDefs = make([]int16, m)
-		}
-		v := m
-		if r.optional {
-			var err error
-			if v, err = r.readDefs(r.rowDefs[:m]); err != nil {
-				return err
-			}
-		}
-		vals := make([]T, v)
-		if err := r.readValues(vals); err != nil {
+		a, err := read(rows, memory.DefaultAllocator)
+		if err != nil {
 			return err
 		}
-		r.left -= m
+		a.Release()
 		rows = 0
 	}
 	return nil
@@ -303,7 +318,7 @@ func (r *pqPages[T]) read(n int64, mem memory.Allocator) (arrow.Array, error) {
 
 // readDefs decodes len(dst) definition levels of the page and returns
 // how many are of values (1).
-func (r *pqPages[T]) readDefs(dst []int16) (int, error) {
+func (r *pqPageIter) readDefs(dst []int16) (int, error) {
 	valid := 0
 	for len(dst) > 0 {
 		buf := r.buf[:min(len(dst), len(r.buf))]
@@ -352,6 +367,136 @@ func (r *pqPages[T]) readValues(dst []T) error {
 	}
 	return nil
 }
+
+// pqBytesPages decodes a column chunk of byte arrays into an Arrow
+// string or binary array (32-bit offsets) page by page.
+type pqBytesPages struct {
+	pqPageIter
+	dictData []byte  // the dictionary's values, one after the other
+	dictOff  []int32 // value i is dictData[dictOff[i]:dictOff[i+1]]
+	perRow   int     // data bytes per row of the last batch read
+}
+
+func newBytesPages(pr file.PageReader, c pqCol, dt arrow.DataType) *pqBytesPages {
+	r := &pqBytesPages{pqPageIter: pqPageIter{pr: pr, optional: c.optional, dt: dt}}
+	r.onDict = func(data []byte, n int) error {
+		r.dictData = make([]byte, 0, len(data))
+		r.dictOff = make([]int32, 1, n+1)
+		for range n {
+			if len(data) < 4 {
+				return errors.New("dictionary page holds fewer values than it says")
+			}
+			l := binary.LittleEndian.Uint32(data)
+			if uint64(l) > uint64(len(data)-4) {
+				return fmt.Errorf("dictionary value of %d bytes in %d", l, len(data)-4)
+			}
+			r.dictData = append(r.dictData, data[4:4+l]...)
+			r.dictOff = append(r.dictOff, int32(len(r.dictData)))
+			data = data[4+l:]
+		}
+		return nil
+	}
+	return r
+}
+
+func (r *pqBytesPages) skip(rows int64) error { return r.skipWith(rows, r.read) }
+
+// read decodes the next n rows.
+func (r *pqBytesPages) read(n int64, mem memory.Allocator) (arrow.Array, error) {
+	offBuf := memory.NewResizableBuffer(mem)
+	offBuf.Resize(int(n+1) * 4)
+	offs := arrow.Int32Traits.CastFromBytes(offBuf.Bytes())[:n+1]
+	offs[0] = 0
+	dataBuf := memory.NewResizableBuffer(mem)
+	dataBuf.Resize(max(64, int(n)*max(r.perRow, 8)))
+	data := dataBuf.Bytes()
+	dl := 0 // bytes of data used
+	fail := func(err error) (arrow.Array, error) {
+		offBuf.Release()
+		dataBuf.Release()
+		return nil, err
+	}
+	if int64(cap(r.rowDefs)) < n {
+		r.rowDefs = make([]int16, n)
+	}
+	defs := r.rowDefs[:n]
+	filled, nv := 0, 0
+	for filled < int(n) {
+		if r.left == 0 {
+			if err := r.nextPage(); err != nil {
+				return fail(err)
+			}
+		}
+		// At most len(r.buf) rows at a time: their indices fit in r.buf.
+		m := min(int(n)-filled, r.left, len(r.buf))
+		chunk := defs[filled : filled+m]
+		v := m
+		if r.optional {
+			var err error
+			if v, err = r.readDefs(chunk); err != nil {
+				return fail(err)
+			}
+		}
+		if r.isDict {
+			if got := r.idx.read(r.buf[:v]); got < v {
+				return fail(errors.New("data page holds fewer dictionary indices than values"))
+			}
+		}
+		k := 0
+		for i := range m {
+			if !r.optional || chunk[i] > 0 {
+				var b []byte
+				if r.isDict {
+					ix := uint32(r.buf[k])
+					if ix >= uint32(len(r.dictOff)-1) {
+						return fail(fmt.Errorf("dictionary index %d out of range (%d values)", ix, len(r.dictOff)-1))
+					}
+					b = r.dictData[r.dictOff[ix]:r.dictOff[ix+1]]
+				} else {
+					if len(r.plain) < 4 {
+						return fail(errors.New("data page holds fewer values than its definition levels"))
+					}
+					l := binary.LittleEndian.Uint32(r.plain)
+					if uint64(l) > uint64(len(r.plain)-4) {
+						return fail(fmt.Errorf("value of %d bytes in %d", l, len(r.plain)-4))
+					}
+					b = r.plain[4 : 4+l]
+					r.plain = r.plain[4+l:]
+				}
+				if dl+len(b) > len(data) {
+					if dl+len(b) > math.MaxInt32 {
+						return fail(errors.New("more than 2 GiB of values in a batch"))
+					}
+					dataBuf.Resize(max(2*len(data), dl+len(b)))
+					data = dataBuf.Bytes()
+				}
+				dl += copy(data[dl:], b)
+				k++
+			}
+			offs[filled+i+1] = int32(dl)
+		}
+		filled += m
+		nv += v
+		r.left -= m
+	}
+	dataBuf.ResizeNoShrink(dl)
+	r.perRow = dl/int(n) + 1
+	var valid *memory.Buffer
+	if nv < int(n) {
+		valid = validBitmap(defs, mem)
+	}
+	ad := array.NewData(r.dt, int(n), []*memory.Buffer{valid, offBuf, dataBuf}, nil, int(n)-nv, 0)
+	offBuf.Release()
+	dataBuf.Release()
+	if valid != nil {
+		valid.Release()
+	}
+	a := array.MakeFromData(ad)
+	ad.Release()
+	return a, nil
+}
+
+func (r *pqBytesPages) close() { r.pr.Close() }
 
 // spreadValues moves the nv values packed at the front of vals to the
 // rows whose definition level is 1, from the back (below the last null
