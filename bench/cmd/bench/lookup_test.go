@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -84,5 +85,60 @@ func TestPacer(t *testing.T) {
 	// even on a loaded machine.
 	if late > 900*time.Microsecond {
 		t.Errorf("best wake-up %s late, want well under a millisecond", late)
+	}
+}
+
+// The load generator's client against net/http's, one request at a time
+// on one keep-alive connection to a net/http server answering a lookup
+// response's worth of bytes: the CPU a request costs the client (and the
+// server, the same in both).
+func benchClientServer(b *testing.B) (addr string, body []byte) {
+	resp := []byte(`{"key":{"user_id":48213},"at":"2023-11-14T22:13:20.123Z","watermark":"2023-12-31T23:59:59Z","features":{"sum_30d":1234.5,"n_30d":17,"avg_30d":72.61764705882354,"max_30d":998.25}}` + "\n")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(resp)
+	}))
+	b.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://"), []byte(`{"key":{"user_id":48213},"at":1700000000123}`)
+}
+
+func BenchmarkClientRaw(b *testing.B) {
+	addr, body := benchClientServer(b)
+	rc, err := dialRaw(addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rc.close()
+	req := rawRequest(addr, "/v1/features", body)
+	b.ReportAllocs()
+	for b.Loop() {
+		if status, err := rc.do(req); err != nil || status != 200 {
+			b.Fatal(status, err)
+		}
+	}
+}
+
+func BenchmarkClientNetHTTP(b *testing.B) {
+	addr, body := benchClientServer(b)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	defer client.CloseIdleConnections()
+	url := "http://" + addr + "/v1/features"
+	b.ReportAllocs()
+	for b.Loop() {
+		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Fatal(resp.StatusCode)
+		}
 	}
 }
