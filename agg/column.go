@@ -285,17 +285,17 @@ func (c *Column) DropFront(n int) {
 	if n <= 0 {
 		return
 	}
-	c.Null = dropFront(c.Null, n)
+	c.Null = DropFront(c.Null, n)
 	switch c.Kind {
 	case KindInt64:
-		c.I64 = dropFront(c.I64, n)
+		c.I64 = DropFront(c.I64, n)
 	case KindFloat64:
-		c.F64 = dropFront(c.F64, n)
+		c.F64 = DropFront(c.F64, n)
 	case KindString:
 		clear(c.Str[:n]) // let the GC have the strings
-		c.Str = dropFront(c.Str, n)
+		c.Str = DropFront(c.Str, n)
 	case KindBool:
-		c.Bool = dropFront(c.Bool, n)
+		c.Bool = DropFront(c.Bool, n)
 	}
 }
 
@@ -352,15 +352,19 @@ func gather[T any](s []T, from int, perm []int32) []T {
 	return s
 }
 
-// dropFront removes n elements from the front. It shifts in place (O(len))
-// only when the dropped part is at least as large as what remains, so the
-// amortised cost per dropped element is O(1) while memory stays bounded.
-func dropFront[T any](s []T, n int) []T {
+// DropFront removes the first n values of s. It moves the rest to the
+// front of the array, keeping its capacity for later appends, when that is
+// cheap (at most 16 values left, or no more than are dropped) or when the
+// array would otherwise stay mostly unused; otherwise it reslices. A
+// sliding window trimmed by a row or two at a time thus appends into the
+// same array instead of reallocating each time the resliced capacity runs
+// out (one allocation every few rows per column for small windows).
+func DropFront[T any](s []T, n int) []T {
 	if n >= len(s) {
 		return s[:0]
 	}
 	rest := len(s) - n
-	if n >= rest || cap(s) > 64 && cap(s) > 4*rest {
+	if n >= rest || rest <= 16 || cap(s) > 64 && cap(s) > 4*rest {
 		m := copy(s, s[n:])
 		return s[:m]
 	}

@@ -146,7 +146,7 @@ func dropBelow(r *Rows, a int64) {
 	for i := range r.Cols {
 		r.Cols[i].DropFront(n)
 	}
-	r.Ts = dropFront(r.Ts, n)
+	r.Ts = DropFront(r.Ts, n)
 	r.Base += int64(n)
 }
 

@@ -1370,20 +1370,11 @@ func (o *Operator) trim(ks *keyState, a int64) {
 		return
 	}
 	ks.dropped = max(ks.dropped, r.Ts[n-1])
-	r.Ts = dropFront(r.Ts, n)
+	r.Ts = agg.DropFront(r.Ts, n)
 	for j := range r.Cols {
 		r.Cols[j].DropFront(n)
 	}
 	r.Base += int64(n)
-}
-
-func dropFront(s []int64, n int) []int64 {
-	rest := len(s) - n
-	if n >= rest || cap(s) > 64 && cap(s) > 4*rest {
-		m := copy(s, s[n:])
-		return s[:m]
-	}
-	return s[n:]
 }
 
 func growI64(s []int64, n int) []int64 {

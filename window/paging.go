@@ -265,7 +265,7 @@ func (o *Operator) pageOut(wb statestore.WriteBatch, id int32, ks *keyState, kee
 		from = to
 	}
 	n := int(end - r.Base)
-	r.Ts = dropFront(r.Ts, n)
+	r.Ts = agg.DropFront(r.Ts, n)
 	for j := range r.Cols {
 		r.Cols[j].DropFront(n)
 	}
@@ -280,7 +280,7 @@ func (o *Operator) trimEdge(ks *keyState, a int64) {
 		n := min(int(a-e.Base), e.Len())
 		if n > 0 {
 			ks.dropped = max(ks.dropped, e.Ts[n-1])
-			e.Ts = dropFront(e.Ts, n)
+			e.Ts = agg.DropFront(e.Ts, n)
 			for j := range e.Cols {
 				e.Cols[j].DropFront(n)
 			}
