@@ -247,6 +247,7 @@ func (c *Compiled) LookupKeys() []string {
 func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row map[string]any) (_ LookupResult, err error) {
 	l.mu.RLock()
 	obs := l.obs
+	c, ops, canErr := l.c, l.ops, l.canErr
 	l.mu.RUnlock()
 	if obs != nil {
 		defer func(start time.Time) { obs.LookupDone(time.Since(start), err) }(time.Now())
@@ -254,9 +255,6 @@ func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row
 	if err := ctx.Err(); err != nil {
 		return LookupResult{}, err
 	}
-	l.mu.RLock()
-	c, ops, canErr := l.c, l.ops, l.canErr
-	l.mu.RUnlock()
 	if c == nil {
 		return LookupResult{}, ErrNotRunning
 	}
