@@ -5,9 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
 // Open returns a source for the file at path, chosen by its extension:
@@ -29,9 +26,4 @@ func Open(path string, opts ...Option) (Source, error) {
 	default:
 		return nil, fmt.Errorf("source: cannot choose a format for %q from extension %q: use .csv, .jsonl, .ndjson, .json or .parquet", path, ext)
 	}
-}
-
-// arrowRecord re-labels rec with schema (same columns).
-func arrowRecord(schema *arrow.Schema, rec arrow.RecordBatch) arrow.RecordBatch {
-	return array.NewRecordBatch(schema, rec.Columns(), rec.NumRows())
 }

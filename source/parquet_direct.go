@@ -297,6 +297,8 @@ type pqColReader struct {
 	bools []bool  // values being read (pqBool)
 }
 
+func (r *pqColReader) close() { r.cr.Close() }
+
 // skip skips rows rows.
 func (r *pqColReader) skip(rows int64) error {
 	s, ok := r.cr.(interface {

@@ -41,8 +41,6 @@ type pqColumn interface {
 	close()
 }
 
-func (r *pqColReader) close() { r.cr.Close() }
-
 // pagesFit reports whether pqPages decodes a column chunk.
 func pagesFit(cc *metadata.ColumnChunkMetaData) bool {
 	encs := cc.Encodings()
