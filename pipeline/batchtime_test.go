@@ -58,7 +58,7 @@ func runBatch(t *testing.T, src source.Source, out sink.Sink, parallelism int) e
 // gatedSource holds back its last batches until the sink has received a
 // row, so a run that emits nothing before the end of its input fails.
 type gatedSource struct {
-	*source.Parquet
+	boundedSource
 	reads, gateAt int
 	first         <-chan struct{}
 }
@@ -73,7 +73,13 @@ func (g *gatedSource) Read(ctx context.Context) (arrow.RecordBatch, error) {
 			return nil, ctx.Err()
 		}
 	}
-	return g.Parquet.Read(ctx)
+	return g.boundedSource.Read(ctx)
+}
+
+// boundedSource is a source that knows a lower bound of the times to come.
+type boundedSource interface {
+	source.Source
+	source.LowerBounder
 }
 
 // firstWrite is a Collector that signals its first row.
@@ -91,10 +97,11 @@ func (f *firstWrite) Write(ctx context.Context, rec arrow.RecordBatch) error {
 }
 
 // TestBatchFinishesTimeOrderedRowsEarly: a batch run over a time-ordered
-// Parquet file emits rows before it has read the whole file (the row
-// groups' statistics bound the event times still to come), with the same
-// rows, in the same order, as a run over the same rows from a source
-// without statistics.
+// Parquet file, or time-ordered batches in memory, emits rows before it
+// has read the whole input (the row groups' statistics, or the batches
+// themselves, bound the event times still to come), with the same rows, in
+// the same order, as a run over the same rows from a source that knows no
+// bound.
 func TestBatchFinishesTimeOrderedRowsEarly(t *testing.T) {
 	defer pipeline.SetBatchReleaseRows(0)()
 	tab := testutil.MLEvents(testutil.Rand(5), testutil.ModesEventConfig(3000))
@@ -108,24 +115,35 @@ func TestBatchFinishesTimeOrderedRowsEarly(t *testing.T) {
 	for i, f := range cols.Fields() {
 		names[i] = f.Name
 	}
-	for _, par := range []int{1, 2} {
-		pq, err := source.NewParquetFiles([]string{path}, source.WithBatchSize(37))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := &firstWrite{Collector: sink.NewCollector(), first: make(chan struct{})}
-		var src source.Source = pq
-		if par == 1 {
-			// One task writes straight to the sink: the first rows
-			// must come out while the last batches are still unread.
-			src = &gatedSource{Parquet: pq, gateAt: 3000/37 - 2, first: got.first}
-		}
-		if err := runBatch(t, src, got, par); err != nil {
-			t.Fatalf("parallelism %d: %v", par, err)
-		}
-		pq.Close()
-		if d := testutil.Diff(names, got.Rows(), want.Rows(), nil); d != "" {
-			t.Fatalf("parallelism %d: time-ordered Parquet input changed the output:\n%s", par, d)
+	open := map[string]func() boundedSource{
+		"parquet": func() boundedSource {
+			pq, err := source.NewParquetFiles([]string{path}, source.WithBatchSize(37))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return pq
+		},
+		"memory": func() boundedSource {
+			return source.NewMemory(tab.Schema, tab.Batches(testutil.Rand(3), 37)...)
+		},
+	}
+	for name, open := range open {
+		for _, par := range []int{1, 2} {
+			src := open()
+			got := &firstWrite{Collector: sink.NewCollector(), first: make(chan struct{})}
+			run := src
+			if par == 1 {
+				// One task writes straight to the sink: the first rows
+				// must come out while the last batches are still unread.
+				run = &gatedSource{boundedSource: src, gateAt: 3000/37 - 2, first: got.first}
+			}
+			if err := runBatch(t, run, got, par); err != nil {
+				t.Fatalf("%s, parallelism %d: %v", name, par, err)
+			}
+			src.Close()
+			if d := testutil.Diff(names, got.Rows(), want.Rows(), nil); d != "" {
+				t.Fatalf("%s, parallelism %d: time-ordered input changed the output:\n%s", name, par, d)
+			}
 		}
 	}
 }

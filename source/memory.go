@@ -20,6 +20,7 @@ type Memory struct {
 	batch   int   // next batch
 	row     int64 // next row in it
 	closed  bool
+	bounds  *memBounds // LowerBound's cache (memory_bound.go)
 }
 
 // NewMemory returns a source yielding recs in order. It retains each batch
