@@ -57,9 +57,16 @@ func (p *Parquet) LowerBound(col string) (int64, bool) {
 	return b.after[p.idx+1], true
 }
 
-// loadBounds reads the statistics of col from every file's footer.
-func (p *Parquet) loadBounds(col string) *pqBounds {
-	b := &pqBounds{col: col, groups: make([][]pqGroupBound, len(p.paths)), after: make([]int64, len(p.paths)+1)}
+// loadBounds reads the statistics of col from every file's footer. A
+// footer that cannot be read (or that makes arrow-go panic) gives no
+// bound; reading the file then reports what is wrong with it.
+func (p *Parquet) loadBounds(col string) (b *pqBounds) {
+	b = &pqBounds{col: col, groups: make([][]pqGroupBound, len(p.paths)), after: make([]int64, len(p.paths)+1)}
+	defer func() {
+		if r := recover(); r != nil {
+			b.ok = false
+		}
+	}()
 	fields, _ := p.schema.FieldsByName(col)
 	if len(fields) != 1 {
 		return b
