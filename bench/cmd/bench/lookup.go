@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -502,6 +503,7 @@ func measureHTTP(ctx context.Context, p *volga.Pipeline, src *gatedSource, c con
 	stopProfile := httpProfile()
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
+	sched0 := readHist(schedLatencies)
 	cpu0 := processCPU()
 	start := time.Now()
 	interval := time.Duration(float64(time.Second) / float64(c.HTTPRate))
@@ -540,6 +542,7 @@ func measureHTTP(ctx context.Context, p *volga.Pipeline, src *gatedSource, c con
 	lag := slices.Max(lags) // how far behind its due time the client sent a request, at most
 	elapsed := time.Since(start)
 	cpu := processCPU() - cpu0
+	sched := readHist(schedLatencies).sub(sched0)
 	runtime.ReadMemStats(&ms1)
 	stopProfile()
 	ingested := p.Stats().RowsIn - rowsBefore
@@ -560,12 +563,73 @@ func measureHTTP(ctx context.Context, p *volga.Pipeline, src *gatedSource, c con
 	// counts from the moment a client goroutine sent the request (server
 	// and both HTTP stacks), send_lag is how long after its due time that
 	// was (the pacer's wake-up, a wait for the worker's previous answer,
-	// or for a CPU).
-	return fmt.Sprintf("workload=lookup window=30d mode=http rate=%d requests=%d errors=%d seconds=%.2f ingest_events_per_s=%.0f p50_us=%.0f p99_us=%.0f p999_us=%.0f cpu_us_per_req=%.1f cpu_cores=%.2f max_send_lag_ms=%.1f p50_from_send_us=%.0f p99_from_send_us=%.0f send_lag_p50_us=%.0f send_lag_p99_us=%.0f allocs_per_req=%.1f bytes_per_req=%.0f gc_cycles=%d",
+	// or for a CPU). sched_p99_us and sched_max_us are the 99th
+	// percentile and the maximum of the time goroutines of the process
+	// (client, server and ingest) waited, runnable, for a CPU during the
+	// load (runtime/metrics /sched/latencies, bucket upper bounds): when
+	// they are close to the latencies, the process was short of CPU.
+	return fmt.Sprintf("workload=lookup window=30d mode=http rate=%d requests=%d errors=%d seconds=%.2f ingest_events_per_s=%.0f p50_us=%.0f p99_us=%.0f p999_us=%.0f cpu_us_per_req=%.1f cpu_cores=%.2f max_send_lag_ms=%.1f p50_from_send_us=%.0f p99_from_send_us=%.0f send_lag_p50_us=%.0f send_lag_p99_us=%.0f allocs_per_req=%.1f bytes_per_req=%.0f gc_cycles=%d sched_p99_us=%.0f sched_max_us=%.0f",
 		c.HTTPRate, n, failed.Load(), elapsed.Seconds(), float64(ingested)/elapsed.Seconds(), pct(lat, 0.50), pct(lat, 0.99), pct(lat, 0.999),
 		float64(cpu.Microseconds())/float64(n), cpu.Seconds()/elapsed.Seconds(), float64(lag.Microseconds())/1e3,
 		pct(fromSend, 0.50), pct(fromSend, 0.99), pct(sendLag, 0.50), pct(sendLag, 0.99),
-		float64(ms1.Mallocs-ms0.Mallocs)/float64(n), float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(n), ms1.NumGC-ms0.NumGC), nil
+		float64(ms1.Mallocs-ms0.Mallocs)/float64(n), float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(n), ms1.NumGC-ms0.NumGC,
+		sched.quantile(0.99)*1e6, sched.quantile(1)*1e6), nil
+}
+
+// schedLatencies is the runtime metric of how long goroutines wait,
+// runnable, before they run.
+const schedLatencies = "/sched/latencies:seconds"
+
+// hist is a snapshot of a runtime/metrics histogram.
+type hist struct {
+	counts  []uint64
+	buckets []float64 // len(counts)+1 boundaries
+}
+
+func readHist(name string) hist {
+	s := []metrics.Sample{{Name: name}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return hist{}
+	}
+	h := s[0].Value.Float64Histogram()
+	return hist{counts: slices.Clone(h.Counts), buckets: slices.Clone(h.Buckets)}
+}
+
+// sub returns h minus an earlier snapshot of the same histogram.
+func (h hist) sub(earlier hist) hist {
+	if len(earlier.counts) != len(h.counts) {
+		return h
+	}
+	out := hist{counts: slices.Clone(h.counts), buckets: h.buckets}
+	for i, c := range earlier.counts {
+		out.counts[i] -= c
+	}
+	return out
+}
+
+// quantile returns the upper bound of the bucket holding the q-quantile
+// (NaN for an empty histogram).
+func (h hist) quantile(q float64) float64 {
+	var total uint64
+	for _, c := range h.counts {
+		total += c
+	}
+	if total == 0 {
+		return math.NaN()
+	}
+	rank := uint64(math.Ceil(q * float64(total)))
+	var seen uint64
+	for i, c := range h.counts {
+		seen += c
+		if seen >= max(rank, 1) {
+			if ub := h.buckets[i+1]; !math.IsInf(ub, 1) {
+				return ub
+			}
+			return h.buckets[i]
+		}
+	}
+	return h.buckets[len(h.buckets)-1]
 }
 
 // rawRequest is the whole HTTP/1.1 request posting body to path.

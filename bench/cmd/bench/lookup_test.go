@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -140,5 +141,24 @@ func BenchmarkClientNetHTTP(b *testing.B) {
 		if resp.StatusCode != 200 {
 			b.Fatal(resp.StatusCode)
 		}
+	}
+}
+
+func TestHistQuantile(t *testing.T) {
+	h := hist{counts: []uint64{0, 90, 9, 1}, buckets: []float64{0, 1, 2, 4, math.Inf(1)}}
+	for _, tc := range []struct{ q, want float64 }{{0.5, 2}, {0.9, 2}, {0.99, 4}, {1, 4}} {
+		if got := h.quantile(tc.q); got != tc.want {
+			t.Errorf("quantile(%v) = %v, want %v", tc.q, got, tc.want)
+		}
+	}
+	d := h.sub(hist{counts: []uint64{0, 90, 0, 0}, buckets: h.buckets})
+	if got := d.quantile(0.5); got != 4 {
+		t.Errorf("difference: quantile(0.5) = %v, want 4", got)
+	}
+	if got := (hist{}).quantile(0.5); !math.IsNaN(got) {
+		t.Errorf("empty: %v, want NaN", got)
+	}
+	if got := readHist(schedLatencies); len(got.counts) == 0 || len(got.buckets) != len(got.counts)+1 {
+		t.Errorf("%s: %d counts, %d buckets", schedLatencies, len(got.counts), len(got.buckets))
 	}
 }
