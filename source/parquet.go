@@ -175,7 +175,7 @@ func (p *Parquet) open(i int) (pf *pqFile, err error) {
 			err = fmt.Errorf("source: parquet %s: %v", p.paths[i], r)
 		}
 	}()
-	f, err := file.OpenParquetFile(p.paths[i], false)
+	f, err := file.OpenParquetFile(p.paths[i], false, file.WithReadProps(pqReadProps()))
 	if err != nil {
 		return nil, fmt.Errorf("source: parquet %s: %w", p.paths[i], err)
 	}
