@@ -43,6 +43,86 @@ func ml3Records(nKeys, n int) []arrow.RecordBatch {
 	return out
 }
 
+// ml3Config is the window operator of the ml-3 query over tileSchema
+// (arguments amount and cat): topn_frequency(merchant, 5) over 7 days,
+// sum_cate(amount, merchant) over 24 hours and top1_ratio(merchant) over
+// 30 days, in batch order.
+func ml3Config(tb testing.TB) Config {
+	bind := func(name string, args ...agg.Arg) agg.Func {
+		f, err := agg.Bind(name, args)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return f
+	}
+	amount := agg.Arg{Type: arrow.PrimitiveTypes.Float64, Col: 0}
+	merchant := agg.Arg{Type: arrow.BinaryTypes.String, Col: 1}
+	five := agg.Arg{IsConst: true, Const: int64(5), Col: -1, Type: arrow.PrimitiveTypes.Int64}
+	const hour = 3600 * 1000
+	return Config{TsCol: 0, SeqCol: 1, KeyCols: []int{2}, ArgCols: []int{3, 4}, BatchOrder: true, Windows: []Spec{
+		{Frame: Frame{Preceding: 7 * 24 * hour}, Aggs: []agg.Func{bind("topn_frequency", merchant, five)}},
+		{Frame: Frame{Preceding: 24 * hour}, Aggs: []agg.Func{bind("sum_cate", amount, merchant)}},
+		{Frame: Frame{Preceding: 30 * 24 * hour}, Aggs: []agg.Func{bind("top1_ratio", merchant)}},
+	}}
+}
+
+// TestBatchReleaseChunks releases 30 000 rows of the ml-3 query at once,
+// with result chunks of 2 048 rows, so that their list and map results are
+// built in many chunks, each after the first reserved from the size of the
+// one before (reserveLike), and checks every row's results against
+// releasing the same rows in ten smaller steps with chunks of the default
+// size.
+func TestBatchReleaseChunks(t *testing.T) {
+	recs := ml3Records(600, 30_000)
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	const t0, span = 1_700_000_000_000, 30 * 24 * 3600 * 1000
+	run := func(steps, chunkRows int) map[int64]string {
+		op, err := New(ml3Config(t), tileSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer op.Close()
+		op.chunkRows = chunkRows
+		for _, r := range recs {
+			if _, _, err := op.Push(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out := map[int64]string{}
+		collect := func(rec arrow.RecordBatch) error {
+			defer rec.Release()
+			seq := rec.Column(1).(*array.Int64).Int64Values()
+			n := int(rec.NumCols())
+			for i := range seq {
+				out[seq[i]] = fmt.Sprint(rec.Column(n-3).ValueStr(i), "|", rec.Column(n-2).ValueStr(i), "|", rec.Column(n-1).ValueStr(i))
+			}
+			return nil
+		}
+		for k := 1; k < steps; k++ {
+			if err := op.AdvanceFunc(context.Background(), t0+span*int64(k)/int64(steps), collect); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := op.AdvanceFunc(context.Background(), End, collect); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	whole, steps := run(1, 2048), run(10, 0)
+	if len(whole) != 30_000 || len(steps) != 30_000 {
+		t.Fatalf("%d and %d rows out, want 30000", len(whole), len(steps))
+	}
+	for seq, w := range whole {
+		if s := steps[seq]; s != w {
+			t.Fatalf("row %d: released at once %s, in steps %s", seq, w, s)
+		}
+	}
+}
+
 // BenchmarkOperatorBatchML3 runs the ml-3 query's window operator as one
 // batch-mode task does: every row pushed, then one Advance to End that
 // evaluates topn_frequency(merchant, 5) over 7 days, sum_cate(amount,
@@ -53,22 +133,7 @@ func BenchmarkOperatorBatchML3(b *testing.B) {
 	for _, perKey := range []int{10, 50} {
 		const rows = 200_000
 		recs := ml3Records(rows/perKey, rows)
-		bind := func(name string, args ...agg.Arg) agg.Func {
-			f, err := agg.Bind(name, args)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return f
-		}
-		amount := agg.Arg{Type: arrow.PrimitiveTypes.Float64, Col: 0}
-		merchant := agg.Arg{Type: arrow.BinaryTypes.String, Col: 1}
-		five := agg.Arg{IsConst: true, Const: int64(5), Col: -1, Type: arrow.PrimitiveTypes.Int64}
-		const hour = 3600 * 1000
-		cfg := Config{TsCol: 0, SeqCol: 1, KeyCols: []int{2}, ArgCols: []int{3, 4}, BatchOrder: true, Windows: []Spec{
-			{Frame: Frame{Preceding: 7 * 24 * hour}, Aggs: []agg.Func{bind("topn_frequency", merchant, five)}},
-			{Frame: Frame{Preceding: 24 * hour}, Aggs: []agg.Func{bind("sum_cate", amount, merchant)}},
-			{Frame: Frame{Preceding: 30 * 24 * hour}, Aggs: []agg.Func{bind("top1_ratio", merchant)}},
-		}}
+		cfg := ml3Config(b)
 		b.Run(fmt.Sprintf("rows_per_key=%d", perKey), func(b *testing.B) {
 			var m0, m1 runtime.MemStats
 			runtime.ReadMemStats(&m0)
@@ -100,6 +165,9 @@ func BenchmarkOperatorBatchML3(b *testing.B) {
 			b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/n, "allocs/row")
 			b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc)/n, "B/row")
 		})
+		for _, r := range recs {
+			r.Release()
+		}
 	}
 }
 

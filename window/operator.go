@@ -207,6 +207,10 @@ type Operator struct {
 	bld        []array.Builder
 	gts        []int64      // event times of released rows, in rel order
 	gcols      []agg.Column // their argument values
+
+	// chunkRows, when > 0, is the result chunk size instead of resChunk
+	// (tests make chunks small).
+	chunkRows int
 }
 
 type keyState struct {
@@ -720,8 +724,17 @@ func (o *Operator) AdvanceFunc(ctx context.Context, wm int64, emit func(arrow.Re
 	o.mu.Unlock()
 	locked = false
 	o.ensureBuilders()
+	chunkRows := resChunk
+	if o.chunkRows > 0 {
+		chunkRows = o.chunkRows
+	}
+	// A chunk ends at the first key boundary at or after chunkRows rows,
+	// so it usually holds a few rows more: its builders are reserved for
+	// 1/64 more (exactly chunkRows made the last key of nearly every chunk
+	// double every result buffer).
+	reserve := chunkRows + chunkRows/64
 	for _, b := range o.bld {
-		reserveRows(b, min(len(rel), resChunkRows))
+		reserveRows(b, min(len(rel), reserve))
 	}
 	o.gatherArgs(rel)
 	final := wm == End
@@ -792,13 +805,13 @@ func (o *Operator) AdvanceFunc(ctx context.Context, wm int64, emit func(arrow.Re
 			since = 0
 		}
 		s = e
-		if s-start >= resChunk && s < len(rel) {
+		if s-start >= chunkRows && s < len(rel) {
 			chunk := o.finishBuilders()
 			res.add(start, chunk)
 			start = s
 			rest := len(rel) - s
 			for k, b := range o.bld {
-				reserveLike(b, chunk[k], min(rest, resChunkRows), chunk[k].Len())
+				reserveLike(b, chunk[k], min(rest, reserve), chunk[k].Len())
 			}
 		}
 	}
@@ -840,12 +853,6 @@ func (o *Operator) AdvanceFunc(ctx context.Context, wm int64, emit func(arrow.Re
 // resChunk is the number of released rows whose results are built in one
 // set of builders.
 const resChunk = 1 << 16
-
-// resChunkRows is the number of rows a chunk's builders are reserved for:
-// a chunk ends at the first key boundary at or after resChunk rows, so it
-// usually holds a few rows more than resChunk; reserving exactly resChunk
-// made the last key of nearly every chunk double every result buffer.
-const resChunkRows = resChunk + resChunk/64
 
 // yieldRows is about how many released rows AdvanceFunc processes under
 // the write lock before it lets waiting lookups in (at a key boundary).
