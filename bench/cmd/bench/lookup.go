@@ -193,9 +193,13 @@ func runLookup(ctx context.Context, c config) (result, error) {
 //     (allocation profiles at its start and end: go tool pprof
 //     -diff_base PREFIX.allocs0 PREFIX.allocs1), PREFIX.block and
 //     PREFIX.mutex (block and mutex profiles of the phase alone).
+//   - VOLGA_BENCH_HTTP_SLEEP: when set, the HTTP workers wait for due
+//     times with time.Sleep instead of the pacer (millisecond wake-ups,
+//     requests in bursts): to see what sending on time costs in CPU.
 const (
 	envLookupWindows = "VOLGA_BENCH_LOOKUP_WINDOWS"
 	envHTTPProfile   = "VOLGA_BENCH_HTTP_PROFILE"
+	envHTTPSleep     = "VOLGA_BENCH_HTTP_SLEEP"
 )
 
 // lookupWindowSelected reports whether the window named name runs.
@@ -507,6 +511,7 @@ func measureHTTP(ctx context.Context, p *volga.Pipeline, src *gatedSource, c con
 	cpu0 := processCPU()
 	start := time.Now()
 	interval := time.Duration(float64(time.Second) / float64(c.HTTPRate))
+	coarse := os.Getenv(envHTTPSleep) != ""
 	// Worker k sends requests k, k+W, k+2W... (W workers), each at its
 	// due time, on its own connection: a request whose worker is still
 	// waiting for its previous answer goes out late, and the lateness is
@@ -517,7 +522,9 @@ func measureHTTP(ctx context.Context, p *volga.Pipeline, src *gatedSource, c con
 			defer wg.Done()
 			for i := k; i < n; i += len(conns) {
 				due := start.Add(time.Duration(i) * interval)
-				if err := paces[k].sleep(time.Until(due)); err != nil {
+				if coarse {
+					time.Sleep(time.Until(due))
+				} else if err := paces[k].sleep(time.Until(due)); err != nil {
 					failed.Add(1)
 					firstErr.CompareAndSwap(nil, "pacer: "+err.Error())
 				}
