@@ -160,6 +160,10 @@ type checkpointRun struct {
 	// still writing their state (merger goroutine only).
 	uploading bool
 	waiting   *waitingCheckpoint
+	// uploads tracks the upload goroutine, which reads the store: close
+	// waits for it (a run that fails or is cancelled may end while an
+	// upload is still going).
+	uploads sync.WaitGroup
 }
 
 type inflight struct {
@@ -281,8 +285,10 @@ func (cr *checkpointRun) openDir(dir string) error {
 	return nil
 }
 
-// close closes the store and removes a temporary directory.
+// close waits for an upload still running, closes the store and removes
+// a temporary directory.
 func (cr *checkpointRun) close() error {
+	cr.uploads.Wait()
 	var err error
 	if cr.db != nil {
 		err = cr.db.Close()
@@ -663,7 +669,7 @@ func (r *runner) checkpointReady(ctx context.Context) error {
 		return r.finishCheckpoint(ctx, run())
 	}
 	cr.uploading = true
-	go func() { cr.done <- run() }()
+	cr.uploads.Go(func() { cr.done <- run() })
 	return nil
 }
 
