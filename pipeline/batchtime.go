@@ -120,4 +120,3 @@ func (r *runner) deferRelease(op operator, wm int64) bool {
 	rows, keys := b.Backlog()
 	return rows < max(batchReleaseRows, batchReleasePerKey*keys)
 }
-

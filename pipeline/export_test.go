@@ -19,4 +19,3 @@ func SetBatchReleaseRows(n int) (undo func()) {
 	batchReleaseRows = n
 	return func() { batchReleaseRows = old }
 }
-
