@@ -292,14 +292,28 @@ func (h *heldBatches) del(id int32) {
 type pendChunks struct {
 	chunks [][]pendRow
 	n      int
+	// spare holds chunks a release emptied, for add to fill again: a
+	// stream that releases every batch would otherwise allocate a chunk
+	// (640 kB) each time it fills one.
+	spare [][]pendRow
 }
 
-const pendChunk = 1 << 14
+const (
+	pendChunk = 1 << 14
+	// pendSpare is the most emptied chunks kept for reuse.
+	pendSpare = 4
+)
 
 func (pc *pendChunks) add(p pendRow) {
 	k := len(pc.chunks)
 	if k == 0 || len(pc.chunks[k-1]) == pendChunk {
-		pc.chunks = append(pc.chunks, make([]pendRow, 0, pendChunk))
+		var ch []pendRow
+		if n := len(pc.spare); n > 0 {
+			ch, pc.spare = pc.spare[n-1], pc.spare[:n-1]
+		} else {
+			ch = make([]pendRow, 0, pendChunk)
+		}
+		pc.chunks = append(pc.chunks, ch)
 		k++
 	}
 	pc.chunks[k-1] = append(pc.chunks[k-1], p)
@@ -1032,6 +1046,8 @@ func (o *Operator) release(wm int64) []pendRow {
 		}
 		if len(keep) > 0 {
 			chunks = append(chunks, keep)
+		} else if cap(keep) == pendChunk && len(o.pend.spare) < pendSpare {
+			o.pend.spare = append(o.pend.spare, keep)
 		}
 	}
 	o.pend.chunks = chunks
