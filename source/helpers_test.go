@@ -48,3 +48,22 @@ func writeFile(t testing.TB, name, content string) string {
 func collectDead(dl *[]source.DeadLetter) source.Option {
 	return source.WithDeadLetter(func(d source.DeadLetter) { *dl = append(*dl, d) })
 }
+
+// drainRows reads src to its end, closes it and returns how many rows it
+// gave.
+func drainRows(t testing.TB, src source.Source) int {
+	t.Helper()
+	defer src.Close()
+	n := 0
+	for {
+		rec, err := src.Read(context.Background())
+		if errors.Is(err, io.EOF) {
+			return n
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += int(rec.NumRows())
+		rec.Release()
+	}
+}

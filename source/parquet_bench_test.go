@@ -1,10 +1,7 @@
 package source_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -106,20 +103,7 @@ func BenchmarkParquetReadFeatures4(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					n := 0
-					for {
-						rec, err := src.Read(context.Background())
-						if errors.Is(err, io.EOF) {
-							break
-						}
-						if err != nil {
-							b.Fatal(err)
-						}
-						n += int(rec.NumRows())
-						rec.Release()
-					}
-					src.Close()
-					if n != rows {
+					if n := drainRows(b, src); n != rows {
 						b.Fatalf("%d rows", n)
 					}
 				}

@@ -261,20 +261,7 @@ func BenchmarkParquetRead(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				n := 0
-				for {
-					rec, err := src.Read(context.Background())
-					if errors.Is(err, io.EOF) {
-						break
-					}
-					if err != nil {
-						b.Fatal(err)
-					}
-					n += int(rec.NumRows())
-					rec.Release()
-				}
-				src.Close()
-				if n != rows {
+				if n := drainRows(b, src); n != rows {
 					b.Fatalf("%d rows", n)
 				}
 			}
