@@ -1,46 +1,10 @@
 package request
 
 import (
-	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
 )
-
-// slowLookup is parseLookup without the shortcut: encoding/json.
-func slowLookup(raw []byte, keyCols []string) (lookup, error) {
-	var wr wireRequest
-	raw = bytes.TrimSpace(raw)
-	if len(raw) > 0 && raw[0] != '{' {
-		return lookup{}, badRequest("not an object")
-	}
-	if err := decodeStrict(raw, &wr); err != nil {
-		return lookup{}, err
-	}
-	if wr.Key == nil {
-		return lookup{}, badRequest("missing key")
-	}
-	key, err := matchKey(wr.Key, keyCols)
-	if err != nil {
-		return lookup{}, err
-	}
-	at, err := parseAt(wr.At)
-	if err != nil {
-		return lookup{}, err
-	}
-	var row map[string]any
-	if wr.Row != nil {
-		row = make(map[string]any, len(wr.Row))
-		for c, v := range wr.Row {
-			s, err := scalar(v)
-			if err != nil {
-				return lookup{}, err
-			}
-			row[c] = s
-		}
-	}
-	return lookup{key: key, at: at, row: row}, nil
-}
 
 // fastParseSeeds are requests the shortcut takes and ones it must leave
 // to encoding/json.
@@ -97,7 +61,7 @@ var fastParseSeeds = []string{
 func checkFast(t *testing.T, raw []byte) (taken bool) {
 	keyCols := []string{"user_id", "shop"}
 	fast, ok := parseFast(raw, keyCols)
-	slow, err := slowLookup(raw, keyCols)
+	slow, err := parseLookupJSON(raw, keyCols)
 	if !ok {
 		return false
 	}

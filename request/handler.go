@@ -293,6 +293,12 @@ func parseLookup(raw []byte, keyCols []string) (lookup, error) {
 	if l, ok := parseFast(raw, keyCols); ok {
 		return l, nil
 	}
+	return parseLookupJSON(raw, keyCols)
+}
+
+// parseLookupJSON is parseLookup through encoding/json: every request the
+// shortcut (parseFast) does not take, with the errors it reports.
+func parseLookupJSON(raw []byte, keyCols []string) (lookup, error) {
 	var wr wireRequest
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] != '{' {
