@@ -256,22 +256,17 @@ func (p *fastParser) keyObject(keyCols []string) (map[string]any, bool) {
 			if _, dup := key[col]; dup {
 				return nil, false
 			}
-			p.ws()
-			if !p.byte(':') {
-				return nil, false
-			}
-			p.ws()
-			v, ok := p.scalar()
+			v, ok := p.memberValue()
 			if !ok {
 				return nil, false
 			}
 			key[col] = v
-			p.ws()
-			if p.byte(',') {
-				continue
-			}
-			if !p.byte('}') {
+			more, ok := p.afterMember()
+			if !ok {
 				return nil, false
+			}
+			if more {
+				continue
 			}
 			break
 		}
@@ -301,25 +296,40 @@ func (p *fastParser) rowObject() (map[string]any, bool) {
 		if _, dup := row[string(name)]; dup {
 			return nil, false
 		}
-		p.ws()
-		if !p.byte(':') {
-			return nil, false
-		}
-		p.ws()
-		v, ok := p.scalar()
+		v, ok := p.memberValue()
 		if !ok {
 			return nil, false
 		}
 		row[string(name)] = v
-		p.ws()
-		if p.byte(',') {
-			continue
-		}
-		if !p.byte('}') {
+		more, ok := p.afterMember()
+		if !ok {
 			return nil, false
 		}
-		return row, true
+		if !more {
+			return row, true
+		}
 	}
+}
+
+// memberValue reads the rest of an object member after its name: the
+// colon and a scalar value.
+func (p *fastParser) memberValue() (any, bool) {
+	p.ws()
+	if !p.byte(':') {
+		return nil, false
+	}
+	p.ws()
+	return p.scalar()
+}
+
+// afterMember reads what follows an object member: a comma (more members
+// follow) or the closing brace.
+func (p *fastParser) afterMember() (more, ok bool) {
+	p.ws()
+	if p.byte(',') {
+		return true, true
+	}
+	return false, p.byte('}')
 }
 
 // at reads "at" as parseAt does: an integral number of epoch milliseconds
