@@ -282,6 +282,7 @@ func runPhase(ctx context.Context, c config, src *phasedSource, o ckptOptions, s
 		volga.WithSink(sink.NewCallback(out)),
 		volga.WithMode(volga.Streaming),
 		volga.WithMaxOutOfOrder(c.MaxOutOfOrder),
+		volga.WithWatermarkInterval(c.WMInterval),
 	}
 	if c.Parallelism > 0 {
 		opts = append(opts, volga.WithParallelism(c.Parallelism))

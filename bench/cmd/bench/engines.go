@@ -125,7 +125,7 @@ func runVolgaStream(ctx context.Context, c config) (result, error) {
 	var sum workload.Features4Checksum
 	src := volgarun.Memory(schema, recs)
 	err = volgarun.Run(ctx, workload.Features4Query, "tx", src,
-		volgarun.Options{Streaming: true, MaxOutOfOrder: c.MaxOutOfOrder, Parallelism: c.Parallelism},
+		volgarun.Options{Streaming: true, MaxOutOfOrder: c.MaxOutOfOrder, Parallelism: c.Parallelism, WatermarkInterval: c.WMInterval},
 		func(_ context.Context, rec arrow.RecordBatch) error { return sum.AddRecord(rec) })
 	if err != nil {
 		return result{}, err

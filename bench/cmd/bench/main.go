@@ -49,6 +49,7 @@ type config struct {
 	DuckThreads   int
 	DuckConsume   string
 	MaxOutOfOrder time.Duration
+	WMInterval    time.Duration
 	BatchRows     int
 	Lookups       int
 	HTTPRate      int
@@ -202,6 +203,7 @@ func main() {
 	flag.IntVar(&c.DuckThreads, "duckdb-threads", 0, "DuckDB threads (0: DuckDB's default, all cores)")
 	flag.StringVar(&c.DuckConsume, "duckdb-consume", "sql", "how DuckDB's output is consumed: sql (checksum computed by DuckDB over every output row) or rows (every row scanned into Go through database/sql)")
 	flag.DurationVar(&c.MaxOutOfOrder, "max-out-of-order", 5*time.Second, "stream-4: arrival shuffle bound and watermark out-of-orderness")
+	flag.DurationVar(&c.WMInterval, "watermark-interval", 0, "stream-4: advance the watermark at most once per interval (volga.WithWatermarkInterval; 0: after every batch)")
 	flag.IntVar(&c.BatchRows, "batch-rows", 8192, "stream-4: rows per in-memory source batch")
 	flag.IntVar(&c.Lookups, "lookups", 200_000, "lookup: in-process lookups per window length")
 	flag.IntVar(&c.HTTPRate, "http-rate", 5000, "lookup: HTTP requests per second (fixed rate, open loop)")
@@ -315,6 +317,9 @@ func runParent(c config) error {
 				dec = strconv.Itoa(c.Decoders)
 			}
 			tail = fmt.Sprintf(" cpu_s=%.2f parallelism=%d decoders=%s", m.cpuSeconds, c.Parallelism, dec)
+			if c.WMInterval > 0 && strings.HasPrefix(e, "volga-stream") {
+				tail += " watermark_interval=" + c.WMInterval.String()
+			}
 		}
 		fmt.Printf("workload=%s events=%d engine=%s seconds=%.2f events_per_s=%.0f peak_rss_mb=%.0f%s\n",
 			c.Workload, c.Events, e, m.Seconds, float64(c.Events)/m.Seconds, m.peakRSSMB, tail)
@@ -425,6 +430,7 @@ func runEngine(engine string, c config) (measured, error) {
 		fmt.Sprintf("-duckdb-threads=%d", c.DuckThreads),
 		"-duckdb-consume=" + c.DuckConsume,
 		"-max-out-of-order=" + c.MaxOutOfOrder.String(),
+		"-watermark-interval=" + c.WMInterval.String(),
 		fmt.Sprintf("-batch-rows=%d", c.BatchRows),
 		fmt.Sprintf("-lookups=%d", c.Lookups),
 		fmt.Sprintf("-http-rate=%d", c.HTTPRate),

@@ -32,6 +32,9 @@ type Options struct {
 	// LookupRetention keeps window state for lookups at times down to
 	// this far behind the watermark (volga.WithLookupRetention).
 	LookupRetention time.Duration
+	// WatermarkInterval advances the watermark at most once per interval
+	// (volga.WithWatermarkInterval; streaming only).
+	WatermarkInterval time.Duration
 }
 
 // Run compiles query with src bound to table and runs it, handing every
@@ -62,7 +65,7 @@ func compile(query, table string, src source.Source, o Options, fn func(context.
 		volga.WithMode(mode),
 	}
 	if o.Streaming {
-		opts = append(opts, volga.WithMaxOutOfOrder(o.MaxOutOfOrder))
+		opts = append(opts, volga.WithMaxOutOfOrder(o.MaxOutOfOrder), volga.WithWatermarkInterval(o.WatermarkInterval))
 	}
 	if o.Parallelism > 0 {
 		opts = append(opts, volga.WithParallelism(o.Parallelism))
