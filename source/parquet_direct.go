@@ -342,14 +342,7 @@ func (r *pqColReader) read(n int64, mem memory.Allocator) (arrow.Array, error) {
 	if err != nil {
 		return nil, err
 	}
-	data := array.NewData(r.dt, int(n), []*memory.Buffer{valid, values}, nil, nulls, 0)
-	values.Release()
-	if valid != nil {
-		valid.Release()
-	}
-	a := array.MakeFromData(data)
-	data.Release()
-	return a, nil
+	return fixedArray(r.dt, int(n), valid, values, nulls), nil
 }
 
 // batchReader is a typed column chunk reader of parquet/file.
@@ -441,4 +434,17 @@ func releaseArrays(as []arrow.Array) {
 	for _, a := range as {
 		a.Release()
 	}
+}
+
+// fixedArray makes an array of type dt and n values from its validity
+// bitmap (nil: no nulls) and values buffer, taking over both references.
+func fixedArray(dt arrow.DataType, n int, valid, values *memory.Buffer, nulls int) arrow.Array {
+	data := array.NewData(dt, n, []*memory.Buffer{valid, values}, nil, nulls, 0)
+	values.Release()
+	if valid != nil {
+		valid.Release()
+	}
+	a := array.MakeFromData(data)
+	data.Release()
+	return a
 }

@@ -379,14 +379,7 @@ func (r *pqPages[T]) read(n int64, mem memory.Allocator) (arrow.Array, error) {
 		spreadValues(vals, defs, nv)
 		valid = validBitmap(defs, mem)
 	}
-	data := array.NewData(r.dt, int(n), []*memory.Buffer{valid, values}, nil, int(n)-nv, 0)
-	values.Release()
-	if valid != nil {
-		valid.Release()
-	}
-	a := array.MakeFromData(data)
-	data.Release()
-	return a, nil
+	return fixedArray(r.dt, int(n), valid, values, int(n)-nv), nil
 }
 
 // readDefs decodes len(dst) definition levels of the page and returns
