@@ -48,21 +48,14 @@ func ml3Records(nKeys, n int) []arrow.RecordBatch {
 // sum_cate(amount, merchant) over 24 hours and top1_ratio(merchant) over
 // 30 days, in batch order.
 func ml3Config(tb testing.TB) Config {
-	bind := func(name string, args ...agg.Arg) agg.Func {
-		f, err := agg.Bind(name, args)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return f
-	}
 	amount := agg.Arg{Type: arrow.PrimitiveTypes.Float64, Col: 0}
 	merchant := agg.Arg{Type: arrow.BinaryTypes.String, Col: 1}
 	five := agg.Arg{IsConst: true, Const: int64(5), Col: -1, Type: arrow.PrimitiveTypes.Int64}
 	const hour = 3600 * 1000
 	return Config{TsCol: 0, SeqCol: 1, KeyCols: []int{2}, ArgCols: []int{3, 4}, BatchOrder: true, Windows: []Spec{
-		{Frame: Frame{Preceding: 7 * 24 * hour}, Aggs: []agg.Func{bind("topn_frequency", merchant, five)}},
-		{Frame: Frame{Preceding: 24 * hour}, Aggs: []agg.Func{bind("sum_cate", amount, merchant)}},
-		{Frame: Frame{Preceding: 30 * 24 * hour}, Aggs: []agg.Func{bind("top1_ratio", merchant)}},
+		{Frame: Frame{Preceding: 7 * 24 * hour}, Aggs: []agg.Func{bindFunc(tb, "topn_frequency", merchant, five)}},
+		{Frame: Frame{Preceding: 24 * hour}, Aggs: []agg.Func{bindFunc(tb, "sum_cate", amount, merchant)}},
+		{Frame: Frame{Preceding: 30 * 24 * hour}, Aggs: []agg.Func{bindFunc(tb, "top1_ratio", merchant)}},
 	}}
 }
 
