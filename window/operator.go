@@ -458,8 +458,15 @@ func (o *Operator) newKeyState() *keyState {
 }
 
 func (o *Operator) resetWindows(ks *keyState) {
+	// One array holds every window's aggregates (one allocation a key,
+	// not one a window).
+	n := 0
+	for _, spec := range o.cfg.Windows {
+		n += len(spec.Aggs)
+	}
+	all := make([]agg.Window, n)
 	for w, spec := range o.cfg.Windows {
-		ks.wins[w] = make([]agg.Window, len(spec.Aggs))
+		ks.wins[w], all = all[:len(spec.Aggs):len(spec.Aggs)], all[len(spec.Aggs):]
 		for a, f := range spec.Aggs {
 			ks.wins[w][a] = f.NewWindow()
 			if tile := o.winTile[w]; tile > 0 {
