@@ -21,6 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/volga-go/volga"
+	"github.com/volga-go/volga/internal/testutil"
 	"github.com/volga-go/volga/request"
 	"github.com/volga-go/volga/source"
 )
@@ -463,32 +464,6 @@ func TestRecomputeCheck(t *testing.T) {
 	}
 }
 
-// benchWriter is a reusable http.ResponseWriter keeping the status and
-// the body.
-type benchWriter struct {
-	h      http.Header
-	status int
-	body   []byte
-}
-
-func (w *benchWriter) Header() http.Header { return w.h }
-func (w *benchWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-}
-func (w *benchWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	w.body = append(w.body, b...)
-	return len(b), nil
-}
-
-type benchBody struct{ *strings.Reader }
-
-func (benchBody) Close() error { return nil }
-
 // BenchmarkPipelineHandler is the server's cost and allocations per
 // lookup request of the lookup workload's shape (one int64 key, epoch
 // milliseconds, four float and count features of a pipeline that has
@@ -512,17 +487,16 @@ WINDOW w AS (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '1' DAY PRE
 	body := fmt.Sprintf(`{"key":{"user_id":2},"at":%d}`, newestOf(evs, 2)-3_600_000)
 	rd := strings.NewReader(body)
 	req := httptest.NewRequest(http.MethodPost, request.FeaturesPath, nil)
-	req.Body = benchBody{rd}
+	req.Body = io.NopCloser(rd)
 	req.ContentLength = int64(len(body))
-	w := &benchWriter{h: http.Header{}}
+	w := testutil.NewResponseWriter()
 	b.ReportAllocs()
 	for b.Loop() {
 		rd.Reset(body)
-		clear(w.h)
-		w.status, w.body = 0, w.body[:0]
+		w.Reset()
 		h.ServeHTTP(w, req)
-		if w.status != 200 {
-			b.Fatalf("status %d: %s", w.status, w.body)
+		if w.Status != 200 {
+			b.Fatalf("status %d: %s", w.Status, w.Body)
 		}
 	}
 }

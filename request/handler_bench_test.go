@@ -2,12 +2,14 @@ package request_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/volga-go/volga/internal/testutil"
 	"github.com/volga-go/volga/request"
 )
 
@@ -37,33 +39,6 @@ func BenchmarkHandler(b *testing.B) {
 	}
 }
 
-// discardWriter is a reusable http.ResponseWriter that keeps the status
-// and the body's length.
-type discardWriter struct {
-	h      http.Header
-	status int
-	n      int
-}
-
-func (w *discardWriter) Header() http.Header { return w.h }
-func (w *discardWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-}
-func (w *discardWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	w.n += len(b)
-	return len(b), nil
-}
-
-// nopCloser is a rewindable request body.
-type nopCloser struct{ *strings.Reader }
-
-func (nopCloser) Close() error { return nil }
-
 // BenchmarkHandlerOnly is the handler's own cost and allocations per
 // lookup request: the request, its body and the response writer are
 // reused, so what is counted is reading the body, decoding it, the
@@ -73,17 +48,16 @@ func BenchmarkHandlerOnly(b *testing.B) {
 	const body = `{"key":{"user_id":48213},"at":1700000000123}`
 	rd := strings.NewReader(body)
 	req := httptest.NewRequest(http.MethodPost, request.FeaturesPath, nil)
-	req.Body = nopCloser{rd}
+	req.Body = io.NopCloser(rd)
 	req.ContentLength = int64(len(body))
-	w := &discardWriter{h: http.Header{}}
+	w := testutil.NewResponseWriter()
 	b.ReportAllocs()
 	for b.Loop() {
 		rd.Reset(body)
-		clear(w.h)
-		w.status, w.n = 0, 0
+		w.Reset()
 		h.ServeHTTP(w, req)
-		if w.status != 200 {
-			b.Fatal(w.status)
+		if w.Status != 200 {
+			b.Fatalf("status %d: %s", w.Status, w.Body)
 		}
 	}
 }
