@@ -35,6 +35,37 @@ func benchRecords(keys, n, rows int) []arrow.RecordBatch {
 	return out
 }
 
+// openOp returns a new operator over tileSchema; the caller closes it
+// (newOp closes it when the test ends).
+func openOp(tb testing.TB, cfg Config) *Operator {
+	tb.Helper()
+	op, err := New(cfg, tileSchema)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return op
+}
+
+// push pushes rec into op, failing on an error.
+func push(tb testing.TB, op *Operator, rec arrow.RecordBatch) {
+	tb.Helper()
+	if _, _, err := op.Push(rec); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// advanceDiscard advances op to wm and releases what it emits.
+func advanceDiscard(tb testing.TB, op *Operator, wm int64) {
+	tb.Helper()
+	err := op.AdvanceFunc(context.Background(), wm, func(rec arrow.RecordBatch) error {
+		rec.Release()
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
 // BenchmarkOperatorStreaming: 100k rows over 5000 keys in batches of
 // 1000, the watermark advanced after each; RANGE, ROWS and UNBOUNDED
 // frames; no store (the hot path).
@@ -58,22 +89,11 @@ func BenchmarkOperatorStreaming(b *testing.B) {
 	}}
 	b.ReportAllocs()
 	for b.Loop() {
-		op, err := New(cfg, tileSchema)
-		if err != nil {
-			b.Fatal(err)
-		}
+		op := openOp(b, cfg)
 		for _, r := range recs {
-			if _, _, err := op.Push(r); err != nil {
-				b.Fatal(err)
-			}
+			push(b, op, r)
 			ts := r.Column(0).(*array.Int64).Int64Values()
-			outs, err := op.Advance(context.Background(), ts[len(ts)-1]-5)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for _, o := range outs {
-				o.Release()
-			}
+			advanceDiscard(b, op, ts[len(ts)-1]-5)
 		}
 		op.Close()
 	}

@@ -91,12 +91,10 @@ func feed(t testing.TB, op *Operator, rec arrow.RecordBatch) []string {
 	return res
 }
 
+// newOp returns a new operator over tileSchema, closed when the test ends.
 func newOp(t testing.TB, cfg Config) *Operator {
 	t.Helper()
-	op, err := New(cfg, tileSchema)
-	if err != nil {
-		t.Fatal(err)
-	}
+	op := openOp(t, cfg)
 	t.Cleanup(op.Close)
 	return op
 }

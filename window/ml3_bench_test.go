@@ -133,22 +133,11 @@ func BenchmarkOperatorBatchML3(b *testing.B) {
 			c0 := cpuNanos()
 			b.ReportAllocs()
 			for b.Loop() {
-				op, err := New(cfg, tileSchema)
-				if err != nil {
-					b.Fatal(err)
-				}
+				op := openOp(b, cfg)
 				for _, r := range recs {
-					if _, _, err := op.Push(r); err != nil {
-						b.Fatal(err)
-					}
+					push(b, op, r)
 				}
-				err = op.AdvanceFunc(context.Background(), End, func(rec arrow.RecordBatch) error {
-					rec.Release()
-					return nil
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
+				advanceDiscard(b, op, End)
 				op.Close()
 			}
 			runtime.ReadMemStats(&m1)

@@ -1,7 +1,6 @@
 package window
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"testing"
@@ -39,31 +38,17 @@ func BenchmarkBatchRelease(b *testing.B) {
 			}}
 			b.ReportAllocs()
 			for b.Loop() {
-				op, err := New(cfg, tileSchema)
-				if err != nil {
-					b.Fatal(err)
-				}
+				op := openOp(b, cfg)
 				since := 0
-				advance := func(wm int64) {
-					outs, err := op.Advance(context.Background(), wm)
-					if err != nil {
-						b.Fatal(err)
-					}
-					for _, o := range outs {
-						o.Release()
-					}
-				}
 				for _, r := range recs {
-					if _, _, err := op.Push(r); err != nil {
-						b.Fatal(err)
-					}
+					push(b, op, r)
 					if since += rows; since >= every {
 						ts := r.Column(0).(*array.Int64).Int64Values()
-						advance(ts[len(ts)-1] - 1)
+						advanceDiscard(b, op, ts[len(ts)-1]-1)
 						since = 0
 					}
 				}
-				advance(math.MaxInt64)
+				advanceDiscard(b, op, End)
 				op.Close()
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batches*rows), "ns/row")
