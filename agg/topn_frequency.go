@@ -152,6 +152,9 @@ func (s *topnState[K]) update(k K, delta int64) {
 			s.sl.Insert(freqEntry[K]{n, k})
 			return
 		}
+		if s.ord == nil {
+			s.ord = make([]int32, 0, freqCap(freqIndexMin))
+		}
 		s.ord = slices.Insert(s.ord, s.insertPos(0, len(s.ord), n, k), t)
 	case n == 0:
 		p := s.posOf(t, old, k)
@@ -186,7 +189,7 @@ func (s *topnState[K]) toSkiplist() {
 func (s *topnState[K]) toSlice() {
 	s.ord = s.ord[:0]
 	s.sl.Each(func(e freqEntry[K]) bool {
-		s.ord = append(s.ord, s.fi.idx[e.k])
+		s.ord = append(s.ord, s.fi.slotOf(e.k))
 		return true
 	})
 	s.sl.Reset()
