@@ -34,19 +34,37 @@ func newKeyIndex(cols []int) *keyIndex {
 // intern returns the key id of every row of rec (valid until the next
 // call) and calls fresh(id, row) for every key seen for the first time.
 func (k *keyIndex) intern(rec arrow.RecordBatch, fresh func(id int32, row int)) ([]int32, error) {
+	return k.internRows(rec, nil, fresh)
+}
+
+// internRows is intern of the rows sel of rec (all of them when sel is
+// nil): ids[j] is the key id of row sel[j], and fresh gets rows of rec.
+func (k *keyIndex) internRows(rec arrow.RecordBatch, sel []int32, fresh func(id int32, row int)) ([]int32, error) {
 	n := int(rec.NumRows())
+	if sel != nil {
+		n = len(sel)
+	}
 	if cap(k.ids) < n {
 		k.ids = make([]int32, n)
 	}
 	ids := k.ids[:n]
+	row := func(j int) int { return j }
+	if sel != nil {
+		row = func(j int) int { return int(sel[j]) }
+	}
 	if len(k.cols) == 1 {
 		switch a := rec.Column(k.cols[0]).(type) {
 		case *array.Int64:
 			k.fastInt = true
 			v := a.Int64Values()
-			for i := range ids {
-				if a.IsNull(i) {
-					ids[i] = k.null(fresh, i)
+			nulls := a.NullN() > 0
+			for j := range ids {
+				i := j
+				if sel != nil {
+					i = int(sel[j])
+				}
+				if nulls && a.IsNull(i) {
+					ids[j] = k.null(fresh, i)
 					continue
 				}
 				id, ok := k.ints[v[i]]
@@ -56,14 +74,15 @@ func (k *keyIndex) intern(rec arrow.RecordBatch, fresh func(id int32, row int)) 
 					k.ints[v[i]] = id
 					fresh(id, i)
 				}
-				ids[i] = id
+				ids[j] = id
 			}
 			return ids, nil
 		case *array.String:
 			k.fastStr = true
-			for i := range ids {
+			for j := range ids {
+				i := row(j)
 				if a.IsNull(i) {
-					ids[i] = k.null(fresh, i)
+					ids[j] = k.null(fresh, i)
 					continue
 				}
 				s := a.Value(i)
@@ -74,7 +93,7 @@ func (k *keyIndex) intern(rec arrow.RecordBatch, fresh func(id int32, row int)) 
 					k.strs[string([]byte(s))] = id
 					fresh(id, i)
 				}
-				ids[i] = id
+				ids[j] = id
 			}
 			return ids, nil
 		}
@@ -83,7 +102,8 @@ func (k *keyIndex) intern(rec arrow.RecordBatch, fresh func(id int32, row int)) 
 	for j, c := range k.cols {
 		cols[j] = rec.Column(c)
 	}
-	for i := range ids {
+	for j := range ids {
+		i := row(j)
 		b := k.buf[:0]
 		var err error
 		for _, c := range cols {
@@ -99,7 +119,7 @@ func (k *keyIndex) intern(rec arrow.RecordBatch, fresh func(id int32, row int)) 
 			k.strs[string(b)] = id
 			fresh(id, i)
 		}
-		ids[i] = id
+		ids[j] = id
 	}
 	return ids, nil
 }

@@ -321,9 +321,32 @@ func (pc *pendChunks) add(p pendRow) {
 }
 
 type heldBatch struct {
-	rec  arrow.RecordBatch
-	args []agg.Column // argument columns of every row
+	rec arrow.RecordBatch
+	// sel, when not nil, lists the rows of rec pushed (PushRows): a
+	// pendRow's row is then a position in sel, and args hold those rows
+	// only.
+	sel  []int32
+	args []agg.Column // argument columns of every row pushed
 	left int          // rows not yet emitted or dropped
+	// seqOrder is 1 when rec's sequence numbers increase, -1 when not, 0
+	// until checked (batchesInSeqOrder).
+	seqOrder int8
+}
+
+// rows is the number of rows pushed from the batch.
+func (hb *heldBatch) rows() int {
+	if hb.sel != nil {
+		return len(hb.sel)
+	}
+	return int(hb.rec.NumRows())
+}
+
+// recRow returns the row of rec of pushed row j.
+func (hb *heldBatch) recRow(j int32) int32 {
+	if hb.sel != nil {
+		return hb.sel[j]
+	}
+	return j
 }
 
 // None is the watermark before any has been seen; End is the final
@@ -485,11 +508,31 @@ func (o *Operator) resetWindows(ks *keyState) {
 func (o *Operator) Push(rec arrow.RecordBatch) (out []arrow.RecordBatch, late arrow.RecordBatch, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.push(rec)
+	return o.push(rec, nil)
 }
 
-func (o *Operator) push(rec arrow.RecordBatch) (out []arrow.RecordBatch, late arrow.RecordBatch, err error) {
+// PushRows is Push of the rows rows of rec only (increasing row numbers),
+// without copying them out of rec: several operators can take their own
+// rows of one batch, which each holds until its rows are emitted. The
+// operator keeps rows; the caller must not change it. Emitted batches
+// hold the same rows as those of Push of those rows.
+func (o *Operator) PushRows(rec arrow.RecordBatch, rows []int32) (out []arrow.RecordBatch, late arrow.RecordBatch, err error) {
+	if rows == nil {
+		rows = []int32{}
+	}
+	if len(rows) == int(rec.NumRows()) {
+		rows = nil // every row: the batch as it is
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.push(rec, rows)
+}
+
+func (o *Operator) push(rec arrow.RecordBatch, sel []int32) (out []arrow.RecordBatch, late arrow.RecordBatch, err error) {
 	n := int(rec.NumRows())
+	if sel != nil {
+		n = len(sel)
+	}
 	if n == 0 {
 		return nil, nil, nil
 	}
@@ -504,7 +547,7 @@ func (o *Operator) push(rec arrow.RecordBatch) (out []arrow.RecordBatch, late ar
 	if o.cfg.ProbeCol > 0 {
 		probe = rec.Column(o.cfg.ProbeCol).(*array.Boolean)
 	}
-	ids, err := o.keys.intern(rec, func(id int32, row int) {
+	ids, err := o.keys.internRows(rec, sel, func(id int32, row int) {
 		o.states = append(o.states, nil)
 		o.states[id] = o.newKeyState()
 		if o.cfg.Store != nil {
@@ -517,18 +560,22 @@ func (o *Operator) push(rec arrow.RecordBatch) (out []arrow.RecordBatch, late ar
 	}
 	id := o.nextID
 	o.nextID++
-	hb := &heldBatch{rec: rec}
+	hb := &heldBatch{rec: rec, sel: sel}
 	var lateRows, applyRows []int32
-	for i := 0; i < n; i++ {
+	for j := 0; j < n; j++ {
+		i := j
+		if sel != nil {
+			i = int(sel[j])
+		}
 		if ts[i] <= o.wm {
 			if o.cfg.AllowedLateness > 0 && ts[i] > o.wm-o.cfg.AllowedLateness {
-				applyRows = append(applyRows, int32(i))
+				applyRows = append(applyRows, int32(j))
 			} else {
 				lateRows = append(lateRows, int32(i))
 			}
 			continue
 		}
-		p := pendRow{ts: ts[i], seq: seq[i], key: ids[i], batch: id, row: int32(i)}
+		p := pendRow{ts: ts[i], seq: seq[i], key: ids[j], batch: id, row: int32(j)}
 		if probe != nil && probe.Value(i) {
 			p.rank = o.probeRank
 		}
@@ -542,7 +589,7 @@ func (o *Operator) push(rec arrow.RecordBatch) (out []arrow.RecordBatch, late ar
 			if err != nil {
 				return nil, nil, fmt.Errorf("window: argument column %q: %w", o.in.Field(c).Name, err)
 			}
-			col.AppendArrow(rec.Column(c), nil)
+			col.AppendArrow(rec.Column(c), sel)
 			hb.args[j] = col
 		}
 	}
@@ -571,21 +618,25 @@ func (o *Operator) push(rec arrow.RecordBatch) (out []arrow.RecordBatch, late ar
 	return out, late, nil
 }
 
-// applyLate inserts late rows into their keys' state and emits them with
+// applyLate inserts late rows (positions among the rows pushed from rec,
+// see heldBatch.sel) into their keys' state and emits them with
 // their frames as of now. It rebuilds the keys' windows, which then catch
 // up from the rows on the next release.
 func (o *Operator) applyLate(rec arrow.RecordBatch, hb *heldBatch, ids []int32, ts, seq []int64, rows []int32) (arrow.RecordBatch, error) {
 	o.ensureBuilders()
-	for _, i := range rows {
+	recRows := make([]int32, len(rows))
+	for k, j := range rows {
+		i := hb.recRow(j)
+		recRows[k] = i
 		if o.cfg.Store != nil {
-			if err := o.ensureResident(ids[i]); err != nil {
+			if err := o.ensureResident(ids[j]); err != nil {
 				return nil, err
 			}
 		}
-		ks := o.states[ids[i]]
+		ks := o.states[ids[j]]
 		r := &ks.rows
 		p := sort.Search(r.Len(), func(k int) bool { return r.Ts[k] > ts[i] })
-		insertRow(r, p, ts[i], hb.args, int(i))
+		insertRow(r, p, ts[i], hb.args, int(j))
 		abs := r.Base + int64(p)
 		o.resetWindows(ks)
 		ks.tiles = nil // row numbers moved
@@ -605,12 +656,12 @@ func (o *Operator) applyLate(rec arrow.RecordBatch, hb *heldBatch, ids []int32, 
 			}
 		}
 		if o.cfg.MemoryBudget > 0 {
-			o.touch(ids[i], ks)
+			o.touch(ids[j], ks)
 		}
 	}
 	res := o.finishBuilders()
 	defer arrowutil.ReleaseAll(res)
-	base, err := arrowutil.Take(o.mem, rec, rows)
+	base, err := arrowutil.Take(o.mem, rec, recRows)
 	if err != nil {
 		return nil, err
 	}
@@ -706,6 +757,22 @@ func (o *Operator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBatch, 
 // report the previous watermark, whose rows every key reflects (see
 // yield).
 func (o *Operator) AdvanceFunc(ctx context.Context, wm int64, emit func(arrow.RecordBatch) error) error {
+	return o.advance(ctx, wm, func(rel []pendRow, res *resChunks) error {
+		if o.cfg.BatchOrder {
+			if o.batchesInSeqOrder(rel) {
+				return o.emitBatchOrder(rel, res, emit)
+			}
+			return o.emitSorted(rel, res, true, emit)
+		}
+		return o.emitSorted(rel, res, false, emit)
+	})
+}
+
+// advance moves the watermark to wm, computes the results of the rows it
+// releases and passes them to emit without the lock (see AdvanceFunc).
+// rel is sorted by key; res holds their results in that order, and is
+// released after emit unless emit takes its columns (sets res.cols nil).
+func (o *Operator) advance(ctx context.Context, wm int64, emit func(rel []pendRow, res *resChunks) error) error {
 	o.mu.Lock()
 	locked := true
 	defer func() {
@@ -862,13 +929,7 @@ func (o *Operator) AdvanceFunc(ctx context.Context, wm int64, emit func(arrow.Re
 	// batches and the results, which lookups do not touch.
 	o.mu.Unlock()
 	locked = false
-	if o.cfg.BatchOrder {
-		if o.batchesInSeqOrder(rel) {
-			return o.emitBatchOrder(rel, &res, emit)
-		}
-		return o.emitSorted(rel, &res, true, emit)
-	}
-	return o.emitSorted(rel, &res, false, emit)
+	return emit(rel, &res)
 }
 
 // resChunk is the number of released rows whose results are built in one
@@ -1456,7 +1517,7 @@ func (o *Operator) emitBatchOrder(proc []pendRow, res *resChunks, emit func(arro
 		}
 		s := idx[p.batch]
 		if s == nil {
-			s = make([]int64, o.held.get(p.batch).rec.NumRows())
+			s = make([]int64, o.held.get(p.batch).rows())
 			for i := range s {
 				s[i] = -1
 			}
@@ -1478,7 +1539,7 @@ func (o *Operator) emitBatchOrder(proc []pendRow, res *resChunks, emit func(arro
 		rows, segs = rows[:0], segs[:0]
 		for i, v := range pos {
 			if v >= 0 {
-				rows = append(rows, int32(i))
+				rows = append(rows, hb.recRow(int32(i)))
 				segs = arrowutil.AppendSeg(segs, int32(v>>32), int32(v))
 			}
 		}
@@ -1514,36 +1575,63 @@ func (o *Operator) emitBatchOrder(proc []pendRow, res *resChunks, emit func(arro
 // second stage receives the batches of several upstream tasks
 // interleaved.
 func (o *Operator) batchesInSeqOrder(rel []pendRow) bool {
-	type span struct{ lo, hi int64 }
-	spans := map[int32]span{}
+	if len(rel) == 0 {
+		return true
+	}
+	lo, hi := batchRange(rel)
+	type span struct {
+		lo, hi int64
+		seen   bool
+	}
+	spans := make([]span, hi-lo+1)
 	for _, p := range rel {
-		sp, ok := spans[p.batch]
-		if !ok {
-			sp = span{p.seq, p.seq}
+		sp := &spans[p.batch-lo]
+		if !sp.seen {
+			*sp = span{p.seq, p.seq, true}
+			continue
 		}
 		sp.lo, sp.hi = min(sp.lo, p.seq), max(sp.hi, p.seq)
-		spans[p.batch] = sp
 	}
-	ids := make([]int32, 0, len(spans))
-	for id := range spans {
-		ids = append(ids, id)
+	prev := int64(math.MinInt64)
+	for _, sp := range spans {
+		if !sp.seen {
+			continue
+		}
+		if sp.lo <= prev {
+			return false
+		}
+		prev = sp.hi
 	}
-	slices.Sort(ids)
-	for k := 1; k < len(ids); k++ {
-		if spans[ids[k]].lo <= spans[ids[k-1]].hi {
+	// Rows within a batch must be in sequence order too.
+	for b, sp := range spans {
+		if !sp.seen {
+			continue
+		}
+		hb := o.held.get(lo + int32(b))
+		if hb.seqOrder == 0 {
+			hb.seqOrder = 1
+			seq := hb.rec.Column(o.cfg.SeqCol).(*array.Int64).Int64Values()
+			for i := 1; i < len(seq); i++ {
+				if seq[i] <= seq[i-1] {
+					hb.seqOrder = -1
+					break
+				}
+			}
+		}
+		if hb.seqOrder < 0 {
 			return false
 		}
 	}
-	// Rows within a batch must be in sequence order too.
-	for _, id := range ids {
-		seq := o.held.get(id).rec.Column(o.cfg.SeqCol).(*array.Int64).Int64Values()
-		for i := 1; i < len(seq); i++ {
-			if seq[i] <= seq[i-1] {
-				return false
-			}
-		}
-	}
 	return true
+}
+
+// batchRange returns the least and greatest batch id of rel (not empty).
+func batchRange(rel []pendRow) (lo, hi int32) {
+	lo, hi = rel[0].batch, rel[0].batch
+	for _, p := range rel {
+		lo, hi = min(lo, p.batch), max(hi, p.batch)
+	}
+	return lo, hi
 }
 
 // emitSorted emits released rows as one batch, in sequence order (bySeq)
@@ -1569,13 +1657,14 @@ func (o *Operator) emitSorted(proc []pendRow, res *resChunks, bySeq bool, emit f
 	rsegs := make([]arrowutil.Seg, 0, len(perm))
 	for _, k := range perm {
 		p := proc[k]
+		hb := o.held.get(p.batch)
 		si, ok := src[p.batch]
 		if !ok {
 			si = int32(len(recs))
 			src[p.batch] = si
-			recs = append(recs, o.held.get(p.batch).rec)
+			recs = append(recs, hb.rec)
 		}
-		segs = arrowutil.AppendSeg(segs, si, p.row)
+		segs = arrowutil.AppendSeg(segs, si, hb.recRow(p.row))
 		c, r := res.at(int(k))
 		rsegs = arrowutil.AppendSeg(rsegs, c, r)
 		counts[p.batch]++

@@ -930,15 +930,15 @@ func (o *Operator) pendingIPC() ([]byte, error) {
 	var total int32
 	rows := make([]int32, len(all))
 	for i, p := range all {
+		hb := o.held.get(p.batch)
 		base, ok := off[p.batch]
 		if !ok {
-			rec := o.held.get(p.batch).rec
 			base = total
 			off[p.batch] = base
-			recs = append(recs, rec)
-			total += int32(rec.NumRows())
+			recs = append(recs, hb.rec)
+			total += int32(hb.rec.NumRows())
 		}
-		rows[i] = base + p.row
+		rows[i] = base + hb.recRow(p.row)
 	}
 	rec, err := arrowutil.TakeConcat(o.mem, o.in, recs, rows)
 	if err != nil {
@@ -1020,7 +1020,7 @@ func (o *Operator) Restore(meta []byte) error {
 		}
 		defer rd.Release()
 		for rd.Next() {
-			if _, _, err := o.push(rd.RecordBatch()); err != nil {
+			if _, _, err := o.push(rd.RecordBatch(), nil); err != nil {
 				return fmt.Errorf("window: restore: pending rows: %w", err)
 			}
 		}

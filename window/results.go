@@ -1,0 +1,121 @@
+package window
+
+import (
+	"context"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/volga-go/volga/internal/arrowutil"
+)
+
+// Results are the results of the rows an advance released, without the
+// rows' input columns, in arrival (sequence) order: row k has sequence
+// number Seq[k], and its value of aggregate a (in Config.ResultNames
+// order) is row Row[k] of Cols[Chunk[k]][a].
+type Results struct {
+	Seq        []int64
+	Chunk, Row []int32
+	Cols       [][]arrow.Array // [chunk][aggregate]
+}
+
+// Len is the number of rows.
+func (r *Results) Len() int { return len(r.Seq) }
+
+// Release releases the result arrays.
+func (r *Results) Release() {
+	for _, c := range r.Cols {
+		arrowutil.ReleaseAll(c)
+	}
+	r.Cols = nil
+}
+
+// AdvanceResults is AdvanceFunc for a caller that keeps the input rows
+// itself (several operators sharing input batches through PushRows, and a
+// merger of their output that has those batches): it passes emit the
+// results of the released rows only, in sequence order whatever
+// Config.BatchOrder says, without gathering them into arrival order
+// first. The caller then gathers each result once, with the input columns
+// of its own batches, where AdvanceFunc's output would be gathered a
+// second time. emit owns the Results (releases them, also on error).
+func (o *Operator) AdvanceResults(ctx context.Context, wm int64, emit func(*Results) error) error {
+	return o.advance(ctx, wm, func(rel []pendRow, res *resChunks) error {
+		out := &Results{Cols: res.cols}
+		res.cols = nil
+		out.Seq = make([]int64, 0, len(rel))
+		out.Chunk = make([]int32, 0, len(rel))
+		out.Row = make([]int32, 0, len(rel))
+		if o.batchesInSeqOrder(rel) {
+			o.resultsByBatch(rel, res, out)
+		} else {
+			o.resultsSorted(rel, res, out)
+		}
+		return emit(out)
+	})
+}
+
+// resultsByBatch fills out from rel when batch order is sequence order:
+// each row gets a slot by (batch, row), which read in order give the rows
+// in sequence without a sort.
+func (o *Operator) resultsByBatch(rel []pendRow, res *resChunks, out *Results) {
+	lo, hi := batchRange(rel)
+	off := make([]int32, hi-lo+2)
+	for b := lo; b <= hi; b++ {
+		n := 0
+		if hb := o.held.get(b); hb != nil {
+			n = hb.rows()
+		}
+		off[b-lo+1] = off[b-lo] + int32(n)
+	}
+	// slot holds (chunk<<32 | row in chunk) + 1; 0 is a row not released.
+	slot := make([]int64, off[len(off)-1])
+	c := 0
+	for k, p := range rel {
+		for c+1 < len(res.start) && res.start[c+1] <= k {
+			c++
+		}
+		slot[off[p.batch-lo]+p.row] = int64(c)<<32 | int64(k-res.start[c]) + 1
+	}
+	for b := lo; b <= hi; b++ {
+		hb := o.held.get(b)
+		if hb == nil {
+			continue
+		}
+		seq := hb.rec.Column(o.cfg.SeqCol).(*array.Int64).Int64Values()
+		n := 0
+		for j, v := range slot[off[b-lo]:off[b-lo+1]] {
+			if v == 0 {
+				continue
+			}
+			v--
+			out.Seq = append(out.Seq, seq[hb.recRow(int32(j))])
+			out.Chunk = append(out.Chunk, int32(v>>32))
+			out.Row = append(out.Row, int32(v))
+			n++
+		}
+		if n > 0 {
+			o.consume(b, n)
+		}
+	}
+}
+
+// resultsSorted fills out from rel by sorting on sequence number.
+func (o *Operator) resultsSorted(rel []pendRow, res *resChunks, out *Results) {
+	perm := make([]int32, len(rel))
+	for i := range perm {
+		perm[i] = int32(i)
+	}
+	slices.SortFunc(perm, func(a, b int32) int { return cmpInt(rel[a].seq, rel[b].seq) })
+	counts := map[int32]int{}
+	for _, k := range perm {
+		c, r := res.at(int(k))
+		out.Seq = append(out.Seq, rel[k].seq)
+		out.Chunk = append(out.Chunk, c)
+		out.Row = append(out.Row, r)
+		counts[rel[k].batch]++
+	}
+	for id, n := range counts {
+		o.consume(id, n)
+	}
+}
