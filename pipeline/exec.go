@@ -201,6 +201,21 @@ type msg struct {
 	// split marks a batch the reader sent whole to every task of the
 	// first stage: each keeps only the rows of its own keys.
 	split bool
+	// input marks a prepared batch the reader sent to the merger, and res
+	// a task's results, when the run merges results onto its input
+	// (resmerge.go).
+	input bool
+	res   *window.Results
+}
+
+// release releases what m holds.
+func (m msg) release() {
+	if m.rec != nil {
+		m.rec.Release()
+	}
+	if m.res != nil {
+		m.res.Release()
+	}
 }
 
 // Run executes the pipeline: it reads src until it ends (or ctx is
@@ -260,6 +275,9 @@ type runner struct {
 	// is in memory.
 	ck *checkpointRun
 	n  int // tasks per stage
+	// resMerge: the tasks send only results, the reader its batches, to
+	// the merger (resmerge.go).
+	resMerge bool
 }
 
 func (r *runner) run(ctx context.Context) error {
@@ -269,6 +287,7 @@ func (r *runner) run(ctx context.Context) error {
 		n = 1
 	}
 	r.n = n
+	r.resMerge = r.resultMerging()
 	if err := r.recoverSink(ctx); err != nil {
 		return err
 	}
@@ -373,9 +392,7 @@ func drain(ch chan msg) {
 			if !ok {
 				return
 			}
-			if m.rec != nil {
-				m.rec.Release()
-			}
+			m.release()
 		default:
 			return
 		}
@@ -387,9 +404,7 @@ func send(ctx context.Context, ch chan msg, m msg) error {
 	case ch <- m:
 		return nil
 	case <-ctx.Done():
-		if m.rec != nil {
-			m.rec.Release()
-		}
+		m.release()
 		return ctx.Err()
 	}
 }
@@ -564,6 +579,15 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 			if err := bt.observe(prep.Column(r.c.Source.NumFields()).(*array.Int64).Int64Values()); err != nil {
 				prep.Release()
 				return &operatorError{op: "source", err: err}
+			}
+		}
+		if r.resMerge {
+			// direct is the merger's input: it writes the batch with the
+			// results the tasks send.
+			prep.Retain()
+			if err := send(ctx, direct, msg{rec: prep, wm: watermark.None, input: true}); err != nil {
+				prep.Release()
+				return err
 			}
 		}
 		if tasks == nil {
@@ -790,15 +814,22 @@ func (r *runner) partition(ctx context.Context, rec arrow.RecordBatch, tasks []c
 	return nil
 }
 
-// ownRows returns the rows of rec whose key (keyCols) goes to task id of
-// n, or nil when there are none. rec stays the caller's.
-func ownRows(mem memory.Allocator, h *keyHasher, rec arrow.RecordBatch, keyCols []int, id, n int) (arrow.RecordBatch, error) {
+// ownRowsOf returns the rows of rec whose key (keyCols) goes to task id
+// of n, in order.
+func ownRowsOf(h *keyHasher, rec arrow.RecordBatch, keyCols []int, id, n int) []int32 {
 	rows := int(rec.NumRows())
 	cols := make([]arrow.Array, len(keyCols))
 	for j, c := range keyCols {
 		cols[j] = rec.Column(c)
 	}
-	idx := h.rowsOf(make([]int32, 0, rows/n+rows/8+16), cols, rows, id, n)
+	return h.rowsOf(make([]int32, 0, rows/n+rows/8+16), cols, rows, id, n)
+}
+
+// ownRows returns the rows of rec whose key (keyCols) goes to task id of
+// n, or nil when there are none. rec stays the caller's.
+func ownRows(mem memory.Allocator, h *keyHasher, rec arrow.RecordBatch, keyCols []int, id, n int) (arrow.RecordBatch, error) {
+	rows := int(rec.NumRows())
+	idx := ownRowsOf(h, rec, keyCols, id, n)
 	switch len(idx) {
 	case 0:
 		return nil, nil
@@ -935,6 +966,9 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 	}
 	var dropped, applied int64
 	var hasher keyHasher
+	rowsOp, _ := op.(interface {
+		PushRows(rec arrow.RecordBatch, rows []int32) ([]arrow.RecordBatch, arrow.RecordBatch, error)
+	})
 	al := newAligner(senders)
 	defer al.discard()
 	tc := &taskCheckpoint{r: r, s: s, id: id, op: op, frozen: &frozen}
@@ -968,7 +1002,22 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 	advanceFunc, _ := op.(interface {
 		AdvanceFunc(ctx context.Context, wm int64, emit func(arrow.RecordBatch) error) error
 	})
+	resultsOp, _ := op.(interface {
+		AdvanceResults(ctx context.Context, wm int64, emit func(*window.Results) error) error
+	})
+	if r.resMerge && (resultsOp == nil || rowsOp == nil) {
+		return fmt.Errorf("volga: internal error: stage %d's operator %T cannot send results alone", s, op)
+	}
 	advance := func(wm int64) error {
+		if r.resMerge {
+			err := resultsOp.AdvanceResults(ctx, wm, func(res *window.Results) error {
+				return send(ctx, final, msg{res: res, wm: watermark.None, from: id})
+			})
+			if err != nil && ctx.Err() == nil {
+				return &operatorError{op: "window", stage: s, task: id, err: fmt.Errorf("volga: window operator: %w", err)}
+			}
+			return err
+		}
 		if advanceFunc != nil {
 			var ferr error
 			err := advanceFunc.AdvanceFunc(ctx, wm, func(rec arrow.RecordBatch) error {
@@ -993,7 +1042,7 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 		if m.barrier != 0 {
 			return barrier(m)
 		}
-		if m.rec != nil && m.split {
+		if m.rec != nil && m.split && rowsOp == nil {
 			own, err := ownRows(r.opt.Mem, &hasher, m.rec, st.keyCols(), id, r.n)
 			m.rec.Release()
 			if err != nil {
@@ -1002,10 +1051,27 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 			m.rec = own
 		}
 		if m.rec != nil {
-			outs, lateRec, err := op.Push(m.rec)
+			var outs []arrow.RecordBatch
+			var lateRec arrow.RecordBatch
+			var err error
+			if m.split && rowsOp != nil {
+				// The operator takes its rows of the shared batch as they
+				// are (no copy).
+				outs, lateRec, err = rowsOp.PushRows(m.rec, ownRowsOf(&hasher, m.rec, st.keyCols(), id, r.n))
+			} else {
+				outs, lateRec, err = op.Push(m.rec)
+			}
 			m.rec.Release()
 			if err != nil {
 				return &operatorError{op: "window", stage: s, task: id, err: fmt.Errorf("volga: window operator: %w", err)}
+			}
+			if r.resMerge && (len(outs) > 0 || lateRec != nil) {
+				// Batch runs have no late rows (see batchTimes).
+				arrowutil.ReleaseAll(outs)
+				if lateRec != nil {
+					lateRec.Release()
+				}
+				return fmt.Errorf("volga: internal error: window task %d of a batch run emitted rows as they came", id)
 			}
 			if lateRec != nil {
 				select {
@@ -1157,8 +1223,26 @@ func (r *runner) merge(ctx context.Context, in chan msg, late chan arrow.RecordB
 	if r.checkpointing() {
 		done, ready = r.ck.done, r.ck.ready
 	}
+	var rm *resMerger
+	if r.resMerge {
+		rm = newResMerger(r, c.stages[0], proj, pschema)
+		defer rm.release()
+	}
 	var dispatch func(mm msg) error
 	handle := func(mm msg) error {
+		if rm != nil {
+			switch {
+			case mm.input:
+				rm.input(mm.rec)
+			case mm.res != nil:
+				rm.results(mm.from, mm.res)
+				return rm.maybeMerge(writeMerged)
+			case mm.wm == watermark.End:
+				rm.end(mm.from)
+				return rm.maybeMerge(writeMerged)
+			}
+			return nil
+		}
 		if mm.barrier != 0 {
 			if !al.arrive(mm.from) {
 				return nil

@@ -1,0 +1,246 @@
+package pipeline
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/volga-go/volga/internal/arrowutil"
+	"github.com/volga-go/volga/window"
+)
+
+// Merging results onto the input.
+//
+// A batch run with several tasks of one sliding-window stage sends every
+// prepared batch whole to each task, which takes its own rows of it
+// (window.Operator.PushRows). Each input row gives exactly one output row:
+// the row's own columns followed by its results. So rather than have every
+// task copy its rows, gather its output into arrival order and have the
+// merger interleave the tasks' output, the reader hands the prepared
+// batches to the merger too, the tasks hand it only their results
+// (window.Operator.AdvanceResults, in sequence order), and the merger
+// writes each input batch with its columns as they are (zero-copy slices)
+// and the results of its rows gathered once from the tasks' result arrays.
+
+// resultMerging reports whether the run merges results onto its input
+// (see above): a batch run of one sliding-window stage over several tasks,
+// without checkpoints (whose merger state is the tasks' whole output).
+func (r *runner) resultMerging() bool {
+	if r.opt.Mode != Batch || r.n < 2 || len(r.c.stages) != 1 || r.checkpointing() {
+		return false
+	}
+	st := r.c.stages[0]
+	return st.group == nil && st.out.NumFields() == st.in.NumFields()+len(st.cfg.ResultNames)
+}
+
+// resMerger writes input batches with their rows' results (see above).
+type resMerger struct {
+	mem    memory.Allocator
+	seqCol int
+	nIn    int // input columns; output column nIn+a is aggregate a
+	proj   []int
+	out    *arrow.Schema
+	// inputs are the input batches not yet written, in order; the rows of
+	// inputs[0] before pos are.
+	inputs []arrow.RecordBatch
+	pos    int
+	// queue holds, per task, the results received and not yet written;
+	// the rows of queue[t][0] before at[t] are.
+	queue [][]*window.Results
+	at    []int
+	ended []bool
+	// rows counts result rows received; merged their number at the last
+	// merge.
+	rows, merged int64
+
+	// scratch of a merge
+	srcs   []resSrc
+	srcIdx map[resSrc]int32
+	done   []*window.Results
+	segs   []arrowutil.Seg
+	arrs   []arrow.Array
+}
+
+// resSrc is a chunk of a task's results: a source of the gather.
+type resSrc struct {
+	r *window.Results
+	c int32
+}
+
+func newResMerger(r *runner, st *stage, proj []int, out *arrow.Schema) *resMerger {
+	return &resMerger{mem: r.opt.Mem, seqCol: st.seqCol, nIn: st.in.NumFields(), proj: proj, out: out,
+		queue: make([][]*window.Results, r.n), at: make([]int, r.n), ended: make([]bool, r.n),
+		srcIdx: map[resSrc]int32{}}
+}
+
+// input takes an input batch (the merger's reference).
+func (m *resMerger) input(rec arrow.RecordBatch) { m.inputs = append(m.inputs, rec) }
+
+// results takes task t's next results.
+func (m *resMerger) results(t int, res *window.Results) {
+	if res.Len() == 0 {
+		res.Release()
+		return
+	}
+	m.queue[t] = append(m.queue[t], res)
+	m.rows += int64(res.Len())
+}
+
+// end notes that task t has sent all its results.
+func (m *resMerger) end(t int) { m.ended[t] = true }
+
+func (m *resMerger) allEnded() bool {
+	for _, e := range m.ended {
+		if !e {
+			return false
+		}
+	}
+	return true
+}
+
+// maybeMerge merges once mergeChunk result rows have come since the last
+// merge, so that written batches stay large, and once every task has
+// ended.
+func (m *resMerger) maybeMerge(emit func(arrow.RecordBatch) error) error {
+	if m.allEnded() {
+		if err := m.merge(emit); err != nil {
+			return err
+		}
+		if len(m.inputs) > 0 {
+			return fmt.Errorf("volga: internal error: %d input rows got no results from the window tasks", m.unwritten())
+		}
+		for t, q := range m.queue {
+			if len(q) > 0 {
+				return fmt.Errorf("volga: internal error: window task %d sent results of rows not in the input (sequence %d)", t, q[0].Seq[m.at[t]])
+			}
+		}
+		return nil
+	}
+	if m.rows < m.merged+mergeChunk {
+		return nil
+	}
+	m.merged = m.rows
+	return m.merge(emit)
+}
+
+func (m *resMerger) unwritten() int64 {
+	n := -int64(m.pos)
+	for _, rec := range m.inputs {
+		n += rec.NumRows()
+	}
+	return n
+}
+
+// merge writes the input rows whose results have all come, in order, in
+// batches of at most mergeChunk rows that do not span input batches.
+func (m *resMerger) merge(emit func(arrow.RecordBatch) error) error {
+	for len(m.inputs) > 0 {
+		in := m.inputs[0]
+		seq := in.Column(m.seqCol).(*array.Int64).Int64Values()
+		start := m.pos
+		end := min(len(seq), start+mergeChunk)
+		waiting := false
+		for m.pos < end {
+			s := seq[m.pos]
+			t := -1
+			for u, q := range m.queue {
+				if len(q) > 0 && q[0].Seq[m.at[u]] == s {
+					t = u
+					break
+				}
+			}
+			if t < 0 {
+				waiting = true
+				break
+			}
+			// The run of rows of task t that come next.
+			r, k := m.queue[t][0], m.at[t]
+			for m.pos < end && k < r.Len() && r.Seq[k] == seq[m.pos] {
+				m.segs = arrowutil.AppendSeg(m.segs, m.src(r, r.Chunk[k]), r.Row[k])
+				k++
+				m.pos++
+			}
+			m.at[t] = k
+			if k == r.Len() {
+				m.done = append(m.done, r)
+				m.queue[t] = m.queue[t][1:]
+				m.at[t] = 0
+			}
+		}
+		if err := m.flush(in, start, m.pos, emit); err != nil {
+			return err
+		}
+		if m.pos == len(seq) {
+			in.Release()
+			m.inputs = m.inputs[1:]
+			m.pos = 0
+		}
+		if waiting {
+			return nil
+		}
+	}
+	return nil
+}
+
+// src returns the source index of chunk c of r in the current gather.
+func (m *resMerger) src(r *window.Results, c int32) int32 {
+	k := resSrc{r, c}
+	i, ok := m.srcIdx[k]
+	if !ok {
+		i = int32(len(m.srcs))
+		m.srcIdx[k] = i
+		m.srcs = append(m.srcs, k)
+	}
+	return i
+}
+
+// flush writes rows [start, end) of in with their results (m.segs).
+func (m *resMerger) flush(in arrow.RecordBatch, start, end int, emit func(arrow.RecordBatch) error) error {
+	defer func() {
+		for _, r := range m.done {
+			r.Release()
+		}
+		m.done, m.segs, m.srcs = m.done[:0], m.segs[:0], m.srcs[:0]
+		clear(m.srcIdx)
+	}()
+	if end == start {
+		return nil
+	}
+	cols := make([]arrow.Array, len(m.proj))
+	defer func() { arrowutil.ReleaseAll(cols) }()
+	for k, col := range m.proj {
+		if col < m.nIn {
+			cols[k] = array.NewSlice(in.Column(col), int64(start), int64(end))
+			continue
+		}
+		a := col - m.nIn
+		m.arrs = m.arrs[:0]
+		for _, s := range m.srcs {
+			m.arrs = append(m.arrs, s.r.Cols[s.c][a])
+		}
+		g, err := arrowutil.Gather(m.mem, m.out.Field(k).Type, m.arrs, m.segs)
+		if err != nil {
+			return err
+		}
+		cols[k] = g
+	}
+	return emit(array.NewRecordBatch(m.out, cols, int64(end-start)))
+}
+
+// release lets go of everything held (the run ended or failed).
+func (m *resMerger) release() {
+	arrowutil.ReleaseAll(m.inputs)
+	m.inputs = nil
+	for t, q := range m.queue {
+		for _, r := range q {
+			r.Release()
+		}
+		m.queue[t] = nil
+	}
+	for _, r := range m.done {
+		r.Release()
+	}
+	m.done = nil
+}
