@@ -62,7 +62,7 @@ func ml3Config(tb testing.TB) Config {
 // TestBatchReleaseChunks releases 30 000 rows of the ml-3 query at once,
 // with result chunks of 2 048 rows, so that their list and map results are
 // built in many chunks, each after the first reserved from the size of the
-// one before (reserveLike), and checks every row's results against
+// one before (reserveShape), and checks every row's results against
 // releasing the same rows in ten smaller steps with chunks of the default
 // size.
 func TestBatchReleaseChunks(t *testing.T) {

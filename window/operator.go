@@ -208,6 +208,10 @@ type Operator struct {
 	gts        []int64      // event times of released rows, in rel order
 	gcols      []agg.Column // their argument values
 
+	// shapes are the shapes of the last result chunk of some size, to
+	// reserve the builders of the next chunk by (see reserveShape).
+	shapes []shape
+
 	// chunkRows, when > 0, is the result chunk size instead of resChunk
 	// (tests make chunks small).
 	chunkRows int
@@ -821,8 +825,14 @@ func (o *Operator) advance(ctx context.Context, wm int64, emit func(rel []pendRo
 	// 1/64 more (exactly chunkRows made the last key of nearly every chunk
 	// double every result buffer).
 	reserve := chunkRows + chunkRows/64
-	for _, b := range o.bld {
-		reserveRows(b, min(len(rel), reserve))
+	for k, b := range o.bld {
+		// Nested and string results are sized from the last chunk of the
+		// previous release, if any.
+		if k < len(o.shapes) {
+			reserveShape(b, o.shapes[k], min(len(rel), reserve))
+		} else {
+			reserveRows(b, min(len(rel), reserve))
+		}
 	}
 	o.gatherArgs(rel)
 	final := wm == End
@@ -898,12 +908,15 @@ func (o *Operator) advance(ctx context.Context, wm int64, emit func(rel []pendRo
 			res.add(start, chunk)
 			start = s
 			rest := len(rel) - s
+			o.noteShapes(chunk)
 			for k, b := range o.bld {
-				reserveLike(b, chunk[k], min(rest, reserve), chunk[k].Len())
+				reserveShape(b, o.shapes[k], min(rest, reserve))
 			}
 		}
 	}
-	res.add(start, o.finishBuilders())
+	last := o.finishBuilders()
+	res.add(start, last)
+	o.noteShapes(last)
 	if pwb != nil {
 		if err := o.flushPageGarbage(pwb); err != nil {
 			return err
@@ -991,61 +1004,78 @@ func (r *resChunks) gather(mem memory.Allocator, segs []arrowutil.Seg) ([]arrow.
 	return out, nil
 }
 
-// reserveLike reserves b for rows rows, its children (nested results) and
-// string data in proportion to what prev (of prevRows rows) held, with
+// shape is the size of a result array: its rows, its value bytes
+// (strings, binary) and the shapes of its children (nested results).
+type shape struct {
+	rows, data int
+	kids       []shape
+}
+
+func shapeOf(a arrow.Array) shape {
+	s := shape{rows: a.Len()}
+	switch a := a.(type) {
+	case *array.Map:
+		s.kids = []shape{shapeOf(a.Keys()), shapeOf(a.Items())}
+	case *array.List:
+		s.kids = []shape{shapeOf(a.ListValues())}
+	case *array.Struct:
+		for f := 0; f < a.NumField(); f++ {
+			s.kids = append(s.kids, shapeOf(a.Field(f)))
+		}
+	case *array.String:
+		s.data = len(a.ValueBytes())
+	case *array.Binary:
+		s.data = len(a.ValueBytes())
+	}
+	return s
+}
+
+// noteShapes keeps the shapes of a chunk of results for reserveShape,
+// unless the chunk is too small to tell.
+func (o *Operator) noteShapes(chunk []arrow.Array) {
+	if len(chunk) == 0 || chunk[0].Len() < 256 {
+		return
+	}
+	o.shapes = o.shapes[:0]
+	for _, a := range chunk {
+		o.shapes = append(o.shapes, shapeOf(a))
+	}
+}
+
+// reserveShape reserves b for rows rows, its children (nested results)
+// and string data in proportion to what an array of shape prev held, with
 // 1/16 to spare. Every buffer is sized to what it is expected to hold (see
 // reserveRows): a chunk's arrays keep their capacity until the whole
 // release is emitted, and Arrow zero-fills all of it.
-func reserveLike(b array.Builder, prev arrow.Array, rows, prevRows int) {
+func reserveShape(b array.Builder, prev shape, rows int) {
 	scale := func(n int) int {
-		if prevRows == 0 {
+		if prev.rows == 0 {
 			return 0
 		}
-		return int(int64(n) * int64(rows) / int64(prevRows) * 17 / 16)
-	}
-	switch b := b.(type) {
-	case *array.MapBuilder:
-		m, ok := prev.(*array.Map)
-		if !ok {
-			break
-		}
-		reserveRows(b, rows)
-		reserveLike(b.KeyBuilder(), m.Keys(), scale(m.Keys().Len()), m.Keys().Len())
-		reserveLike(b.ItemBuilder(), m.Items(), scale(m.Items().Len()), m.Items().Len())
-		return
-	case *array.ListBuilder:
-		l, ok := prev.(*array.List)
-		if !ok {
-			break
-		}
-		reserveRows(b, rows)
-		v := l.ListValues()
-		reserveLike(b.ValueBuilder(), v, scale(v.Len()), v.Len())
-		return
-	case *array.StructBuilder:
-		st, ok := prev.(*array.Struct)
-		if !ok {
-			break
-		}
-		reserveRows(b, rows)
-		for f := 0; f < b.NumField(); f++ {
-			reserveLike(b.FieldBuilder(f), st.Field(f), rows, prevRows)
-		}
-		return
-	case *array.StringBuilder:
-		if sa, ok := prev.(*array.String); ok {
-			reserveRows(b, rows)
-			b.ReserveData(scale(len(sa.ValueBytes())))
-			return
-		}
-	case *array.BinaryBuilder:
-		if ba, ok := prev.(*array.Binary); ok {
-			reserveRows(b, rows)
-			b.ReserveData(scale(len(ba.ValueBytes())))
-			return
-		}
+		return int(int64(n) * int64(rows) / int64(prev.rows) * 17 / 16)
 	}
 	reserveRows(b, rows)
+	switch b := b.(type) {
+	case *array.MapBuilder:
+		if len(prev.kids) == 2 {
+			reserveShape(b.KeyBuilder(), prev.kids[0], scale(prev.kids[0].rows))
+			reserveShape(b.ItemBuilder(), prev.kids[1], scale(prev.kids[1].rows))
+		}
+	case *array.ListBuilder:
+		if len(prev.kids) == 1 {
+			reserveShape(b.ValueBuilder(), prev.kids[0], scale(prev.kids[0].rows))
+		}
+	case *array.StructBuilder:
+		if len(prev.kids) == b.NumField() {
+			for f := range prev.kids {
+				reserveShape(b.FieldBuilder(f), prev.kids[f], rows)
+			}
+		}
+	case *array.StringBuilder:
+		b.ReserveData(scale(prev.data))
+	case *array.BinaryBuilder:
+		b.ReserveData(scale(prev.data))
+	}
 }
 
 // reserveRows makes room in b for n more rows, exactly: Reserve rounds
