@@ -95,10 +95,26 @@ func (f *freqIndex[K]) slotOf(k K) int32 {
 	return s
 }
 
-// grow doubles the table (or makes the first one) and the slots'
-// capacity with it.
-func (f *freqIndex[K]) grow() {
-	n := max(2*len(f.tab), freqIndexMin)
+// sizeHint makes the first table large enough for n values, if there is
+// no table yet.
+func (f *freqIndex[K]) sizeHint(n int) {
+	if f.tab != nil || n <= freqCap(freqIndexMin) {
+		return
+	}
+	b := freqIndexMin
+	for freqCap(b) < n {
+		b *= 2
+	}
+	f.grow(b)
+}
+
+// grow makes the table b buckets (or doubles it when b is 0), and the
+// slots' capacity what it holds.
+func (f *freqIndex[K]) grow(b int) {
+	if f.hash == nil {
+		f.hash = keyHasher[K]()
+	}
+	n := max(2*len(f.tab), freqIndexMin, b)
 	slots := make([]freqSlot[K], len(f.slots), freqCap(n))
 	copy(slots, f.slots)
 	f.slots = slots
@@ -143,10 +159,7 @@ func (f *freqIndex[K]) add(k K, delta int64) (int32, int64, int64) {
 		if delta <= 0 {
 			return -1, 0, 0
 		}
-		if f.hash == nil {
-			f.hash = keyHasher[K]()
-		}
-		f.grow()
+		f.grow(0)
 	}
 	h := uint32(f.hash(k) >> 32)
 	i, s := f.find(k, h)
@@ -155,7 +168,7 @@ func (f *freqIndex[K]) add(k K, delta int64) (int32, int64, int64) {
 			return -1, 0, 0
 		}
 		if f.live >= freqCap(len(f.tab)) {
-			f.grow()
+			f.grow(0)
 			i, _ = f.find(k, h)
 		}
 		if f.free > 0 {

@@ -91,6 +91,12 @@ func (s *top1State[K]) update(k K, delta int64) {
 	}
 }
 
+func (s *top1State[K]) sizeHint(n int) {
+	if s.bag.counts == nil {
+		s.bag.counts = make(map[K]int64, n)
+	}
+}
+
 func (s *top1State[K]) Add(r *Rows, a int64) {
 	c := &r.Cols[s.f.col]
 	if i := int(a - r.Base); !c.Null[i] {

@@ -152,8 +152,8 @@ func (s *topnState[K]) update(k K, delta int64) {
 			s.sl.Insert(freqEntry[K]{n, k})
 			return
 		}
-		if s.ord == nil {
-			s.ord = make([]int32, 0, freqCap(freqIndexMin))
+		if cap(s.ord) == 0 {
+			s.ord = make([]int32, 0, cap(s.fi.slots))
 		}
 		s.ord = slices.Insert(s.ord, s.insertPos(0, len(s.ord), n, k), t)
 	case n == 0:
@@ -194,6 +194,13 @@ func (s *topnState[K]) toSlice() {
 	})
 	s.sl.Reset()
 	s.big = false
+}
+
+func (s *topnState[K]) sizeHint(n int) {
+	s.fi.sizeHint(n)
+	if cap(s.ord) == 0 && cap(s.fi.slots) > 0 {
+		s.ord = make([]int32, 0, cap(s.fi.slots))
+	}
 }
 
 func (s *topnState[K]) Add(r *Rows, a int64) {

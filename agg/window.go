@@ -16,6 +16,20 @@ func NewRetractWindow(newState func() State) Window {
 	return &retractWindow{s: s, r: s.(Retractor)}
 }
 
+// sizer is implemented by states that can size their structures for a
+// number of rows ahead of adding them, instead of growing them row by row
+// from empty: each Eval of a retract window passes its largest frame
+// (capped at sizeHintMax), which bounds the number of rows, hence of
+// distinct values, in the state during the call. A state takes the hint
+// only where it has not allocated yet.
+type sizer interface {
+	sizeHint(n int)
+}
+
+// sizeHintMax caps the hints, so that a state whose many rows hold few
+// distinct values does not reserve room for more than this.
+const sizeHintMax = 128
+
 type retractWindow struct {
 	s      State
 	r      Retractor
@@ -24,6 +38,13 @@ type retractWindow struct {
 }
 
 func (w *retractWindow) Eval(r *Rows, lo, hi, ex []int64, b array.Builder) {
+	if sz, ok := w.s.(sizer); ok && len(lo) > 0 {
+		var n int64
+		for j := range lo {
+			n = max(n, hi[j]-lo[j])
+		}
+		sz.sizeHint(int(min(n, sizeHintMax)))
+	}
 	for j := range lo {
 		l, h := lo[j], hi[j]
 		if l >= w.hi || w.n == 0 {
