@@ -115,7 +115,9 @@ type cateState[G comparable] struct {
 	f     *cateFunc[G]
 	slots []cateSlot[G]
 	ord   []int32 // slot numbers, ascending by category
-	free  []int32 // unused slot numbers
+	// free is the first unused slot plus one (0: none); an unused slot's
+	// n is -1 minus the next one's free.
+	free int32
 }
 
 // rowKey returns the category of row i, or false if the row is skipped.
@@ -156,11 +158,12 @@ func (s *cateState[G]) entry(g G) *cateSlot[G] {
 		return &s.slots[s.ord[i]]
 	}
 	var k int32
-	if n := len(s.free); n > 0 {
-		k = s.free[n-1]
-		s.free = s.free[:n-1]
-		s.slots[k].s.Reset()
-		s.slots[k].g = g
+	if s.free > 0 {
+		k = s.free - 1
+		e := &s.slots[k]
+		s.free = int32(-1 - e.n)
+		e.s.Reset()
+		e.g, e.n = g, 0
 	} else {
 		k = int32(len(s.slots))
 		s.slots = append(s.slots, cateSlot[G]{g: g, s: s.f.inner.NewState()})
@@ -197,8 +200,8 @@ func (s *cateState[G]) Retract(r *Rows, a int64) {
 	if e.n--; e.n <= 0 {
 		s.ord = slices.Delete(s.ord, i, i+1)
 		var zero G
-		e.g, e.n = zero, 0
-		s.free = append(s.free, k)
+		e.g, e.n = zero, int64(-1-s.free)
+		s.free = k + 1
 	}
 }
 
@@ -240,8 +243,8 @@ func (s *cateState[G]) AppendResult(b array.Builder) {
 func (s *cateState[G]) Reset() {
 	var zero G
 	for _, k := range s.ord {
-		s.slots[k].g, s.slots[k].n = zero, 0
-		s.free = append(s.free, k)
+		s.slots[k].g, s.slots[k].n = zero, int64(-1-s.free)
+		s.free = k + 1
 	}
 	s.ord = s.ord[:0]
 }
