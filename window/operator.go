@@ -1151,7 +1151,16 @@ func (o *Operator) release(wm int64) []pendRow {
 	o.pend.chunks = chunks
 	o.pend.n -= released
 	if !counting {
-		slices.SortStableFunc(rel, func(a, b pendRow) int { return int(a.key) - int(b.key) })
+		// Few rows over many keys (a stream releasing a batch at a time):
+		// one sort on (key, time, sequence), which a stable sort on key
+		// and a sort of each key's rows cost twice.
+		slices.SortFunc(rel, func(a, b pendRow) int {
+			if a.key != b.key {
+				return int(a.key) - int(b.key)
+			}
+			return cmpTsSeq(a, b)
+		})
+		return rel
 	}
 	for s := 0; s < len(rel); {
 		e := s + 1
