@@ -1605,7 +1605,11 @@ func (m *merger) collect(w int64) ([]arrow.RecordBatch, error) {
 	var streams [][]rowRef
 	for t := range m.bufs {
 		var keepRecs []arrow.RecordBatch
-		var s []rowRef
+		n := int64(0)
+		for _, rec := range m.bufs[t] {
+			n += rec.NumRows()
+		}
+		s := make([]rowRef, 0, n)
 		for _, rec := range m.bufs[t] {
 			ts := rec.Column(m.tsCol).(*array.Int64).Int64Values()
 			seq := rec.Column(m.seqCol).(*array.Int64).Int64Values()
@@ -1650,18 +1654,28 @@ func (m *merger) collect(w int64) ([]arrow.RecordBatch, error) {
 		streams = append(streams, s)
 	}
 	defer arrowutil.ReleaseAll(recs)
-	if m.batch {
-		refs = kmerge(streams)
-	} else {
+	byTime := func(a, b rowRef) int {
+		if a.ts != b.ts {
+			return cmp64(a.ts, b.ts)
+		}
+		return cmp64(a.seq, b.seq)
+	}
+	ordered := true
+	for _, s := range streams {
+		ordered = ordered && (m.batch || slices.IsSortedFunc(s, byTime))
+	}
+	switch {
+	case m.batch:
+		refs = kmerge(streams, func(a, b rowRef) bool { return a.seq < b.seq })
+	case ordered:
+		// Each task's output is in time order unless it applied late
+		// rows: merged, not sorted.
+		refs = kmerge(streams, func(a, b rowRef) bool { return byTime(a, b) < 0 })
+	default:
 		for _, s := range streams {
 			refs = append(refs, s...)
 		}
-		slices.SortFunc(refs, func(a, b rowRef) int {
-			if a.ts != b.ts {
-				return cmp64(a.ts, b.ts)
-			}
-			return cmp64(a.seq, b.seq)
-		})
+		slices.SortFunc(refs, byTime)
 	}
 	if len(refs) == 0 {
 		return nil, nil
@@ -1711,9 +1725,9 @@ func cmp64(a, b int64) int {
 	return 0
 }
 
-// kmerge merges streams each sorted by seq.
-func kmerge(streams [][]rowRef) []rowRef {
-	h := &refHeap{}
+// kmerge merges streams each sorted by less.
+func kmerge(streams [][]rowRef, less func(a, b rowRef) bool) []rowRef {
+	h := &refHeap{less: less}
 	total := 0
 	for i, s := range streams {
 		total += len(s)
@@ -1742,12 +1756,13 @@ type heapItem struct{ stream, pos int }
 type refHeap struct {
 	items   []heapItem
 	streams [][]rowRef
+	less    func(a, b rowRef) bool
 }
 
 func (h *refHeap) Len() int { return len(h.items) }
 func (h *refHeap) Less(i, j int) bool {
 	a, b := h.items[i], h.items[j]
-	return h.streams[a.stream][a.pos].seq < h.streams[b.stream][b.pos].seq
+	return h.less(h.streams[a.stream][a.pos], h.streams[b.stream][b.pos])
 }
 func (h *refHeap) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
 func (h *refHeap) Push(x any)    { h.items = append(h.items, x.(heapItem)) }
