@@ -48,19 +48,20 @@ type resMerger struct {
 	pos    int
 	// queue holds, per task, the results received and not yet written;
 	// the rows of queue[t][0] before at[t] are.
-	queue [][]*window.Results
+	queue [][]*resEntry
 	at    []int
 	ended []bool
 	// rows counts result rows received; merged their number at the last
 	// merge.
 	rows, merged int64
 
-	// scratch of a merge
-	srcs   []resSrc
-	srcIdx map[resSrc]int32
-	done   []*window.Results
-	segs   []arrowutil.Seg
-	arrs   []arrow.Array
+	// scratch of a merge: the sources of the gather (chunks of results)
+	// of generation gen, and the Results written out.
+	srcs []resSrc
+	gen  uint64
+	done []*window.Results
+	segs []arrowutil.Seg
+	arrs []arrow.Array
 }
 
 // resSrc is a chunk of a task's results: a source of the gather.
@@ -69,10 +70,28 @@ type resSrc struct {
 	c int32
 }
 
+// resEntry is a task's Results queued, with its chunks' source indexes
+// in the gather of generation gen (-1: not a source yet).
+type resEntry struct {
+	r   *window.Results
+	gen uint64
+	src []int32
+}
+
+// sources returns e's chunk-to-source table of the current gather.
+func (e *resEntry) sources(gen uint64) []int32 {
+	if e.gen != gen {
+		e.gen = gen
+		for c := range e.src {
+			e.src[c] = -1
+		}
+	}
+	return e.src
+}
+
 func newResMerger(r *runner, st *stage, proj []int, out *arrow.Schema) *resMerger {
 	return &resMerger{mem: r.opt.Mem, seqCol: st.seqCol, nIn: st.in.NumFields(), proj: proj, out: out,
-		queue: make([][]*window.Results, r.n), at: make([]int, r.n), ended: make([]bool, r.n),
-		srcIdx: map[resSrc]int32{}}
+		queue: make([][]*resEntry, r.n), at: make([]int, r.n), ended: make([]bool, r.n)}
 }
 
 // input takes an input batch (the merger's reference).
@@ -84,7 +103,7 @@ func (m *resMerger) results(t int, res *window.Results) {
 		res.Release()
 		return
 	}
-	m.queue[t] = append(m.queue[t], res)
+	m.queue[t] = append(m.queue[t], &resEntry{r: res, gen: m.gen - 1, src: make([]int32, len(res.Cols))})
 	m.rows += int64(res.Len())
 }
 
@@ -113,7 +132,7 @@ func (m *resMerger) maybeMerge(emit func(arrow.RecordBatch) error) error {
 		}
 		for t, q := range m.queue {
 			if len(q) > 0 {
-				return fmt.Errorf("volga: internal error: window task %d sent results of rows not in the input (sequence %d)", t, q[0].Seq[m.at[t]])
+				return fmt.Errorf("volga: internal error: window task %d sent results of rows not in the input (sequence %d)", t, q[0].r.Seq[m.at[t]])
 			}
 		}
 		return nil
@@ -146,7 +165,7 @@ func (m *resMerger) merge(emit func(arrow.RecordBatch) error) error {
 			s := seq[m.pos]
 			t := -1
 			for u, q := range m.queue {
-				if len(q) > 0 && q[0].Seq[m.at[u]] == s {
+				if len(q) > 0 && q[0].r.Seq[m.at[u]] == s {
 					t = u
 					break
 				}
@@ -156,9 +175,17 @@ func (m *resMerger) merge(emit func(arrow.RecordBatch) error) error {
 				break
 			}
 			// The run of rows of task t that come next.
-			r, k := m.queue[t][0], m.at[t]
+			e, k := m.queue[t][0], m.at[t]
+			r, tab := e.r, e.sources(m.gen)
 			for m.pos < end && k < r.Len() && r.Seq[k] == seq[m.pos] {
-				m.segs = arrowutil.AppendSeg(m.segs, m.src(r, r.Chunk[k]), r.Row[k])
+				c := r.Chunk[k]
+				si := tab[c]
+				if si < 0 {
+					si = int32(len(m.srcs))
+					tab[c] = si
+					m.srcs = append(m.srcs, resSrc{r, c})
+				}
+				m.segs = arrowutil.AppendSeg(m.segs, si, r.Row[k])
 				k++
 				m.pos++
 			}
@@ -184,18 +211,6 @@ func (m *resMerger) merge(emit func(arrow.RecordBatch) error) error {
 	return nil
 }
 
-// src returns the source index of chunk c of r in the current gather.
-func (m *resMerger) src(r *window.Results, c int32) int32 {
-	k := resSrc{r, c}
-	i, ok := m.srcIdx[k]
-	if !ok {
-		i = int32(len(m.srcs))
-		m.srcIdx[k] = i
-		m.srcs = append(m.srcs, k)
-	}
-	return i
-}
-
 // flush writes rows [start, end) of in with their results (m.segs).
 func (m *resMerger) flush(in arrow.RecordBatch, start, end int, emit func(arrow.RecordBatch) error) error {
 	defer func() {
@@ -203,7 +218,7 @@ func (m *resMerger) flush(in arrow.RecordBatch, start, end int, emit func(arrow.
 			r.Release()
 		}
 		m.done, m.segs, m.srcs = m.done[:0], m.segs[:0], m.srcs[:0]
-		clear(m.srcIdx)
+		m.gen++
 	}()
 	if end == start {
 		return nil
@@ -234,8 +249,8 @@ func (m *resMerger) release() {
 	arrowutil.ReleaseAll(m.inputs)
 	m.inputs = nil
 	for t, q := range m.queue {
-		for _, r := range q {
-			r.Release()
+		for _, e := range q {
+			e.r.Release()
 		}
 		m.queue[t] = nil
 	}

@@ -92,7 +92,7 @@ func newTestResMerger(mem memory.Allocator, n int) *resMerger {
 		{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
 	}, nil)
 	return &resMerger{mem: mem, seqCol: 1, nIn: 2, proj: []int{1, 0, 2, 3}, out: out,
-		queue: make([][]*window.Results, n), at: make([]int, n), ended: make([]bool, n), srcIdx: map[resSrc]int32{}}
+		queue: make([][]*resEntry, n), at: make([]int, n), ended: make([]bool, n)}
 }
 
 // TestResMergerWritesInputWithResults: whatever the interleaving of the
