@@ -229,6 +229,9 @@ func (s *cateState[G]) AppendResult(b array.Builder) {
 	// Appending the entries' struct slots here, rather than leaving it to
 	// the next MapBuilder.Append, spares a recursive Reserve per row.
 	sb, _ := mb.ValueBuilder().(*array.StructBuilder)
+	if sb != nil {
+		growAhead(mb, sb, len(s.ord), kb)
+	}
 	put := s.f.ops.put
 	for _, k := range s.ord {
 		e := &s.slots[k]

@@ -237,6 +237,7 @@ func (s *topnState[K]) AppendResult(b array.Builder) {
 	}
 	vb := sb.FieldBuilder(0)
 	cb, _ := sb.FieldBuilder(1).(*array.Int64Builder)
+	growAhead(lb, sb, min(s.f.k, s.fi.len()), vb)
 	put := s.f.ops.put
 	if s.big {
 		left := s.f.k
