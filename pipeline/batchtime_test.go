@@ -193,3 +193,63 @@ func TestBatchSourceBoundBroken(t *testing.T) {
 		t.Fatalf("err = %v, want one naming the source's LowerBound", err)
 	}
 }
+
+// TestBatchResultMergeSameAsOneTask: a batch run of one sliding-window
+// stage over several tasks merges the tasks' results onto the input
+// batches (no task copies its rows). Over time-ordered input released
+// early, merged a few rows at a time (every kind of frame and aggregate
+// of one partitioning), its output is that of one task, row for row.
+func TestBatchResultMergeSameAsOneTask(t *testing.T) {
+	defer pipeline.SetBatchReleaseRows(0)()
+	defer pipeline.SetMergeChunk(50)()
+	var windows []testutil.ModesWindow
+	for _, w := range slices.Concat(testutil.ModesLookupWindows, testutil.ModesUnboundedWindows) {
+		if slices.Equal(w.Keys, []string{"user_id"}) {
+			windows = append(windows, w)
+		}
+	}
+	query := testutil.ModesSQL("events", windows)
+	tab := testutil.MLEvents(testutil.Rand(8), testutil.ModesEventConfig(3000))
+	run := func(src source.Source, par int) *sink.Collector {
+		t.Helper()
+		out := sink.NewCollector()
+		p, err := volga.SQL(query, volga.WithSource("events", src), volga.WithSink(out), volga.WithParallelism(par))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Run(context.Background()); err != nil {
+			t.Fatalf("parallelism %d: %v", par, err)
+		}
+		return out
+	}
+	want := run(testutil.NewSource(tab.Schema, tab.Batches(testutil.Rand(2), 64)...), 1)
+	names := make([]string, want.Records()[0].Schema().NumFields())
+	for i, f := range want.Records()[0].Schema().Fields() {
+		names[i] = f.Name
+	}
+	path := writeEvents(t, tab, 100)
+	for _, par := range []int{2, 3} {
+		for name, src := range map[string]source.Source{
+			"parquet":            must(source.NewParquetFiles([]string{path}, source.WithBatchSize(37))),
+			"memory":             source.NewMemory(tab.Schema, tab.Batches(testutil.Rand(3), 37)...),
+			"memory (unbounded)": testutil.NewSource(tab.Schema, tab.Batches(testutil.Rand(4), 200)...),
+		} {
+			before := pipeline.ResultMergeRuns()
+			got := run(src, par)
+			src.Close()
+			if pipeline.ResultMergeRuns() == before {
+				t.Fatalf("%s, parallelism %d: the run did not merge results onto its input", name, par)
+			}
+			if d := testutil.Diff(names, got.Rows(), want.Rows(), nil); d != "" {
+				t.Fatalf("%s, parallelism %d: output differs from one task's:\n%s", name, par, d)
+			}
+		}
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

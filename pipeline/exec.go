@@ -1391,7 +1391,7 @@ func (m *merger) add(from int, rec arrow.RecordBatch) {
 // and lets their batches go early. It merges once mergeChunk rows have
 // arrived since it last did, so that the batches it emits stay large.
 func (m *merger) drain(emit func(arrow.RecordBatch) error) error {
-	if !m.batch || m.pending < m.left+mergeChunk {
+	if !m.batch || m.pending < m.left+int64(mergeChunk) {
 		return nil
 	}
 	if m.last == nil {
@@ -1683,7 +1683,9 @@ func (m *merger) collect(w int64) ([]arrow.RecordBatch, error) {
 	return gatherRefs(m.mem, m.out, m.proj, recs, refs)
 }
 
-const mergeChunk = 1 << 16
+// mergeChunk is the most rows a merger writes in one batch, and how many
+// rows it lets come between merges in batch mode (a variable for tests).
+var mergeChunk = 1 << 16
 
 // gatherRefs builds batches of schema holding columns cols of the
 // referenced rows, in order.

@@ -19,3 +19,15 @@ func SetBatchReleaseRows(n int) (undo func()) {
 	batchReleaseRows = n
 	return func() { batchReleaseRows = old }
 }
+
+// SetMergeChunk sets the rows a merger writes at most in one batch (and
+// lets come between merges), until the returned function undoes it.
+func SetMergeChunk(n int) (undo func()) {
+	old := mergeChunk
+	mergeChunk = n
+	return func() { mergeChunk = old }
+}
+
+// ResultMergeRuns is the number of runs so far that merged the tasks'
+// results onto the input batches.
+func ResultMergeRuns() int64 { return resultMergeRuns.Load() }

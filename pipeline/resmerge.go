@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -32,8 +33,16 @@ func (r *runner) resultMerging() bool {
 		return false
 	}
 	st := r.c.stages[0]
-	return st.group == nil && st.out.NumFields() == st.in.NumFields()+len(st.cfg.ResultNames)
+	ok := st.group == nil && st.out.NumFields() == st.in.NumFields()+len(st.cfg.ResultNames)
+	if ok {
+		resultMergeRuns.Add(1)
+	}
+	return ok
 }
+
+// resultMergeRuns counts the runs that merged results onto their input
+// (for tests).
+var resultMergeRuns atomic.Int64
 
 // resMerger writes input batches with their rows' results (see above).
 type resMerger struct {
@@ -137,7 +146,7 @@ func (m *resMerger) maybeMerge(emit func(arrow.RecordBatch) error) error {
 		}
 		return nil
 	}
-	if m.rows < m.merged+mergeChunk {
+	if m.rows < m.merged+int64(mergeChunk) {
 		return nil
 	}
 	m.merged = m.rows
