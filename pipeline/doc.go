@@ -16,7 +16,12 @@
 // sequence) and keeps watermarks, one generator per source partition; a
 // window task per partition of each stage (rows hash-partitioned by key)
 // runs a window.Operator or window.GroupOperator; an ordering merger
-// writes to the sink. Goroutines are joined by bounded channels that carry
+// writes to the sink. The first stage's tasks share each prepared batch
+// and take their own rows of it in place (window.Operator.PushRows); a
+// batch run of one sliding-window stage also hands the prepared batches
+// to the merger, which writes each with its own columns unchanged and its
+// rows' results, sent alone by the tasks (window.Operator.AdvanceResults),
+// gathered once. Goroutines are joined by bounded channels that carry
 // batches and watermarks in-band, so a slow sink slows the source down,
 // and errors and cancellation stop every goroutine (errgroup).
 //
