@@ -148,7 +148,7 @@ func (s *cateState[G]) find(g G) (int, bool) {
 			hi = m
 		}
 	}
-	return lo, lo < len(ord) && c(slots[ord[lo]].g, g) == 0
+	return lo, lo < len(ord) && slots[ord[lo]].g == g
 }
 
 // entry returns the slot of category g, adding it if needed.
@@ -170,6 +170,14 @@ func (s *cateState[G]) entry(g G) *cateSlot[G] {
 	}
 	s.ord = slices.Insert(s.ord, i, k)
 	return &s.slots[k]
+}
+
+// sizeHint makes room for n categories if there is none yet.
+func (s *cateState[G]) sizeHint(n int) {
+	if cap(s.slots) == 0 && n > 1 {
+		s.slots = make([]cateSlot[G], 0, n)
+		s.ord = make([]int32, 0, n)
+	}
 }
 
 func (s *cateState[G]) Add(r *Rows, a int64) {
