@@ -52,22 +52,27 @@ func freqCap(n int) int { return n - n/4 }
 // hashSeed seeds the hashes of the value-keyed aggregates.
 var hashSeed = maphash.MakeSeed()
 
-// keyHasher returns the hash function of keys of type K.
+// keyHasher returns the hash function of keys of type K. (The functions
+// are package-level: a closure made here would be allocated per call.)
 func keyHasher[K comparable]() func(K) uint64 {
 	var f any
 	switch any((*K)(nil)).(type) {
 	case *string:
-		f = func(s string) uint64 { return maphash.String(hashSeed, s) }
+		f = hashString64
 	case *int64:
-		f = func(v int64) uint64 { return mix64(uint64(v)) }
+		f = hashInt64
 	case *uint64:
 		f = mix64
 	}
 	if h, ok := f.(func(K) uint64); ok {
 		return h
 	}
-	return func(k K) uint64 { return maphash.Comparable(hashSeed, k) }
+	return hashComparable[K]
 }
+
+func hashString64(s string) uint64            { return maphash.String(hashSeed, s) }
+func hashInt64(v int64) uint64                { return mix64(uint64(v)) }
+func hashComparable[K comparable](k K) uint64 { return maphash.Comparable(hashSeed, k) }
 
 // find returns the bucket of the value k with hash tag h, and its slot
 // number, or the empty bucket where it would go and -1.
