@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/volga-go/volga/watermark"
+	"github.com/volga-go/volga/window"
 )
 
 // Micro-benchmarks of the reader-to-task split and of the output merger on
@@ -189,4 +190,103 @@ func BenchmarkMergeAll(b *testing.B) {
 			perRow(b, 2*batches*rows)
 		})
 	}
+}
+
+// BenchmarkResultMerge: the result merger of a parallel batch run writing
+// 262 144 input rows (features-4-like columns: four input columns and the
+// sequence, two result columns) whose results two tasks send in chunks in
+// key order (a random permutation of their rows): zero-copy slices of the
+// input columns plus one gather of each result column.
+func BenchmarkResultMerge(b *testing.B) {
+	const rows, batches, chunk = 8192, 32, 1 << 16
+	rng := rand.New(rand.NewPCG(5, 6))
+	inSchema := arrow.NewSchema(benchSchema.Fields()[:6], nil)
+	var inputs []arrow.RecordBatch
+	for k := range batches {
+		rec := benchBatch(rng, rows, func(i int) int64 { return int64(k*rows + i) })
+		inputs = append(inputs, array.NewRecordBatch(inSchema, rec.Columns()[:6], rows))
+		rec.Release()
+	}
+	defer func() {
+		for _, rec := range inputs {
+			rec.Release()
+		}
+	}()
+	// Deal the rows to two tasks in runs of 1-3 (hash partitioning), and
+	// build each task's results in chunks, rows permuted within a chunk.
+	var seqs [2][]int64
+	for q := 0; q < rows*batches; {
+		t := rng.IntN(2)
+		for n := 1 + rng.IntN(3); n > 0 && q < rows*batches; n-- {
+			seqs[t] = append(seqs[t], int64(q))
+			q++
+		}
+	}
+	var tasks [2][]*window.Results
+	for t, s := range seqs {
+		for lo := 0; lo < len(s); lo += chunk {
+			part := s[lo:min(len(s), lo+chunk)]
+			perm := rng.Perm(len(part))
+			fb := array.NewFloat64Builder(memory.DefaultAllocator)
+			ib := array.NewInt64Builder(memory.DefaultAllocator)
+			for range part {
+				fb.Append(rng.Float64())
+				ib.Append(rng.Int64N(50))
+			}
+			res := &window.Results{Seq: part, Cols: [][]arrow.Array{{fb.NewArray(), ib.NewArray()}}}
+			fb.Release()
+			ib.Release()
+			for j := range part {
+				res.Chunk = append(res.Chunk, 0)
+				res.Row = append(res.Row, int32(perm[j]))
+			}
+			tasks[t] = append(tasks[t], res)
+		}
+	}
+	defer func() {
+		for _, rs := range tasks {
+			for _, r := range rs {
+				r.Release()
+			}
+		}
+	}()
+	out := arrow.NewSchema([]arrow.Field{inSchema.Field(0), inSchema.Field(1), inSchema.Field(2), benchSchema.Field(6), benchSchema.Field(7)}, nil)
+	run := func() {
+		m := &resMerger{mem: memory.DefaultAllocator, seqCol: 5, nIn: 6, proj: []int{0, 1, 2, 6, 7}, out: out,
+			queue: make([][]*resEntry, 2), at: make([]int, 2), ended: make([]bool, 2)}
+		n := 0
+		emit := func(rec arrow.RecordBatch) error { n += int(rec.NumRows()); rec.Release(); return nil }
+		for _, rec := range inputs {
+			rec.Retain()
+			m.input(rec)
+		}
+		for k := 0; k < max(len(tasks[0]), len(tasks[1])); k++ {
+			for t := range tasks {
+				if k < len(tasks[t]) {
+					r := tasks[t][k]
+					for _, a := range r.Cols[0] {
+						a.Retain()
+					}
+					m.results(t, &window.Results{Seq: r.Seq, Chunk: r.Chunk, Row: r.Row, Cols: r.Cols})
+					if err := m.maybeMerge(emit); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		}
+		m.end(0)
+		m.end(1)
+		if err := m.maybeMerge(emit); err != nil {
+			b.Fatal(err)
+		}
+		if n != rows*batches {
+			b.Fatalf("%d rows written, want %d", n, rows*batches)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		run()
+	}
+	perRow(b, rows*batches)
+	b.ReportMetric(testing.AllocsPerRun(1, run)/(rows*batches), "allocs/row")
 }
