@@ -14,9 +14,11 @@ const growAheadMinRows = 64
 // topn_frequency's time in BenchmarkML3). When entries must grow and the
 // caller reserved more rows in parent than it holds, entries grows at
 // once to what the reserved rows will need at the rate of entries a row
-// so far, and strs to as many bytes at its rate of bytes an entry, if
-// that is more than doubling; otherwise the builders grow as they do.
-// Only the capacities change, never what is appended.
+// so far, and strs to as many bytes at its rate of bytes an entry (both
+// with 1/16 to spare, and exactly: Reserve would round the entries up to
+// a power of two, all of it zero-filled), if that is more than doubling;
+// otherwise the builders grow as they do. Only the capacities change,
+// never what is appended.
 func growAhead(parent, entries array.Builder, n int, strs array.Builder) {
 	l, c := entries.Len(), entries.Cap()
 	if l+n <= c {
@@ -30,10 +32,10 @@ func growAhead(parent, entries array.Builder, n int, strs array.Builder) {
 	if est <= 2*c {
 		return
 	}
-	entries.Reserve(est - l)
+	est += est / 16
+	entries.Resize(est)
 	if sb, ok := strs.(*array.StringBuilder); ok && l > 0 {
 		bytes := sb.DataLen() * est / l
-		bytes += bytes / 8
 		if bytes > sb.DataCap() {
 			sb.ReserveData(bytes - sb.DataLen())
 		}
