@@ -1208,6 +1208,7 @@ func (o *Operator) processKey(rel []pendRow, s, e int, final bool) {
 			r.Cols[j] = o.gcols[j].Slice(s, e)
 		}
 	} else {
+		reserveRowArrays(r, e-s)
 		r.Ts = append(r.Ts, o.gts[s:e]...)
 		for j := range r.Cols {
 			r.Cols[j].AppendRange(&o.gcols[j], s, e)
@@ -1505,6 +1506,41 @@ func (o *Operator) trim(ks *keyState, a int64) {
 		r.Cols[j].DropFront(n)
 	}
 	r.Base += int64(n)
+}
+
+// reserveRowArrays makes room for n more rows in r's arrays, growing
+// each to a quarter more than it must hold rather than by append's
+// doubling: a key's rows are a sliding window, as many leave as come once
+// it is full, so doubling only left up to half of every key's arrays
+// unused (features-4: 96 MB of row arrays for about 2.5 M rows held).
+func reserveRowArrays(r *agg.Rows, n int) {
+	r.Ts = reserveTail(r.Ts, n)
+	for j := range r.Cols {
+		c := &r.Cols[j]
+		c.Null = reserveTail(c.Null, n)
+		switch c.Kind {
+		case agg.KindInt64:
+			c.I64 = reserveTail(c.I64, n)
+		case agg.KindFloat64:
+			c.F64 = reserveTail(c.F64, n)
+		case agg.KindString:
+			c.Str = reserveTail(c.Str, n)
+		case agg.KindBool:
+			c.Bool = reserveTail(c.Bool, n)
+		}
+	}
+}
+
+// reserveTail returns s with room for n more values (see
+// reserveRowArrays).
+func reserveTail[T any](s []T, n int) []T {
+	need := len(s) + n
+	if need <= cap(s) {
+		return s
+	}
+	ns := make([]T, len(s), need+need/4+4)
+	copy(ns, s)
+	return ns
 }
 
 func growI64(s []int64, n int) []int64 {
