@@ -1508,35 +1508,42 @@ func (o *Operator) trim(ks *keyState, a int64) {
 	r.Base += int64(n)
 }
 
-// reserveRowArrays makes room for n more rows in r's arrays, growing
-// each to a quarter more than it must hold rather than by append's
-// doubling: a key's rows are a sliding window, as many leave as come once
-// it is full, so doubling only left up to half of every key's arrays
-// unused (features-4: 96 MB of row arrays for about 2.5 M rows held).
+// reserveRowArrays makes room for n more rows in r's arrays. Once a key
+// has dropped rows (its window is full: as many rows leave as come), each
+// array grows to a quarter more than it must hold rather than by append's
+// doubling, which left up to half of every such key's arrays unused
+// (features-4: 96 MB of row arrays for about 2.5 M rows held). Arrays
+// still filling up (no row dropped yet) grow as append grows them, so
+// that growing copies each row about once.
 func reserveRowArrays(r *agg.Rows, n int) {
-	r.Ts = reserveTail(r.Ts, n)
+	full := r.Base > 0
+	r.Ts = reserveTail(r.Ts, n, full)
 	for j := range r.Cols {
 		c := &r.Cols[j]
-		c.Null = reserveTail(c.Null, n)
+		c.Null = reserveTail(c.Null, n, full)
 		switch c.Kind {
 		case agg.KindInt64:
-			c.I64 = reserveTail(c.I64, n)
+			c.I64 = reserveTail(c.I64, n, full)
 		case agg.KindFloat64:
-			c.F64 = reserveTail(c.F64, n)
+			c.F64 = reserveTail(c.F64, n, full)
 		case agg.KindString:
-			c.Str = reserveTail(c.Str, n)
+			c.Str = reserveTail(c.Str, n, full)
 		case agg.KindBool:
-			c.Bool = reserveTail(c.Bool, n)
+			c.Bool = reserveTail(c.Bool, n, full)
 		}
 	}
 }
 
-// reserveTail returns s with room for n more values (see
+// reserveTail returns s with room for n more values, a quarter more
+// than needed when sliding, as append grows otherwise (see
 // reserveRowArrays).
-func reserveTail[T any](s []T, n int) []T {
+func reserveTail[T any](s []T, n int, sliding bool) []T {
 	need := len(s) + n
 	if need <= cap(s) {
 		return s
+	}
+	if !sliding {
+		return slices.Grow(s, n)
 	}
 	ns := make([]T, len(s), need+need/4+4)
 	copy(ns, s)
