@@ -1719,37 +1719,47 @@ func batchRange(rel []pendRow) (lo, hi int32) {
 // emitSorted emits released rows as one batch, in sequence order (bySeq)
 // or in (event time, sequence) order.
 func (o *Operator) emitSorted(proc []pendRow, res *resChunks, bySeq bool, emit func(arrow.RecordBatch) error) error {
-	perm := make([]int32, len(proc))
-	for i := range perm {
-		perm[i] = int32(i)
+	// Sort the rows' (time, sequence) by value: sorting row numbers
+	// through proc read two rows per comparison, out of cache.
+	type ord struct {
+		ts, seq int64
+		k       int32
 	}
-	slices.SortFunc(perm, func(a, b int32) int {
-		x, y := proc[a], proc[b]
-		if x.ts != y.ts && !bySeq {
+	keys := make([]ord, len(proc))
+	for k, p := range proc {
+		keys[k] = ord{p.ts, p.seq, int32(k)}
+		if bySeq {
+			keys[k].ts = 0
+		}
+	}
+	slices.SortFunc(keys, func(x, y ord) int {
+		if x.ts != y.ts {
 			return cmpInt(x.ts, y.ts)
 		}
 		return cmpInt(x.seq, y.seq)
 	})
 	// Gather the rows in order from the batches involved and the results
-	// from their chunks.
-	src := map[int32]int32{}
+	// from their chunks; batch ids span a small range (src and counts by
+	// id - lo).
+	lo, hi := batchRange(proc)
+	src := make([]int32, hi-lo+1)
+	counts := make([]int, hi-lo+1)
 	var recs []arrow.RecordBatch
-	counts := map[int32]int{}
-	segs := make([]arrowutil.Seg, 0, len(perm))
-	rsegs := make([]arrowutil.Seg, 0, len(perm))
-	for _, k := range perm {
-		p := proc[k]
+	segs := make([]arrowutil.Seg, 0, len(keys))
+	rsegs := make([]arrowutil.Seg, 0, len(keys))
+	for _, key := range keys {
+		p := proc[key.k]
 		hb := o.held.get(p.batch)
-		si, ok := src[p.batch]
-		if !ok {
+		si := src[p.batch-lo] - 1
+		if si < 0 {
 			si = int32(len(recs))
-			src[p.batch] = si
+			src[p.batch-lo] = si + 1
 			recs = append(recs, hb.rec)
 		}
 		segs = arrowutil.AppendSeg(segs, si, hb.recRow(p.row))
-		c, r := res.at(int(k))
+		c, r := res.at(int(key.k))
 		rsegs = arrowutil.AppendSeg(rsegs, c, r)
-		counts[p.batch]++
+		counts[p.batch-lo]++
 	}
 	base, err := arrowutil.GatherRecord(o.mem, o.in, recs, segs)
 	if err != nil {
@@ -1761,8 +1771,10 @@ func (o *Operator) emitSorted(proc []pendRow, res *resChunks, bySeq bool, emit f
 		return err
 	}
 	defer arrowutil.ReleaseAll(cols)
-	for id, c := range counts {
-		o.consume(id, c)
+	for b, c := range counts {
+		if c > 0 {
+			o.consume(lo+int32(b), c)
+		}
 	}
 	return emit(o.withResults(base, cols))
 }
