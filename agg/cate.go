@@ -94,7 +94,7 @@ func (f *cateFunc[G]) NewState() State {
 }
 func (f *cateFunc[G]) NewWindow() Window {
 	if f.inner.Retractable() {
-		return NewRetractWindow(f.NewState)
+		return newOwnRetractWindow[cateState[G]](cateState[G]{f: f})
 	}
 	return NewStackWindow(f.NewState)
 }

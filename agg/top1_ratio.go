@@ -39,7 +39,9 @@ func (f *top1Func[K]) Name() string               { return "top1_ratio" }
 func (f *top1Func[K]) ResultType() arrow.DataType { return arrow.PrimitiveTypes.Float64 }
 func (f *top1Func[K]) Retractable() bool          { return true }
 func (f *top1Func[K]) NewState() State            { return &top1State[K]{f: f, bag: bag[K]{ops: f.ops}} }
-func (f *top1Func[K]) NewWindow() Window          { return NewRetractWindow(f.NewState) }
+func (f *top1Func[K]) NewWindow() Window {
+	return newOwnRetractWindow[top1State[K]](top1State[K]{f: f, bag: bag[K]{ops: f.ops}})
+}
 
 // fofEntry is a multiplicity held by some values, and how many.
 type fofEntry struct{ c, num int64 }

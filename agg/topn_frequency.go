@@ -67,7 +67,9 @@ func (f *topnFunc[K]) ResultType() arrow.DataType {
 }
 func (f *topnFunc[K]) Retractable() bool { return true }
 func (f *topnFunc[K]) NewState() State   { return &topnState[K]{f: f} }
-func (f *topnFunc[K]) NewWindow() Window { return NewRetractWindow(f.NewState) }
+func (f *topnFunc[K]) NewWindow() Window {
+	return newOwnRetractWindow[topnState[K]](topnState[K]{f: f})
+}
 
 // freqEntry is a distinct value with its multiplicity.
 type freqEntry[K any] struct {

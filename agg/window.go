@@ -33,6 +33,26 @@ type sizer interface {
 // KB for sum_cate's slots, against a few hundred bytes grown.
 const sizeHintMax = 64
 
+// ownRetractWindow is a retract window allocated together with its
+// state, st (one allocation a key instead of two).
+type ownRetractWindow[S any] struct {
+	retractWindow
+	st S
+}
+
+// newOwnRetractWindow returns a retract window over st, held in the
+// window's own allocation (see NewRetractWindow).
+func newOwnRetractWindow[S any, P interface {
+	*S
+	Retractor
+	State
+}](st S) Window {
+	w := &ownRetractWindow[S]{st: st}
+	p := P(&w.st)
+	w.s, w.r = p, p
+	return w
+}
+
 type retractWindow struct {
 	s      State
 	r      Retractor
