@@ -1691,23 +1691,22 @@ var mergeChunk = 1 << 16
 // referenced rows, in order.
 func gatherRefs(mem memory.Allocator, schema *arrow.Schema, cols []int, recs []arrow.RecordBatch, refs []rowRef) ([]arrow.RecordBatch, error) {
 	var out []arrow.RecordBatch
+	src := make([]int32, len(recs)) // source index + 1 in this chunk
 	for s := 0; s < len(refs); s += mergeChunk {
 		chunk := refs[s:min(s+mergeChunk, len(refs))]
-		pos := map[int32]int32{}
+		clear(src)
 		var used []arrow.RecordBatch
-		var total int32
+		segs := make([]arrowutil.Seg, 0, len(chunk))
 		for _, ref := range chunk {
-			if _, ok := pos[ref.rec]; !ok {
-				pos[ref.rec] = total
+			si := src[ref.rec] - 1
+			if si < 0 {
+				si = int32(len(used))
+				src[ref.rec] = si + 1
 				used = append(used, recs[ref.rec])
-				total += int32(recs[ref.rec].NumRows())
 			}
+			segs = arrowutil.AppendSeg(segs, si, ref.row)
 		}
-		idx := make([]int32, len(chunk))
-		for k, ref := range chunk {
-			idx[k] = pos[ref.rec] + ref.row
-		}
-		rec, err := arrowutil.TakeConcatColumns(mem, schema, used, cols, idx)
+		rec, err := arrowutil.GatherColumns(mem, schema, used, cols, segs)
 		if err != nil {
 			arrowutil.ReleaseAll(out)
 			return nil, err
