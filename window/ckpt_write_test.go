@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/volga-go/volga/internal/testutil"
 	"github.com/volga-go/volga/statestore"
 	"github.com/volga-go/volga/watermark"
@@ -27,22 +29,35 @@ func stepOut(t *testing.T, op *window.Operator, tab *testutil.Table, s step) []s
 		if err != nil {
 			t.Fatalf("Push: %v", err)
 		}
-		out = append(out, render("applied ", testutil.Rows(outs...))...)
-		releaseAll(outs)
-		if late != nil {
-			out = append(out, render("late ", testutil.Rows(late))...)
-			late.Release()
-		}
+		out = append(out, pushOut(outs, late)...)
 	}
 	if s.wm != watermark.None {
-		outs, err := op.Advance(context.Background(), s.wm)
-		if err != nil {
-			t.Fatalf("Advance: %v", err)
-		}
-		out = append(out, render(fmt.Sprintf("wm %d ", s.wm), testutil.Rows(outs...))...)
-		releaseAll(outs)
+		out = append(out, advanceOut(t, op, s.wm)...)
 	}
 	return out
+}
+
+// pushOut renders (and releases) what a push returned: rows applied late
+// and rows dropped as late.
+func pushOut(outs []arrow.RecordBatch, late arrow.RecordBatch) []string {
+	out := render("applied ", testutil.Rows(outs...))
+	releaseAll(outs)
+	if late != nil {
+		out = append(out, render("late ", testutil.Rows(late))...)
+		late.Release()
+	}
+	return out
+}
+
+// advanceOut advances op to wm and renders what it emitted.
+func advanceOut(t *testing.T, op *window.Operator, wm int64) []string {
+	t.Helper()
+	outs, err := op.Advance(context.Background(), wm)
+	if err != nil {
+		t.Fatalf("Advance: %v", err)
+	}
+	defer releaseAll(outs)
+	return render(fmt.Sprintf("wm %d ", wm), testutil.Rows(outs...))
 }
 
 // TestCheckpointWrittenWhileRunning: a checkpoint begun with

@@ -114,20 +114,10 @@ func pushRowsRun(t *testing.T, cfg window.Config, tab *testutil.Table, steps []s
 			if err != nil {
 				t.Fatalf("Push: %v", err)
 			}
-			out = append(out, render("applied ", testutil.Rows(outs...))...)
-			arrowutil.ReleaseAll(outs)
-			if late != nil {
-				out = append(out, render("late ", testutil.Rows(late))...)
-				late.Release()
-			}
+			out = append(out, pushOut(outs, late)...)
 		}
 		if s.wm != watermark.None {
-			outs, err := op.Advance(context.Background(), s.wm)
-			if err != nil {
-				t.Fatalf("Advance: %v", err)
-			}
-			out = append(out, render(fmt.Sprintf("wm %d ", s.wm), testutil.Rows(outs...))...)
-			arrowutil.ReleaseAll(outs)
+			out = append(out, advanceOut(t, op, s.wm)...)
 		}
 	}
 	return out
