@@ -1,0 +1,83 @@
+package window_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/volga-go/volga/agg"
+	"github.com/volga-go/volga/window"
+)
+
+// Two operators share one input batch, each taking the rows of its own
+// keys with PushRows (no copy), and hand over their results alone with
+// AdvanceResults, in sequence order: the caller, who has the batch, puts
+// each row's result beside its own columns. This is how a parallel batch
+// run of package pipeline writes its output.
+func ExampleOperator_AdvanceResults() {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "ts", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "seq", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "user", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "amount", Type: arrow.PrimitiveTypes.Float64},
+	}, nil)
+	sum, _ := agg.Bind("sum", []agg.Arg{{Type: arrow.PrimitiveTypes.Float64, Col: 0}})
+	cfg := window.Config{
+		TsCol: 0, SeqCol: 1, KeyCols: []int{2}, ArgCols: []int{3}, BatchOrder: true,
+		Windows:     []window.Spec{{Frame: window.Frame{Preceding: 60_000}, Aggs: []agg.Func{sum}}},
+		ResultNames: []string{"spend_1m"},
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	for i, user := range []int64{1, 2, 1, 2, 1, 3} {
+		b.Field(0).(*array.Int64Builder).Append(int64(i) * 1000)
+		b.Field(1).(*array.Int64Builder).Append(int64(i))
+		b.Field(2).(*array.Int64Builder).Append(user)
+		b.Field(3).(*array.Float64Builder).Append(float64(10 * (i + 1)))
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	defer rec.Release()
+
+	// Odd users go to the first operator, even ones to the second.
+	users := rec.Column(2).(*array.Int64).Int64Values()
+	spend := make([]float64, rec.NumRows()) // by sequence number
+	for part := range int64(2) {
+		op, err := window.New(cfg, schema)
+		if err != nil {
+			panic(err)
+		}
+		var rows []int32
+		for i, u := range users {
+			if u%2 != part {
+				rows = append(rows, int32(i))
+			}
+		}
+		if _, _, err := op.PushRows(rec, rows); err != nil {
+			panic(err)
+		}
+		err = op.AdvanceResults(context.Background(), window.End, func(r *window.Results) error {
+			defer r.Release()
+			for k, seq := range r.Seq {
+				spend[seq] = r.Cols[r.Chunk[k]][0].(*array.Float64).Value(int(r.Row[k]))
+			}
+			return nil
+		})
+		if err != nil {
+			panic(err)
+		}
+		op.Close()
+	}
+	for i, u := range users {
+		fmt.Printf("row %d user %d spend_1m %.0f\n", i, u, spend[i])
+	}
+	// Output:
+	// row 0 user 1 spend_1m 10
+	// row 1 user 2 spend_1m 20
+	// row 2 user 1 spend_1m 40
+	// row 3 user 2 spend_1m 60
+	// row 4 user 1 spend_1m 90
+	// row 5 user 3 spend_1m 60
+}
