@@ -207,7 +207,6 @@ type Operator struct {
 	bld        []array.Builder
 	gts        []int64      // event times of released rows, in rel order
 	gcols      []agg.Column // their argument values
-	slots      []int64      // resultsByBatch's
 
 	// shapes are the shapes of the last result chunk of some size, to
 	// reserve the builders of the next chunk by (see reserveShape).
@@ -305,10 +304,8 @@ type pendChunks struct {
 
 const (
 	pendChunk = 1 << 14
-	// pendSpare is the most emptied chunks kept for reuse: a release keeps
-	// as many as were in use before it, up to pendSpare, since pending
-	// rows grow back to about the same number before the next one.
-	pendSpare = 64
+	// pendSpare is the most emptied chunks kept for reuse.
+	pendSpare = 4
 )
 
 func (pc *pendChunks) add(p pendRow) {
@@ -929,14 +926,11 @@ func (o *Operator) advance(ctx context.Context, wm int64, emit func(rel []pendRo
 		}
 		clear(o.unflushed)
 	}
-	if final {
-		// Keys may now share the gathered arrays: never reuse them. Other
-		// releases copy from them, and the next one gathers into them
-		// again.
-		o.gts = nil
-		for j := range o.gcols {
-			o.gcols[j] = agg.Column{}
-		}
+	// Keys may now share the gathered arrays (final release): never reuse
+	// them.
+	o.gts = nil
+	for j := range o.gcols {
+		o.gcols[j] = agg.Column{}
 	}
 	if o.cfg.MemoryBudget > 0 {
 		if err := o.evict(); err != nil {
@@ -1357,49 +1351,36 @@ func (o *Operator) gatherArgs(rel []pendRow) {
 		o.gcols = make([]agg.Column, len(o.cfg.ArgCols))
 	}
 	for j, c := range o.cfg.ArgCols {
-		// The previous release's arrays are reused (not after the final
-		// release, which leaves them to the keys).
-		col := o.gcols[j]
-		if col.Type == nil {
-			col, _ = agg.NewColumn(o.in.Field(c).Type)
-		}
-		col.Null = resize(col.Null, n)
+		dt := o.in.Field(c).Type
+		col, _ := agg.NewColumn(dt)
+		col.Null = make([]bool, n)
 		for i, p := range rel {
 			col.Null[i] = o.held.get(p.batch).args[j].Null[p.row]
 		}
 		switch col.Kind {
 		case agg.KindInt64:
-			col.I64 = resize(col.I64, n)
+			col.I64 = make([]int64, n)
 			for i, p := range rel {
 				col.I64[i] = o.held.get(p.batch).args[j].I64[p.row]
 			}
 		case agg.KindFloat64:
-			col.F64 = resize(col.F64, n)
+			col.F64 = make([]float64, n)
 			for i, p := range rel {
 				col.F64[i] = o.held.get(p.batch).args[j].F64[p.row]
 			}
 		case agg.KindString:
-			col.Str = resize(col.Str, n)
+			col.Str = make([]string, n)
 			for i, p := range rel {
 				col.Str[i] = o.held.get(p.batch).args[j].Str[p.row]
 			}
 		case agg.KindBool:
-			col.Bool = resize(col.Bool, n)
+			col.Bool = make([]bool, n)
 			for i, p := range rel {
 				col.Bool[i] = o.held.get(p.batch).args[j].Bool[p.row]
 			}
 		}
 		o.gcols[j] = col
 	}
-}
-
-// resize returns s with length n, reusing its array when it is large
-// enough; the values are the caller's to overwrite.
-func resize[T any](s []T, n int) []T {
-	if cap(s) >= n {
-		return s[:n]
-	}
-	return make([]T, n)
 }
 
 // bounds fills lo and hi with the frames of rows first, first+1, ... of r.

@@ -69,9 +69,7 @@ func (o *Operator) resultsByBatch(rel []pendRow, res *resChunks, out *Results) {
 		off[b-lo+1] = off[b-lo] + int32(n)
 	}
 	// slot holds (chunk<<32 | row in chunk) + 1; 0 is a row not released.
-	slot := resize(o.slots, int(off[len(off)-1]))
-	clear(slot)
-	o.slots = slot
+	slot := make([]int64, off[len(off)-1])
 	c := 0
 	for k, p := range rel {
 		for c+1 < len(res.start) && res.start[c+1] <= k {
