@@ -23,7 +23,8 @@ import (
 )
 
 // ErrNotRunning is returned by Live.Lookup before the pipeline has
-// started.
+// started: until every window task of the run is up, whichever task the
+// key belongs to.
 var ErrNotRunning = errors.New("volga: lookup before the pipeline started")
 
 // ErrCandidateKey is returned by Live.Lookup for a candidate row whose key
@@ -42,6 +43,10 @@ type Live struct {
 	mu  sync.RWMutex
 	c   *Compiled
 	ops [][]*window.Operator // [stage][task]
+	// missing counts the sliding-window tasks not registered yet: until
+	// every one is, lookups get ErrNotRunning (rather than answers for
+	// the keys of some tasks and ErrNotRunning for the others).
+	missing int
 	// Per stage, computed once: the key columns' names and types, and a
 	// pool of result builders (a lookup takes one set and gives it back).
 	keyNames [][]string
@@ -91,8 +96,12 @@ func (l *Live) start(c *Compiled, n int) {
 	l.keyNames = make([][]string, len(c.stages))
 	l.keyTypes = make([][]arrow.DataType, len(c.stages))
 	l.outPos = make([][]int, len(c.stages))
+	l.missing = 0
 	for s, st := range c.stages {
 		l.ops[s] = make([]*window.Operator, n)
+		if st.group == nil {
+			l.missing += n
+		}
 		for _, col := range st.cfg.KeyCols {
 			f := c.prep.Field(col)
 			l.keyNames[s] = append(l.keyNames[s], f.Name)
@@ -170,6 +179,9 @@ func builderValue(b array.Builder) (v any, ok bool) {
 func (l *Live) register(stage, task int, op *window.Operator) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.ops[stage][task] == nil {
+		l.missing--
+	}
 	l.ops[stage][task] = op
 }
 
@@ -247,7 +259,7 @@ func (c *Compiled) LookupKeys() []string {
 func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row map[string]any) (_ LookupResult, err error) {
 	l.mu.RLock()
 	obs := l.obs
-	c, ops, canErr := l.c, l.ops, l.canErr
+	c, ops, canErr, missing := l.c, l.ops, l.canErr, l.missing
 	l.mu.RUnlock()
 	if obs != nil {
 		defer func(start time.Time) { obs.LookupDone(time.Since(start), err) }(time.Now())
@@ -260,6 +272,9 @@ func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row
 	}
 	if canErr != nil {
 		return LookupResult{}, canErr
+	}
+	if missing > 0 {
+		return LookupResult{}, ErrNotRunning
 	}
 	var cand arrow.RecordBatch
 	if row != nil {
