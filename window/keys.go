@@ -16,7 +16,7 @@ import (
 // column takes a fast path; other keys are encoded to bytes.
 type keyIndex struct {
 	cols  []int
-	ints  map[int64]int32
+	ints  intTable
 	strs  map[string]int32
 	nullK int32 // id of the NULL key on the fast paths, -1 when unseen
 	// fastInt and fastStr record which fast path the single key column
@@ -28,7 +28,7 @@ type keyIndex struct {
 }
 
 func newKeyIndex(cols []int) *keyIndex {
-	return &keyIndex{cols: cols, ints: map[int64]int32{}, strs: map[string]int32{}, nullK: -1}
+	return &keyIndex{cols: cols, strs: map[string]int32{}, nullK: -1}
 }
 
 // intern returns the key id of every row of rec (valid until the next
@@ -67,11 +67,11 @@ func (k *keyIndex) internRows(rec arrow.RecordBatch, sel []int32, fresh func(id 
 					ids[j] = k.null(fresh, i)
 					continue
 				}
-				id, ok := k.ints[v[i]]
+				id, ok := k.ints.get(v[i])
 				if !ok {
 					id = k.n
 					k.n++
-					k.ints[v[i]] = id
+					k.ints.put(v[i], id)
 					fresh(id, i)
 				}
 				ids[j] = id
@@ -279,8 +279,7 @@ func (k *keyIndex) find(enc []byte) (int32, bool) {
 		if n <= 0 {
 			return 0, false
 		}
-		id, ok := k.ints[v]
-		return id, ok
+		return k.ints.get(v)
 	}
 	if len(k.cols) == 1 && len(enc) > 0 && enc[0] == 6 && k.fastStr {
 		_, n := binary.Uvarint(enc[1:])

@@ -1062,8 +1062,8 @@ func (k *keyIndex) insert(enc []byte) (int32, error) {
 		if n <= 0 || 1+n != len(enc) {
 			return 0, fmt.Errorf("%w: key %q", errCorruptState, enc)
 		}
-		_, dup = k.ints[v]
-		k.ints[v] = id
+		_, dup = k.ints.get(v)
+		k.ints.put(v, id)
 	case k.fastStr:
 		if len(enc) < 2 || enc[0] != 6 {
 			return 0, fmt.Errorf("%w: key %q", errCorruptState, enc)
