@@ -1660,14 +1660,18 @@ func (m *merger) collect(w int64) ([]arrow.RecordBatch, error) {
 		}
 		return cmp64(a.seq, b.seq)
 	}
-	ordered := true
-	for _, s := range streams {
-		ordered = ordered && (m.batch || slices.IsSortedFunc(s, byTime))
+	ordered := func() bool {
+		for _, s := range streams {
+			if !slices.IsSortedFunc(s, byTime) {
+				return false
+			}
+		}
+		return true
 	}
 	switch {
 	case m.batch:
 		refs = kmerge(streams, func(a, b rowRef) bool { return a.seq < b.seq })
-	case ordered:
+	case ordered():
 		// Each task's output is in time order unless it applied late
 		// rows: merged, not sorted.
 		refs = kmerge(streams, func(a, b rowRef) bool { return byTime(a, b) < 0 })
