@@ -848,15 +848,9 @@ func (o *Operator) advance(ctx context.Context, wm int64, emit func(rel []pendRo
 	// 1/64 more (exactly chunkRows made the last key of nearly every chunk
 	// double every result buffer).
 	reserve := chunkRows + chunkRows/64
-	for k, b := range o.bld {
-		// Nested and string results are sized from the last chunk of the
-		// previous release, if any.
-		if k < len(o.shapes) {
-			reserveShape(b, o.shapes[k], min(len(rel), reserve))
-		} else {
-			reserveRows(b, min(len(rel), reserve))
-		}
-	}
+	// Nested and string results are sized from the last chunk of the
+	// previous release, if any.
+	o.reserveBuilders(min(len(rel), reserve))
 	o.gatherArgs(rel)
 	final := wm == End
 	if final {
@@ -932,9 +926,7 @@ func (o *Operator) advance(ctx context.Context, wm int64, emit func(rel []pendRo
 			start = s
 			rest := len(rel) - s
 			o.noteShapes(chunk)
-			for k, b := range o.bld {
-				reserveShape(b, o.shapes[k], min(rest, reserve))
-			}
+			o.reserveBuilders(min(rest, reserve))
 		}
 	}
 	last := o.finishBuilders()
@@ -1051,6 +1043,19 @@ func shapeOf(a arrow.Array) shape {
 		s.data = len(a.ValueBytes())
 	}
 	return s
+}
+
+// reserveBuilders reserves the result builders for rows rows, shaped
+// like the last chunk noted (noteShapes), or for top-level rows only
+// before any.
+func (o *Operator) reserveBuilders(rows int) {
+	for k, b := range o.bld {
+		if k < len(o.shapes) {
+			reserveShape(b, o.shapes[k], rows)
+		} else {
+			reserveRows(b, rows)
+		}
+	}
 }
 
 // noteShapes keeps the shapes of a chunk of results for reserveShape,
