@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/volga-go/volga/internal/arrowutil"
 	"github.com/volga-go/volga/sink"
 	"github.com/volga-go/volga/source"
 )
@@ -220,5 +221,5 @@ func probeRows(mem memory.Allocator, rec arrow.RecordBatch, col int) (arrow.Reco
 		rec.Retain()
 		return rec, nil
 	}
-	return takeRows(mem, rec, keep)
+	return arrowutil.Take(mem, rec, keep)
 }

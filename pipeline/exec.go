@@ -870,10 +870,6 @@ func (r *runner) split(rec arrow.RecordBatch, keyCols []int, n int) ([]arrow.Rec
 	return parts, nil
 }
 
-func takeRows(mem memory.Allocator, rec arrow.RecordBatch, idx []int32) (arrow.RecordBatch, error) {
-	return arrowutil.Take(mem, rec, idx)
-}
-
 // operator is what a task drives: the sliding-window Operator or the
 // tumble/hop GroupOperator.
 type operator interface {

@@ -81,12 +81,6 @@ func Concat(mem memory.Allocator, schema *arrow.Schema, recs []arrow.RecordBatch
 // TakeConcat returns rows idx of the concatenation of recs, without
 // concatenating them (see Gather).
 func TakeConcat(mem memory.Allocator, schema *arrow.Schema, recs []arrow.RecordBatch, idx []int32) (arrow.RecordBatch, error) {
-	return TakeConcatColumns(mem, schema, recs, nil, idx)
-}
-
-// TakeConcatColumns is TakeConcat of the columns cols only (see
-// GatherColumns).
-func TakeConcatColumns(mem memory.Allocator, schema *arrow.Schema, recs []arrow.RecordBatch, cols []int, idx []int32) (arrow.RecordBatch, error) {
 	starts := make([]int32, len(recs)+1)
 	for i, r := range recs {
 		starts[i+1] = starts[i] + int32(r.NumRows())
@@ -99,7 +93,7 @@ func TakeConcatColumns(mem memory.Allocator, schema *arrow.Schema, recs []arrow.
 		}
 		segs = AppendSeg(segs, int32(src), i-starts[src])
 	}
-	return GatherColumns(mem, schema, recs, cols, segs)
+	return GatherColumns(mem, schema, recs, nil, segs)
 }
 
 // Select returns the columns idx of rec under schema (zero-copy).
