@@ -193,8 +193,8 @@ func BenchmarkMergeAll(b *testing.B) {
 }
 
 // BenchmarkResultMerge: the result merger of a parallel batch run writing
-// 262 144 input rows (features-4-like columns: four input columns and the
-// sequence, two result columns) whose results two tasks send in chunks in
+// 262 144 input rows (features-4-like: five input columns and the
+// sequence, three of them written, and two result columns) whose results two tasks send in chunks in
 // key order (a random permutation of their rows): zero-copy slices of the
 // input columns plus one gather of each result column.
 func BenchmarkResultMerge(b *testing.B) {
