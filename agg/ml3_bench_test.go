@@ -59,7 +59,9 @@ func rangeFrames(r *Rows, d int64) (lo, hi []int64) {
 
 // BenchmarkML3 runs each ml-3 aggregate as batch mode does: per key a new
 // Window evaluates every row's RANGE frame in one call, appending to one
-// result builder shared by all keys. One op is a pass over every key;
+// result builder shared by all keys; with rows_per_eval=1, one call per
+// row, as when a run releases its input a batch at a time and a key has
+// a row in each (the states then grow with their frames). One op is a pass over every key;
 // ns/row and allocs/row are per output row.
 func BenchmarkML3(b *testing.B) {
 	const day = 24 * 3600 * 1000
@@ -86,28 +88,42 @@ func BenchmarkML3(b *testing.B) {
 				los[k], his[k] = rangeFrames(r, c.d)
 				rows += r.Len()
 			}
-			b.Run(fmt.Sprintf("%s/rows_per_key=%d", c.name, perKey), func(b *testing.B) {
-				stateBytes := retainedPerKey(f, keys, los, his, rows)
-				var m0, m1 runtime.MemStats
-				runtime.ReadMemStats(&m0)
-				b.ReportAllocs()
-				b.ResetTimer()
-				for range b.N {
-					bld := array.NewBuilder(memory.DefaultAllocator, f.ResultType())
-					bld.Reserve(rows)
-					for k, r := range keys {
-						f.NewWindow().Eval(r, los[k], his[k], nil, bld)
-					}
-					bld.NewArray().Release()
-					bld.Release()
+			for _, step := range []int{0, 1} {
+				name := fmt.Sprintf("%s/rows_per_key=%d", c.name, perKey)
+				if step > 0 {
+					name += fmt.Sprintf("/rows_per_eval=%d", step)
 				}
-				b.StopTimer()
-				runtime.ReadMemStats(&m1)
-				n := float64(b.N) * float64(rows)
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/row")
-				b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/n, "allocs/row")
-				b.ReportMetric(stateBytes, "state_B/key")
-			})
+				b.Run(name, func(b *testing.B) {
+					stateBytes := retainedPerKey(f, keys, los, his, rows)
+					var m0, m1 runtime.MemStats
+					runtime.ReadMemStats(&m0)
+					b.ReportAllocs()
+					b.ResetTimer()
+					for range b.N {
+						bld := array.NewBuilder(memory.DefaultAllocator, f.ResultType())
+						bld.Reserve(rows)
+						for k, r := range keys {
+							w := f.NewWindow()
+							if step == 0 {
+								w.Eval(r, los[k], his[k], nil, bld)
+								continue
+							}
+							for p := 0; p < len(los[k]); p += step {
+								e := min(p+step, len(los[k]))
+								w.Eval(r, los[k][p:e], his[k][p:e], nil, bld)
+							}
+						}
+						bld.NewArray().Release()
+						bld.Release()
+					}
+					b.StopTimer()
+					runtime.ReadMemStats(&m1)
+					n := float64(b.N) * float64(rows)
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/row")
+					b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/n, "allocs/row")
+					b.ReportMetric(stateBytes, "state_B/key")
+				})
+			}
 		}
 	}
 }

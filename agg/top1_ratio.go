@@ -20,40 +20,47 @@ var _ = register(&Def{
 		col := args[0].Col
 		switch keyKindOf(args[0].Type, kind) {
 		case keyInt, keyUint:
-			return &top1Func[int64]{col: col, ops: intOps}, nil
+			return newTop1Func(col, intOps), nil
 		case keyFloat:
-			return &top1Func[uint64]{col: col, ops: floatKeyOps}, nil
+			return newTop1Func(col, floatKeyOps), nil
 		case keyString:
-			return &top1Func[string]{col: col, ops: stringOps}, nil
+			return newTop1Func(col, stringOps), nil
 		}
-		return &top1Func[bool]{col: col, ops: boolOps}, nil
+		return newTop1Func(col, boolOps), nil
 	},
 })
 
 type top1Func[K comparable] struct {
 	col int
 	ops *valueOps[K]
+	cmp func(a, b K) int // orders the encoding's pairs
+}
+
+func newTop1Func[K comparable](col int, ops *valueOps[K]) *top1Func[K] {
+	return &top1Func[K]{col: col, ops: ops, cmp: keyCmp(ops)}
 }
 
 func (f *top1Func[K]) Name() string               { return "top1_ratio" }
 func (f *top1Func[K]) ResultType() arrow.DataType { return arrow.PrimitiveTypes.Float64 }
 func (f *top1Func[K]) Retractable() bool          { return true }
-func (f *top1Func[K]) NewState() State            { return &top1State[K]{f: f, bag: bag[K]{ops: f.ops}} }
+func (f *top1Func[K]) NewState() State            { return &top1State[K]{f: f} }
 func (f *top1Func[K]) NewWindow() Window {
-	return newOwnRetractWindow[top1State[K]](top1State[K]{f: f, bag: bag[K]{ops: f.ops}})
+	return newOwnRetractWindow[top1State[K]](top1State[K]{f: f})
 }
 
 // fofEntry is a multiplicity held by some values, and how many.
 type fofEntry struct{ c, num int64 }
 
-// top1State counts values in a bag and keeps fof, the distinct
+// top1State counts values in a freqIndex (an open-addressing table that
+// a row changes without allocating, unlike a Go map, which rehashes as a
+// 30-day window fills) and keeps fof, the distinct
 // multiplicities with the number of values holding each, largest first:
 // the largest count is fof[0], exact after any change. fof is short (its
 // counts sum to at most the number of rows, so it has fewer than
 // sqrt(2*rows) entries) and a row changes one or two of them.
 type top1State[K comparable] struct {
 	f   *top1Func[K]
-	bag bag[K]
+	fi  freqIndex[K]
 	fof []fofEntry // descending by c
 }
 
@@ -81,7 +88,7 @@ func (s *top1State[K]) fofAdd(c, d int64) {
 }
 
 func (s *top1State[K]) update(k K, delta int64) {
-	old, n := s.bag.add(k, delta)
+	_, old, n := s.fi.add(k, delta)
 	if old == n {
 		return
 	}
@@ -93,11 +100,7 @@ func (s *top1State[K]) update(k K, delta int64) {
 	}
 }
 
-func (s *top1State[K]) sizeHint(n int) {
-	if s.bag.counts == nil {
-		s.bag.counts = make(map[K]int64, n)
-	}
-}
+func (s *top1State[K]) sizeHint(n int) { s.fi.sizeHint(n) }
 
 func (s *top1State[K]) Add(r *Rows, a int64) {
 	c := &r.Cols[s.f.col]
@@ -114,31 +117,29 @@ func (s *top1State[K]) Retract(r *Rows, a int64) {
 }
 
 func (s *top1State[K]) Merge(o State) {
-	for k, n := range o.(*top1State[K]).bag.counts {
-		s.update(k, n)
-	}
+	o.(*top1State[K]).fi.each(s.update)
 }
 
 func (s *top1State[K]) AppendResult(b array.Builder) {
-	if s.bag.total == 0 || len(s.fof) == 0 {
+	if s.fi.total == 0 || len(s.fof) == 0 {
 		appendFloat(b, 0)
 		return
 	}
-	appendFloat(b, float64(s.fof[0].c)/float64(s.bag.total))
+	appendFloat(b, float64(s.fof[0].c)/float64(s.fi.total))
 }
 
 func (s *top1State[K]) Reset() {
-	s.bag.reset()
+	s.fi.reset()
 	s.fof = s.fof[:0]
 }
 
 func (s *top1State[K]) MarshalBinary() ([]byte, error) {
-	return s.bag.appendBinary(nil), nil
+	return s.fi.appendBinary(nil, s.f.ops, s.f.cmp), nil
 }
 
 func (s *top1State[K]) UnmarshalBinary(data []byte) error {
 	d := decoder{b: data}
-	t := &top1State[K]{f: s.f, bag: bag[K]{ops: s.f.ops}}
+	t := &top1State[K]{f: s.f}
 	decodeBag(&d, s.f.ops, t.update)
 	if err := d.finish(); err != nil {
 		return err
