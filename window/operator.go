@@ -207,6 +207,8 @@ type Operator struct {
 	bld        []array.Builder
 	gts        []int64      // event times of released rows, in rel order
 	gcols      []agg.Column // their argument values
+	// interns[j] interns the values of string argument j (see interner).
+	interns []*interner
 
 	// shapes are the shapes of the last result chunk of some size, to
 	// reserve the builders of the next chunk by (see reserveShape).
@@ -617,6 +619,9 @@ func (o *Operator) push(rec arrow.RecordBatch, sel []int32) (out []arrow.RecordB
 				return nil, nil, fmt.Errorf("window: argument column %q: %w", o.in.Field(c).Name, err)
 			}
 			col.AppendArrow(rec.Column(c), sel)
+			if col.Kind == agg.KindString {
+				o.internerOf(j).column(col.Str, col.Null)
+			}
 			hb.args[j] = col
 		}
 	}
@@ -643,6 +648,17 @@ func (o *Operator) push(rec arrow.RecordBatch, sel []int32) (out []arrow.RecordB
 		out = append(out, ob)
 	}
 	return out, late, nil
+}
+
+// internerOf returns the interner of argument column j.
+func (o *Operator) internerOf(j int) *interner {
+	if o.interns == nil {
+		o.interns = make([]*interner, len(o.cfg.ArgCols))
+	}
+	if o.interns[j] == nil {
+		o.interns[j] = &interner{}
+	}
+	return o.interns[j]
 }
 
 // applyLate inserts late rows (positions among the rows pushed from rec,

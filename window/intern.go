@@ -1,0 +1,72 @@
+package window
+
+import "strings"
+
+// internMax is the number of distinct values an interner keeps; internTry
+// the rows over which a full interner must find most values known to stay
+// on.
+const (
+	internMax = 1 << 16
+	internTry = 1 << 14
+)
+
+// interner replaces the string arguments of pushed rows by one owned copy
+// per distinct value, while they are still in cache. Pushed strings point
+// into the Arrow buffers of their batches, so an aggregate hashing or
+// comparing the value of a row it retracts days of event time later read
+// far-apart, cold memory: for the value-keyed aggregates (topn_frequency,
+// top1_ratio, the *_cate family) that was most of their hashing time. An
+// interned value is one small hot copy, equal values share their bytes
+// (and compare equal by pointer), and the rows no longer pin their
+// batches' buffers.
+//
+// Categorical columns have few values; a column whose values rarely
+// repeat (identifiers) would only fill the table, so once it holds
+// internMax values an interner that finds fewer than half of the values
+// of its next internTry rows known turns itself off for good.
+type interner struct {
+	m    map[string]string
+	off  bool
+	seen int // rows looked up since the table filled
+	hits int // of which found
+}
+
+// column interns the non-NULL values of str (null[i] marks NULLs).
+func (t *interner) column(str []string, null []bool) {
+	if t.off {
+		return
+	}
+	if t.m == nil {
+		t.m = make(map[string]string)
+	}
+	full := len(t.m) >= internMax
+	hits := 0
+	for i, v := range str {
+		if null[i] {
+			continue
+		}
+		if c, ok := t.m[v]; ok {
+			str[i] = c
+			hits++
+			continue
+		}
+		if !full {
+			c := strings.Clone(v)
+			t.m[c] = c
+			str[i] = c
+			full = len(t.m) >= internMax
+		}
+	}
+	if !full {
+		return
+	}
+	t.seen += len(str)
+	t.hits += hits
+	if t.seen >= internTry {
+		if 2*t.hits < t.seen {
+			t.off, t.m = true, nil
+			return
+		}
+		t.seen, t.hits = 0, 0
+	}
+}
