@@ -27,9 +27,9 @@ type freqBucket struct {
 // probing, at most 3/4 full, deletion by backward shift): a change hashes
 // the value once and reads a few adjacent buckets and one slot, new and
 // vanishing values included; the table grows from the buckets alone,
-// without hashing the values again. The slots grow by appending (to the
-// hinted number of values at once, see sizeHint), so a string value costs
-// 24 bytes of slot plus 8 to 16 of table. Slots of vanished values are
+// without hashing the values again. The slots grow with the table, to
+// the number of values it can hold (so about 26 bytes a value for string
+// values, like a Go map[string]int64). Slots of vanished values are
 // recycled.
 type freqIndex[K comparable] struct {
 	hash  func(K) uint64 // set at the first value
@@ -113,16 +113,16 @@ func (f *freqIndex[K]) sizeHint(n int) {
 	f.grow(b)
 }
 
-// grow makes the table b buckets, and the slots' capacity what it holds
-// (or, when b is 0, doubles the table and leaves the slots to append).
+// grow makes the table b buckets (or doubles it when b is 0), and the
+// slots' capacity what it holds.
 func (f *freqIndex[K]) grow(b int) {
 	if f.hash == nil {
 		f.hash = keyHasher[K]()
 	}
 	n := max(2*len(f.tab), freqIndexMin, b)
-	if b > 0 {
-		f.slots = slices.Grow(f.slots, freqCap(n)-len(f.slots))
-	}
+	slots := make([]freqSlot[K], len(f.slots), freqCap(n))
+	copy(slots, f.slots)
+	f.slots = slots
 	old := f.tab
 	f.tab = make([]freqBucket, n)
 	f.shift = uint8(32 - bits.Len(uint(n-1)))
