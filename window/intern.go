@@ -2,12 +2,13 @@ package window
 
 import "strings"
 
-// internMax is the number of distinct values an interner keeps; internTry
-// the rows over which a full interner must find most values known to stay
-// on.
+// internMax and internMaxBytes bound the distinct values an interner
+// keeps and their bytes; internTry is the number of rows over which a
+// full interner must find most values known to stay on.
 const (
-	internMax = 1 << 16
-	internTry = 1 << 14
+	internMax      = 1 << 16
+	internMaxBytes = 4 << 20
+	internTry      = 1 << 14
 )
 
 // interner replaces the string arguments of pushed rows by one owned copy
@@ -22,13 +23,16 @@ const (
 //
 // Categorical columns have few values; a column whose values rarely
 // repeat (identifiers) would only fill the table, so once it holds
-// internMax values an interner that finds fewer than half of the values
-// of its next internTry rows known turns itself off for good.
+// internMax values (or internMaxBytes of them) an interner that finds
+// fewer than half of the values of its next internTry rows known turns
+// itself off for good. The values kept are never dropped: at most those
+// bounds per string argument of an operator.
 type interner struct {
-	m    map[string]string
-	off  bool
-	seen int // rows looked up since the table filled
-	hits int // of which found
+	m     map[string]string
+	bytes int // of the values in m
+	off   bool
+	seen  int // rows looked up since the table filled
+	hits  int // of which found
 }
 
 // column interns the non-NULL values of str (null[i] marks NULLs).
@@ -39,7 +43,7 @@ func (t *interner) column(str []string, null []bool) {
 	if t.m == nil {
 		t.m = make(map[string]string)
 	}
-	full := len(t.m) >= internMax
+	full := t.full()
 	hits := 0
 	for i, v := range str {
 		if null[i] {
@@ -54,7 +58,8 @@ func (t *interner) column(str []string, null []bool) {
 			c := strings.Clone(v)
 			t.m[c] = c
 			str[i] = c
-			full = len(t.m) >= internMax
+			t.bytes += len(c)
+			full = t.full()
 		}
 	}
 	if !full {
@@ -70,3 +75,5 @@ func (t *interner) column(str []string, null []bool) {
 		t.seen, t.hits = 0, 0
 	}
 }
+
+func (t *interner) full() bool { return len(t.m) >= internMax || t.bytes >= internMaxBytes }

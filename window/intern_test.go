@@ -2,6 +2,7 @@ package window
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"unsafe"
 )
@@ -97,5 +98,21 @@ func TestInternerStaysOnForRepeatedValues(t *testing.T) {
 	}
 	if len(in.m) != internMax {
 		t.Errorf("%d values kept, want the cap %d", len(in.m), internMax)
+	}
+}
+
+func TestInternerBoundsBytes(t *testing.T) {
+	var in interner
+	long := strings.Repeat("x", 64<<10) // 64 KiB values: the byte bound comes first
+	null := make([]bool, 1)
+	for i := 0; i < 2*internMaxBytes/len(long); i++ {
+		s := []string{fmt.Sprintf("%d-%s", i, long)}
+		in.column(s, null)
+	}
+	if in.bytes > internMaxBytes+len(long)+16 {
+		t.Errorf("kept %d bytes of values, bound %d", in.bytes, internMaxBytes)
+	}
+	if got, want := len(in.m), internMaxBytes/len(long); got > want+1 {
+		t.Errorf("kept %d values, want at most %d", got, want+1)
 	}
 }
