@@ -16,9 +16,11 @@
 // store, so a key's memory grows with frame length / tile length, not
 // with its events. Batch mode is the same operator released
 // once by the End watermark (or as time-ordered input goes). PushRows
-// takes some rows of a batch other operators share, without copying them;
-// AdvanceResults hands over the released rows' results alone, in arrival
-// order, for a caller that has the rows. Late rows are returned to the caller, or
+// takes some rows of a batch other operators share, without copying them
+// (string arguments are interned, one owned copy per distinct value, for
+// as long as a column's values keep repeating); AdvanceResults hands over
+// the released rows' results alone, in arrival order, for a caller that
+// has the rows. Late rows are returned to the caller, or
 // applied within the allowed lateness. Probe rows (backfill spines) get
 // frames without being stored. Lookup answers point-in-time queries under
 // a read lock, merging pre-aggregated tiles for long frames.
