@@ -37,7 +37,14 @@ func (f *avgFunc) NewState() State {
 	}
 	return &avgIntState{col: f.col}
 }
-func (f *avgFunc) NewWindow() Window { return NewRetractWindow(f.NewState) }
+// NewWindow holds the state in the window's own allocation (see
+// newOwnRetractWindow).
+func (f *avgFunc) NewWindow() Window {
+	if f.float {
+		return newOwnRetractWindow[avgFloatState](avgFloatState{col: f.col})
+	}
+	return newOwnRetractWindow[avgIntState](avgIntState{col: f.col})
+}
 
 // int128 is an exact two's complement 128-bit accumulator for sums of
 // int64 values, which cannot overflow before 2^64 additions.

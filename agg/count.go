@@ -44,7 +44,7 @@ func (f *countFunc) NewWindow() Window {
 	if f.col < 0 {
 		return &countStarWindow{none: f.none}
 	}
-	return NewRetractWindow(f.NewState)
+	return newOwnRetractWindow[countState](countState{col: f.col, none: f.none})
 }
 
 // countState counts rows, or non-NULL values of its column.

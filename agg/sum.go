@@ -54,7 +54,14 @@ func (f *sumFunc) NewState() State {
 	}
 	return &sumIntState{col: f.col}
 }
-func (f *sumFunc) NewWindow() Window { return NewRetractWindow(f.NewState) }
+// NewWindow holds the state in the window's own allocation (see
+// newOwnRetractWindow): one object, one cache miss, per key visit.
+func (f *sumFunc) NewWindow() Window {
+	if f.float {
+		return newOwnRetractWindow[sumFloatState](sumFloatState{col: f.col})
+	}
+	return newOwnRetractWindow[sumIntState](sumIntState{col: f.col})
+}
 
 // sumIntState sums integers exactly (wrapping on int64 overflow).
 type sumIntState struct {
