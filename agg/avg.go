@@ -37,6 +37,7 @@ func (f *avgFunc) NewState() State {
 	}
 	return &avgIntState{col: f.col}
 }
+
 // NewWindow holds the state in the window's own allocation (see
 // newOwnRetractWindow).
 func (f *avgFunc) NewWindow() Window {

@@ -54,6 +54,7 @@ func (f *sumFunc) NewState() State {
 	}
 	return &sumIntState{col: f.col}
 }
+
 // NewWindow holds the state in the window's own allocation (see
 // newOwnRetractWindow): one object, one cache miss, per key visit.
 func (f *sumFunc) NewWindow() Window {
