@@ -9,7 +9,6 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -1244,80 +1243,81 @@ func cmpTsSeq(a, b pendRow) int {
 	return 0
 }
 
-// warm reads ahead, while the current key is processed, what the next
-// keys' visits will read first (for releases with fewer rows than twice
-// the keys): the state of the key after the next one
-// (rel[i] starts the next key's rows), and the row arrays of the next
-// one, whose state the previous call read. A release of few rows over
-// many keys visits each key's state once, a cache miss per object and
-// nothing to overlap it with: the first reads of each visit were 17 % of
-// stream-4's CPU (reading ahead: stream-4 CPU -12 to -17 % in five run
-// pairs). The loads go nowhere but warmSink, which keeps the compiler
-// from dropping them. Batch releases (about 4 rows a key in features-4)
-// leave it off: there it cost a few per cent.
+// warm reads ahead, while the current key is processed, what the visits
+// of the next keys will read first, in three stages so that each read
+// finds the one it depends on arrived (rel[i] starts the next key's
+// rows): the state of the third key from here, the row arrays and
+// aggregate windows of the second (whose state the previous call read),
+// and what the windows of the next one point to (agg.Warm). A release of
+// few rows over many keys visits each key's state once, a cache miss per
+// object and nothing to overlap it with: the first reads of each visit
+// were 17 % of stream-4's CPU (reading ahead: stream-4 CPU -12 to -17 %
+// in five run pairs). The loads go nowhere but warmSink, which keeps the
+// compiler from dropping them. advance calls it only for releases with
+// fewer rows than twice the keys: over batch releases (about 4 rows a key
+// in features-4) it cost a few per cent.
 func (o *Operator) warm(rel []pendRow, i int) {
-	k := rel[i].key
-	j := i + 1
-	for j < len(rel) && rel[j].key == k {
-		j++
-	}
 	var t int64
-	if ks := o.states[k]; ks != nil {
-		r := &ks.rows
-		if n := len(r.Ts); n > 0 {
-			t += r.Ts[n-1]
+	next := func(i int) int {
+		k := rel[i].key
+		for i++; i < len(rel) && rel[i].key == k; i++ {
 		}
-		for c := range r.Cols {
-			col := &r.Cols[c]
-			n := len(col.Null)
-			if n == 0 {
-				continue
-			}
-			if col.Null[n-1] {
-				t++
-			}
-			switch {
-			case len(col.F64) == n:
-				t += int64(col.F64[n-1])
-			case len(col.I64) == n:
-				t += col.I64[n-1]
-			case len(col.Str) == n:
-				t += int64(len(col.Str[n-1]))
-			}
-		}
+		return i
+	}
+	if ks := o.states[rel[i].key]; ks != nil {
 		for _, w := range ks.aggBuf {
-			t += warmWindow(w)
+			t += agg.Warm(w, 1)
 		}
 	}
-	if j < len(rel) {
-		if ks := o.states[rel[j].key]; ks != nil {
-			t += ks.rows.Base + ks.dropped + ks.pagedLo
-			for a := range ks.aggBuf {
-				if ks.aggBuf[a] != nil {
+	if i = next(i); i < len(rel) {
+		if ks := o.states[rel[i].key]; ks != nil {
+			t += warmRows(&ks.rows)
+			for _, w := range ks.aggBuf {
+				t += agg.Warm(w, 0)
+			}
+		}
+		if i = next(i); i < len(rel) {
+			if ks := o.states[rel[i].key]; ks != nil {
+				t += ks.rows.Base + ks.dropped + ks.pagedLo
+				for a := range ks.aggBuf {
+					if ks.aggBuf[a] != nil {
+						t++
+					}
+				}
+				if ks.winsBuf[len(ks.winsBuf)-1] != nil {
 					t++
 				}
-			}
-			if ks.winsBuf[len(ks.winsBuf)-1] != nil {
-				t++
 			}
 		}
 	}
 	o.warmSink += t
 }
 
-// warmWindow reads the first byte of the object behind w (an aggregate's
-// window, which Eval reads next), or nothing when w is nil or holds a nil
-// pointer. An interface value is a type word and a data word, and for
-// the pointer types that implement agg.Window the data word is the
-// pointer itself.
-func warmWindow(w agg.Window) int64 {
-	if w == nil {
-		return 0
+// warmRows reads the last row of r's arrays (see warm).
+func warmRows(r *agg.Rows) int64 {
+	var t int64
+	if n := len(r.Ts); n > 0 {
+		t += r.Ts[n-1]
 	}
-	if p := (*[2]unsafe.Pointer)(unsafe.Pointer(&w))[1]; p != nil {
-		return int64(*(*byte)(p))
+	for c := range r.Cols {
+		col := &r.Cols[c]
+		n := len(col.Null)
+		if n == 0 {
+			continue
+		}
+		if col.Null[n-1] {
+			t++
+		}
+		switch {
+		case len(col.F64) == n:
+			t += int64(col.F64[n-1])
+		case len(col.I64) == n:
+			t += col.I64[n-1]
+		case len(col.Str) == n:
+			t += int64(len(col.Str[n-1]))
+		}
 	}
-	return 0
+	return t
 }
 
 // processKey appends the released rows of one key (sorted) to its state
