@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -11,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
@@ -437,7 +439,118 @@ func checkLookups(ctx context.Context, p *volga.Pipeline, name string, windowMs 
 
 // measureHTTP serves p on a loopback listener, opens the source's gate so
 // that ingest continues at c.IngestRate, and drives c.HTTPRate requests/s
-// for c.HTTPDuration from an open-loop client. It returns the report line.
+// for c.HTTPDuration from an open-loop client (see httpLoad). It returns
+// the report line.
+//
+// By default (-http-client inproc) the client runs as goroutines of this
+// process. With -http-client process it runs in a process of its own, as
+// a separate load generator does; on the 2-core test machine that was
+// slower, not faster (p99 3.7-3.9 ms against 1.2-2.2 ms, from the send
+// 2.2-3.1 ms against 0.4-0.8), probably because every request and answer
+// must then wake a parked thread of the other process, where within one
+// Go runtime a thread looking for work often finds the ready socket.
+func measureHTTP(ctx context.Context, p *volga.Pipeline, src *gatedSource, c config, lo, span int64) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	srv := &http.Server{Handler: p.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	day := int64(86_400_000)
+	spec := httpLoadSpec{
+		Addr:  ln.Addr().String(),
+		N:     int(float64(c.HTTPRate) * c.HTTPDuration.Seconds()),
+		Rate:  c.HTTPRate,
+		Users: gen.NewFeatures4(c.Events, c.Seed).Users,
+		Lo:    lo + day, Span: span - day, Seed: c.Seed,
+	}
+	var load func() (httpLoadResult, error)
+	switch c.HTTPClient {
+	case "process":
+		load = func() (httpLoadResult, error) { return httpLoadChild(ctx, spec) }
+	case "inproc":
+		load = func() (httpLoadResult, error) { return httpLoad(spec) }
+	default:
+		return "", fmt.Errorf("-http-client %q: want process or inproc", c.HTTPClient)
+	}
+
+	rowsBefore := p.Stats().RowsIn
+	src.open()
+	stopProfile := httpProfile()
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	sched0 := readHist(schedLatencies)
+	cpu0 := processCPU()
+	start := time.Now()
+	lr, err := load()
+	if err != nil {
+		stopProfile()
+		return "", err
+	}
+	elapsed := time.Since(start)
+	cpu := processCPU() - cpu0
+	sched := readHist(schedLatencies).sub(sched0)
+	runtime.ReadMemStats(&ms1)
+	stopProfile()
+	ingested := p.Stats().RowsIn - rowsBefore
+	if lr.FirstErr != "" {
+		fmt.Fprintf(os.Stderr, "# lookup http: %d failed requests, first: %s\n", lr.Failed, lr.FirstErr)
+	}
+	lat, fromSend, sendLag := lr.Lat, lr.FromSend, lr.SendLag
+	slices.Sort(lat)
+	slices.Sort(fromSend)
+	slices.Sort(sendLag)
+	n := spec.N
+	// cpu_us_per_req is this process's CPU time (server, lookups and
+	// ingest, and the client with -http-client inproc) per request;
+	// cpu_cores the cores it used on average (from the client's start to
+	// its end); allocs_per_req and bytes_per_req this process's heap
+	// allocations per request (ingest's included), gc_cycles its GC
+	// cycles during the load. max_send_lag_ms is how late the client sent
+	// its most delayed request: latencies count from due times, so a lag
+	// shows up in them, but a large one says the client, not the server,
+	// was starved of CPU. The p50/p99 figures split the latency: from_send
+	// counts from the moment a client goroutine sent the request (server
+	// and both HTTP stacks), send_lag is how long after its due time that
+	// was (the pacer's wake-up, a wait for the worker's previous answer,
+	// or for a CPU). sched_p99_us and sched_max_us are the 99th percentile
+	// and the maximum of the time goroutines of this process waited,
+	// runnable, for a CPU during the load (runtime/metrics
+	// /sched/latencies, bucket upper bounds).
+	return fmt.Sprintf("workload=lookup window=30d mode=http client=%s rate=%d requests=%d errors=%d seconds=%.2f ingest_events_per_s=%.0f p50_us=%.0f p99_us=%.0f p999_us=%.0f cpu_us_per_req=%.1f cpu_cores=%.2f max_send_lag_ms=%.1f p50_from_send_us=%.0f p99_from_send_us=%.0f send_lag_p50_us=%.0f send_lag_p99_us=%.0f allocs_per_req=%.1f bytes_per_req=%.0f gc_cycles=%d sched_p99_us=%.0f sched_max_us=%.0f",
+		c.HTTPClient, c.HTTPRate, n, lr.Failed, time.Duration(lr.ElapsedNs).Seconds(), float64(ingested)/elapsed.Seconds(), pct(lat, 0.50), pct(lat, 0.99), pct(lat, 0.999),
+		float64(cpu.Microseconds())/float64(n), cpu.Seconds()/elapsed.Seconds(), float64(lr.MaxLagNs)/1e6,
+		pct(fromSend, 0.50), pct(fromSend, 0.99), pct(sendLag, 0.50), pct(sendLag, 0.99),
+		float64(ms1.Mallocs-ms0.Mallocs)/float64(n), float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(n), ms1.NumGC-ms0.NumGC,
+		sched.quantile(0.99)*1e6, sched.quantile(1)*1e6), nil
+}
+
+// httpLoadSpec is what the HTTP load generator needs: the server's
+// address, the number of requests and their rate, and what the requests
+// are drawn from (lookupRequests).
+type httpLoadSpec struct {
+	Addr     string
+	N, Rate  int
+	Users    int
+	Lo, Span int64
+	Seed     uint64
+}
+
+// httpLoadResult is what the load generator measured, per request in
+// request order: Lat from the due time to the answer, FromSend from the
+// send, SendLag from the due time to the send (µs).
+type httpLoadResult struct {
+	Lat, FromSend, SendLag []float64
+	Failed                 int64
+	FirstErr               string
+	MaxLagNs               int64 // how late the most delayed request was sent
+	ElapsedNs              int64
+}
+
+// httpLoad runs the load of spec in this process and returns what it
+// measured.
 //
 // The client is built to cost the shared 2 cores little and to send on
 // time: each of httpClients worker goroutines owns one keep-alive
@@ -447,22 +560,12 @@ func checkLookups(ctx context.Context, p *volga.Pipeline, name string, windowMs 
 // itself (as wrk2 does), with no hand-over from a sender goroutine, after
 // waiting for its due time with a pacer (a timerfd on Linux) rather than
 // time.Sleep, which wakes an idle process only at millisecond boundaries.
-func measureHTTP(ctx context.Context, p *volga.Pipeline, src *gatedSource, c config, lo, span int64) (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	srv := &http.Server{Handler: p.Handler(), ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	defer srv.Close()
-	addr := ln.Addr().String()
-
-	n := int(float64(c.HTTPRate) * c.HTTPDuration.Seconds())
-	day := int64(86_400_000)
-	us, ts := lookupRequests(n, gen.NewFeatures4(c.Events, c.Seed).Users, lo+day, span-day, c.Seed, 3)
+func httpLoad(spec httpLoadSpec) (httpLoadResult, error) {
+	n := spec.N
+	us, ts := lookupRequests(n, spec.Users, spec.Lo, spec.Span, spec.Seed, 3)
 	reqs := make([][]byte, n)
 	for i := range reqs {
-		reqs[i] = rawRequest(addr, "/v1/features", fmt.Appendf(nil, `{"key":{"user_id":%d},"at":%d}`, us[i], ts[i].UnixMilli()))
+		reqs[i] = rawRequest(spec.Addr, "/v1/features", fmt.Appendf(nil, `{"key":{"user_id":%d},"at":%d}`, us[i], ts[i].UnixMilli()))
 	}
 	conns := make([]*rawConn, httpClients)
 	defer func() {
@@ -473,12 +576,13 @@ func measureHTTP(ctx context.Context, p *volga.Pipeline, src *gatedSource, c con
 		}
 	}()
 	// Open and warm the connections up (not recorded).
+	var err error
 	for i := range conns {
-		if conns[i], err = dialRaw(addr); err != nil {
-			return "", fmt.Errorf("warm-up: %w", err)
+		if conns[i], err = dialRaw(spec.Addr); err != nil {
+			return httpLoadResult{}, fmt.Errorf("warm-up: %w", err)
 		}
 		if status, err := conns[i].do(reqs[i%n]); err != nil || status != http.StatusOK {
-			return "", fmt.Errorf("warm-up request: status %d, %v", status, err)
+			return httpLoadResult{}, fmt.Errorf("warm-up request: status %d, %v", status, err)
 		}
 	}
 	paces := make([]*pacer, len(conns))
@@ -491,26 +595,17 @@ func measureHTTP(ctx context.Context, p *volga.Pipeline, src *gatedSource, c con
 	}()
 	for k := range paces {
 		if paces[k], err = newPacer(); err != nil {
-			return "", err
+			return httpLoadResult{}, err
 		}
 	}
 
-	rowsBefore := p.Stats().RowsIn
-	src.open()
-	lat := make([]float64, n)
-	fromSend := make([]float64, n) // latency from the moment the request was sent
-	sendLag := make([]float64, n)  // how long after its due time it was sent
+	res := httpLoadResult{Lat: make([]float64, n), FromSend: make([]float64, n), SendLag: make([]float64, n)}
 	lags := make([]time.Duration, len(conns))
 	var failed atomic.Int64
 	var firstErr atomic.Value
 	var wg sync.WaitGroup
-	stopProfile := httpProfile()
-	var ms0, ms1 runtime.MemStats
-	runtime.ReadMemStats(&ms0)
-	sched0 := readHist(schedLatencies)
-	cpu0 := processCPU()
 	start := time.Now()
-	interval := time.Duration(float64(time.Second) / float64(c.HTTPRate))
+	interval := time.Duration(float64(time.Second) / float64(spec.Rate))
 	coarse := os.Getenv(envHTTPSleep) != ""
 	// Worker k sends requests k, k+W, k+2W... (W workers), each at its
 	// due time, on its own connection: a request whose worker is still
@@ -531,9 +626,9 @@ func measureHTTP(ctx context.Context, p *volga.Pipeline, src *gatedSource, c con
 				sent := time.Now()
 				status, err := rc.do(reqs[i])
 				done := time.Now()
-				lat[i] = float64(done.Sub(due).Nanoseconds()) / 1e3
-				fromSend[i] = float64(done.Sub(sent).Nanoseconds()) / 1e3
-				sendLag[i] = float64(sent.Sub(due).Nanoseconds()) / 1e3
+				res.Lat[i] = float64(done.Sub(due).Nanoseconds()) / 1e3
+				res.FromSend[i] = float64(done.Sub(sent).Nanoseconds()) / 1e3
+				res.SendLag[i] = float64(sent.Sub(due).Nanoseconds()) / 1e3
 				lags[k] = max(lags[k], sent.Sub(due))
 				if err == nil && status != http.StatusOK {
 					err = fmt.Errorf("status %d", status)
@@ -546,41 +641,60 @@ func measureHTTP(ctx context.Context, p *volga.Pipeline, src *gatedSource, c con
 		}()
 	}
 	wg.Wait()
-	lag := slices.Max(lags) // how far behind its due time the client sent a request, at most
-	elapsed := time.Since(start)
-	cpu := processCPU() - cpu0
-	sched := readHist(schedLatencies).sub(sched0)
-	runtime.ReadMemStats(&ms1)
-	stopProfile()
-	ingested := p.Stats().RowsIn - rowsBefore
-	slices.Sort(lat)
-	slices.Sort(fromSend)
-	slices.Sort(sendLag)
+	res.ElapsedNs = int64(time.Since(start))
+	res.MaxLagNs = int64(slices.Max(lags))
+	res.Failed = failed.Load()
 	if e := firstErr.Load(); e != nil {
-		fmt.Fprintf(os.Stderr, "# lookup http: %d failed requests, first: %s\n", failed.Load(), e)
+		res.FirstErr = e.(string)
 	}
-	// cpu_us_per_req is the whole process's CPU time (client, server,
-	// lookups and ingest) per request; cpu_cores the cores it used on
-	// average; allocs_per_req and bytes_per_req the process's heap
-	// allocations per request (ingest's included), gc_cycles the GC cycles
-	// during the load. max_send_lag_ms is how late the client sent its most
-	// delayed request: latencies count from due times, so a lag shows up
-	// in them, but a large one says the process, not the server, was
-	// starved of CPU. The p50/p99 figures split the latency: from_send
-	// counts from the moment a client goroutine sent the request (server
-	// and both HTTP stacks), send_lag is how long after its due time that
-	// was (the pacer's wake-up, a wait for the worker's previous answer,
-	// or for a CPU). sched_p99_us and sched_max_us are the 99th
-	// percentile and the maximum of the time goroutines of the process
-	// (client, server and ingest) waited, runnable, for a CPU during the
-	// load (runtime/metrics /sched/latencies, bucket upper bounds): when
-	// they are close to the latencies, the process was short of CPU.
-	return fmt.Sprintf("workload=lookup window=30d mode=http rate=%d requests=%d errors=%d seconds=%.2f ingest_events_per_s=%.0f p50_us=%.0f p99_us=%.0f p999_us=%.0f cpu_us_per_req=%.1f cpu_cores=%.2f max_send_lag_ms=%.1f p50_from_send_us=%.0f p99_from_send_us=%.0f send_lag_p50_us=%.0f send_lag_p99_us=%.0f allocs_per_req=%.1f bytes_per_req=%.0f gc_cycles=%d sched_p99_us=%.0f sched_max_us=%.0f",
-		c.HTTPRate, n, failed.Load(), elapsed.Seconds(), float64(ingested)/elapsed.Seconds(), pct(lat, 0.50), pct(lat, 0.99), pct(lat, 0.999),
-		float64(cpu.Microseconds())/float64(n), cpu.Seconds()/elapsed.Seconds(), float64(lag.Microseconds())/1e3,
-		pct(fromSend, 0.50), pct(fromSend, 0.99), pct(sendLag, 0.50), pct(sendLag, 0.99),
-		float64(ms1.Mallocs-ms0.Mallocs)/float64(n), float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(n), ms1.NumGC-ms0.NumGC,
-		sched.quantile(0.99)*1e6, sched.quantile(1)*1e6), nil
+	return res, nil
+}
+
+// httpLoadChild runs the load of spec in a child process (this binary
+// re-executed with -http-load) and returns what it measured.
+func httpLoadChild(ctx context.Context, spec httpLoadSpec) (httpLoadResult, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return httpLoadResult{}, err
+	}
+	js, err := json.Marshal(spec)
+	if err != nil {
+		return httpLoadResult{}, err
+	}
+	cmd := exec.CommandContext(ctx, self, "-http-load="+string(js))
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return httpLoadResult{}, fmt.Errorf("http load process: %w", err)
+	}
+	var res httpLoadResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		return httpLoadResult{}, fmt.Errorf("http load process: bad report: %w", err)
+	}
+	if len(res.Lat) != spec.N || len(res.FromSend) != spec.N || len(res.SendLag) != spec.N {
+		return httpLoadResult{}, fmt.Errorf("http load process: %d latencies for %d requests", len(res.Lat), spec.N)
+	}
+	return res, nil
+}
+
+// runHTTPLoad is the -http-load process: it runs the load described by
+// the JSON spec and prints what it measured as JSON on stdout.
+func runHTTPLoad(spec string) int {
+	var s httpLoadSpec
+	if err := json.Unmarshal([]byte(spec), &s); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: -http-load: %v\n", err)
+		return 2
+	}
+	res, err := httpLoad(s)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: http load: %v\n", err)
+		return 1
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
+		return 1
+	}
+	return 0
 }
 
 // schedLatencies is the runtime metric of how long goroutines wait,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -160,5 +162,78 @@ func TestHistQuantile(t *testing.T) {
 	}
 	if got := readHist(schedLatencies); len(got.counts) == 0 || len(got.buckets) != len(got.counts)+1 {
 		t.Errorf("%s: %d counts, %d buckets", schedLatencies, len(got.counts), len(got.buckets))
+	}
+}
+
+// TestHTTPLoad runs the load generator against a loopback server that
+// fails some requests: every request is sent once, on schedule, its
+// latencies recorded, and the failures counted; the result survives the
+// JSON hand-over from a -http-load process.
+func TestHTTPLoad(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	total := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		seen[string(body)]++
+		total++
+		k := total
+		mu.Unlock()
+		if r.URL.Path != "/v1/features" || r.Method != http.MethodPost {
+			http.Error(w, "wrong request", http.StatusNotFound)
+			return
+		}
+		// Every 50th request after the warm-up (one per connection) fails.
+		if k > httpClients && (k-httpClients)%50 == 0 {
+			http.Error(w, "no", http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, `{"sum":1}`)
+	}))
+	defer srv.Close()
+	spec := httpLoadSpec{Addr: strings.TrimPrefix(srv.URL, "http://"), N: 400, Rate: 4000, Users: 1000, Lo: 0, Span: 86_400_000, Seed: 7}
+	start := time.Now()
+	res, err := httpLoad(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 90*time.Millisecond {
+		t.Errorf("400 requests at 4000/s took %s, want about 100 ms", d)
+	}
+	js, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back httpLoadResult
+	if err := json.Unmarshal(js, &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Lat) != spec.N || len(back.FromSend) != spec.N || len(back.SendLag) != spec.N {
+		t.Fatalf("%d/%d/%d latencies for %d requests", len(back.Lat), len(back.FromSend), len(back.SendLag), spec.N)
+	}
+	for i := range back.Lat {
+		if back.FromSend[i] <= 0 || back.SendLag[i] < 0 || math.Abs(back.Lat[i]-back.FromSend[i]-back.SendLag[i]) > 1 {
+			t.Fatalf("request %d: latency %.1f µs, from the send %.1f, send lag %.1f", i, back.Lat[i], back.FromSend[i], back.SendLag[i])
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	requests := 0
+	for _, n := range seen {
+		requests += n
+	}
+	// The warm-up sends one request per connection before the load.
+	if want := spec.N + httpClients; requests != want {
+		t.Errorf("server saw %d requests, want %d", requests, want)
+	}
+	if want := int64(spec.N / 50); back.Failed != want || back.FirstErr != "status 503" {
+		t.Errorf("%d failures, first %q; want %d 503s", back.Failed, back.FirstErr, want)
+	}
+	if len(seen) < spec.N/2 {
+		t.Errorf("%d distinct requests of %d: the requests should vary", len(seen), spec.N)
+	}
+	if back.ElapsedNs <= 0 || back.MaxLagNs < 0 {
+		t.Errorf("elapsed %d ns, max lag %d ns", back.ElapsedNs, back.MaxLagNs)
 	}
 }

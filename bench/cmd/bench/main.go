@@ -54,6 +54,7 @@ type config struct {
 	Lookups       int
 	HTTPRate      int
 	HTTPDuration  time.Duration
+	HTTPClient    string
 	IngestRate    int
 	// CPUProfile and MemProfile, when set, are files the child engine
 	// writes a CPU profile (of the engine's run) and a heap profile (at
@@ -193,6 +194,7 @@ var workloads = map[string]workloadDef{
 func main() {
 	var c config
 	child := flag.String("child", "", "internal: run one engine in this process and report JSON on stdout")
+	httpLoadSpec := flag.String("http-load", "", "internal: run an HTTP load (JSON spec) in this process and report JSON on stdout")
 	flag.StringVar(&c.Workload, "workload", "features-4", "workload to run: features-4, stream-4, ml-3, lookup, checkpoint")
 	flag.IntVar(&c.Events, "events", 10_000_000, "number of generated events")
 	flag.Uint64Var(&c.Seed, "seed", 1, "generator seed")
@@ -208,6 +210,7 @@ func main() {
 	flag.IntVar(&c.Lookups, "lookups", 200_000, "lookup: in-process lookups per window length")
 	flag.IntVar(&c.HTTPRate, "http-rate", 5000, "lookup: HTTP requests per second (fixed rate, open loop)")
 	flag.DurationVar(&c.HTTPDuration, "http-duration", 10*time.Second, "lookup: how long the HTTP load runs")
+	flag.StringVar(&c.HTTPClient, "http-client", "inproc", "lookup: where the HTTP load generator runs: inproc (goroutines of the server's process) or process (a process of its own, as a separate load generator does)")
 	flag.IntVar(&c.IngestRate, "ingest-rate", 10_000, "lookup: events per second ingested while the HTTP load runs")
 	flag.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of each engine's run to this file (suffixed with the engine name)")
 	flag.StringVar(&c.MemProfile, "memprofile", "", "write a heap profile at the end of each engine's run to this file (suffixed with the engine name)")
@@ -215,6 +218,9 @@ func main() {
 	flag.StringVar(&c.Input.Arrival, "input-arrival", "", "internal: prepared arrival-order events")
 	flag.Parse()
 
+	if *httpLoadSpec != "" {
+		os.Exit(runHTTPLoad(*httpLoadSpec))
+	}
 	if *child != "" {
 		os.Exit(runChild(*child, c))
 	}
@@ -435,6 +441,7 @@ func runEngine(engine string, c config) (measured, error) {
 		fmt.Sprintf("-lookups=%d", c.Lookups),
 		fmt.Sprintf("-http-rate=%d", c.HTTPRate),
 		"-http-duration=" + c.HTTPDuration.String(),
+		"-http-client=" + c.HTTPClient,
 		fmt.Sprintf("-ingest-rate=%d", c.IngestRate),
 		"-cpuprofile=" + c.CPUProfile,
 		"-memprofile=" + c.MemProfile,
