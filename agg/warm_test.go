@@ -9,8 +9,8 @@ import (
 )
 
 // TestWarmChangesNothing evaluates each window twice over the same rows,
-// one of them read ahead by Warm at both depths before every call, and
-// requires equal results: Warm only reads.
+// one of them warmed by Warm at both depths before every call, and
+// requires equal results: Warm only prefetches (and reads pointers).
 func TestWarmChangesNothing(t *testing.T) {
 	const day = 24 * 3600 * 1000
 	str := Arg{Type: arrow.BinaryTypes.String, Col: 0}
@@ -57,9 +57,8 @@ func TestWarmChangesNothing(t *testing.T) {
 		plain.Release()
 		warmed.Release()
 	}
-	if Warm(nil, 0) != 0 || Warm(foreignWindow{}, 1) != 0 {
-		t.Error("Warm read a window it does not know")
-	}
+	Warm(nil, 0)
+	Warm(foreignWindow{}, 1)
 }
 
 type foreignWindow struct{}

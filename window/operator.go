@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/volga-go/volga/agg"
 	"github.com/volga-go/volga/internal/arrowutil"
+	"github.com/volga-go/volga/internal/prefetch"
 	"github.com/volga-go/volga/statestore"
 )
 
@@ -209,8 +211,6 @@ type Operator struct {
 	gcols      []agg.Column // their argument values
 	// interns[j] interns the values of string argument j (see interner).
 	interns []*interner
-	// warmSink takes the loads of warm.
-	warmSink int64
 
 	// shapes are the shapes of the last result chunk of some size, to
 	// reserve the builders of the next chunk by (see reserveShape).
@@ -1243,21 +1243,19 @@ func cmpTsSeq(a, b pendRow) int {
 	return 0
 }
 
-// warm reads ahead, while the current key is processed, what the visits
-// of the next keys will read first, in three stages so that each read
-// finds the one it depends on arrived (rel[i] starts the next key's
-// rows): the state of the third key from here, the row arrays and
-// aggregate windows of the second (whose state the previous call read),
-// and what the windows of the next one point to (agg.Warm). A release of
-// few rows over many keys visits each key's state once, a cache miss per
-// object and nothing to overlap it with: the first reads of each visit
-// were 17 % of stream-4's CPU (reading ahead: stream-4 CPU -12 to -17 %
-// in five run pairs). The loads go nowhere but warmSink, which keeps the
-// compiler from dropping them. advance calls it only for releases with
-// fewer rows than twice the keys: over batch releases (about 4 rows a key
-// in features-4) it cost a few per cent.
+// warm prefetches, while the current key is processed, what the visits
+// of the next keys will read first, in three stages so that each stage
+// reads only what the previous call brought into the cache (rel[i] starts
+// the next key's rows): the state of the third key from here; the column
+// array, row times and aggregate windows of the second, named in its
+// state; and the last values of the next one's row arrays and what its
+// windows point to (agg.Warm). A release of few rows over many keys
+// visits each key's state once, a cache miss per object and nothing to
+// overlap it with: the first reads of each visit were 17 % of stream-4's
+// CPU. advance calls it only for releases with fewer rows than twice the
+// keys: over batch releases (about 4 rows a key in features-4) it showed
+// no gain.
 func (o *Operator) warm(rel []pendRow, i int) {
-	var t int64
 	next := func(i int) int {
 		k := rel[i].key
 		for i++; i < len(rel) && rel[i].key == k; i++ {
@@ -1265,59 +1263,52 @@ func (o *Operator) warm(rel []pendRow, i int) {
 		return i
 	}
 	if ks := o.states[rel[i].key]; ks != nil {
+		for c := range ks.rows.Cols {
+			warmColumnTail(&ks.rows.Cols[c])
+		}
 		for _, w := range ks.aggBuf {
-			t += agg.Warm(w, 1)
+			agg.Warm(w, 1)
+		}
+	}
+	if i = next(i); i >= len(rel) {
+		return
+	}
+	if ks := o.states[rel[i].key]; ks != nil {
+		r := &ks.rows
+		if n := len(r.Ts); n > 0 {
+			prefetch.Of(&r.Ts[n-1])
+		}
+		if len(r.Cols) > 0 {
+			prefetch.Lines(unsafe.Pointer(&r.Cols[0]), uintptr(len(r.Cols))*unsafe.Sizeof(r.Cols[0]))
+		}
+		for _, w := range ks.aggBuf {
+			agg.Warm(w, 0)
 		}
 	}
 	if i = next(i); i < len(rel) {
 		if ks := o.states[rel[i].key]; ks != nil {
-			t += warmRows(&ks.rows)
-			for _, w := range ks.aggBuf {
-				t += agg.Warm(w, 0)
-			}
-		}
-		if i = next(i); i < len(rel) {
-			if ks := o.states[rel[i].key]; ks != nil {
-				t += ks.rows.Base + ks.dropped + ks.pagedLo
-				for a := range ks.aggBuf {
-					if ks.aggBuf[a] != nil {
-						t++
-					}
-				}
-				if ks.winsBuf[len(ks.winsBuf)-1] != nil {
-					t++
-				}
-			}
+			prefetch.Lines(unsafe.Pointer(ks), unsafe.Sizeof(*ks))
 		}
 	}
-	o.warmSink += t
 }
 
-// warmRows reads the last row of r's arrays (see warm).
-func warmRows(r *agg.Rows) int64 {
-	var t int64
-	if n := len(r.Ts); n > 0 {
-		t += r.Ts[n-1]
+// warmColumnTail prefetches the last value of c and its NULL flag.
+func warmColumnTail(c *agg.Column) {
+	n := len(c.Null)
+	if n == 0 {
+		return
 	}
-	for c := range r.Cols {
-		col := &r.Cols[c]
-		n := len(col.Null)
-		if n == 0 {
-			continue
-		}
-		if col.Null[n-1] {
-			t++
-		}
-		switch {
-		case len(col.F64) == n:
-			t += int64(col.F64[n-1])
-		case len(col.I64) == n:
-			t += col.I64[n-1]
-		case len(col.Str) == n:
-			t += int64(len(col.Str[n-1]))
-		}
+	prefetch.Of(&c.Null[n-1])
+	switch {
+	case len(c.F64) == n:
+		prefetch.Of(&c.F64[n-1])
+	case len(c.I64) == n:
+		prefetch.Of(&c.I64[n-1])
+	case len(c.Str) == n:
+		prefetch.Of(&c.Str[n-1])
+	case len(c.Bool) == n:
+		prefetch.Of(&c.Bool[n-1])
 	}
-	return t
 }
 
 // processKey appends the released rows of one key (sorted) to its state
