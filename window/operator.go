@@ -893,8 +893,8 @@ func (o *Operator) advance(ctx context.Context, wm int64, emit func(rel []pendRo
 	defer res.release()
 	var pwb statestore.WriteBatch
 	start, since := 0, 0
-	// Reading ahead pays when keys get a row or two each (streaming's
-	// small releases); over larger releases it only costs.
+	// Prefetching pays when keys get a row or two each (streaming's small
+	// releases); over larger releases it showed no gain.
 	warm := len(rel) < 2*len(o.states)
 	for s := 0; s < len(rel); {
 		e := s + 1
