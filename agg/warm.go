@@ -37,7 +37,7 @@ func (w *retractWindow) warm(depth int) {
 
 func (w *extremumWindow[T]) warm(depth int) {
 	if depth == 0 {
-		prefetch.Lines(unsafe.Pointer(w), unsafe.Sizeof(*w))
+		prefetch.Object(w)
 		return
 	}
 	d := &w.a
@@ -50,32 +50,16 @@ func (w *extremumWindow[T]) warm(depth int) {
 	}
 }
 
-func (w *countStarWindow) warm(depth int) {
+// warmSelf is the warm of a window whose Eval starts from its own fields:
+// the window itself at depth 0, nothing further.
+func warmSelf[T any](w *T, depth int) {
 	if depth == 0 {
-		prefetch.Of(w)
+		prefetch.Object(w)
 	}
 }
 
-func (w *stackWindow) warm(depth int) {
-	if depth == 0 {
-		prefetch.Of(w)
-	}
-}
-
-func (w *edgeWindow) warm(depth int) {
-	if depth == 0 {
-		prefetch.Lines(unsafe.Pointer(w), unsafe.Sizeof(*w))
-	}
-}
-
-func (w *percentileWindow) warm(depth int) {
-	if depth == 0 {
-		prefetch.Of(w)
-	}
-}
-
-func (w *ewAvgWindow) warm(depth int) {
-	if depth == 0 {
-		prefetch.Lines(unsafe.Pointer(w), unsafe.Sizeof(*w))
-	}
-}
+func (w *countStarWindow) warm(depth int)  { warmSelf(w, depth) }
+func (w *stackWindow) warm(depth int)      { warmSelf(w, depth) }
+func (w *edgeWindow) warm(depth int)       { warmSelf(w, depth) }
+func (w *percentileWindow) warm(depth int) { warmSelf(w, depth) }
+func (w *ewAvgWindow) warm(depth int)      { warmSelf(w, depth) }

@@ -1287,7 +1287,7 @@ func (o *Operator) warm(rel []pendRow, i int) {
 	}
 	if i = next(i); i < len(rel) {
 		if ks := o.states[rel[i].key]; ks != nil {
-			prefetch.Lines(unsafe.Pointer(ks), unsafe.Sizeof(*ks))
+			prefetch.Object(ks)
 		}
 	}
 }

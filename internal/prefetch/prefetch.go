@@ -9,6 +9,12 @@ func Of[T any](p *T) {
 	}
 }
 
+// Object prefetches every cache line of *p (nothing for nil).
+func Object[T any](p *T) {
+	var zero T
+	Lines(unsafe.Pointer(p), unsafe.Sizeof(zero))
+}
+
 // Lines prefetches the cache lines of the n bytes from p. The bytes need
 // not all belong to p's object: the addresses are only hints, computed as
 // integers and never dereferenced.

@@ -19,6 +19,8 @@ func TestPrefetchChangesNothing(t *testing.T) {
 	Lines(nil, 128)
 	x := struct{ a, b int64 }{1, 2}
 	Of(&x)
+	Object(&x)
+	Object[struct{ a, b int64 }](nil)
 	for i := range buf {
 		if buf[i] != byte(i) {
 			t.Fatalf("byte %d changed to %d", i, buf[i])
