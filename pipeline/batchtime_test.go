@@ -18,6 +18,7 @@ import (
 	"github.com/volga-go/volga/pipeline"
 	"github.com/volga-go/volga/sink"
 	"github.com/volga-go/volga/source"
+	"github.com/volga-go/volga/window"
 )
 
 // batchTimeQuery covers every kind of frame (RANGE, ROWS, EXCLUDE CURRENT
@@ -198,7 +199,9 @@ func TestBatchSourceBoundBroken(t *testing.T) {
 // stage over several tasks merges the tasks' results onto the input
 // batches (no task copies its rows). Over time-ordered input released
 // early, merged a few rows at a time (every kind of frame and aggregate
-// of one partitioning), its output is that of one task, row for row.
+// of one partitioning), its output is that of one task, row for row; and
+// so it is when every result is a number the tasks write in place
+// (window.Dest), NULL results included.
 func TestBatchResultMergeSameAsOneTask(t *testing.T) {
 	defer pipeline.SetBatchReleaseRows(0)()
 	defer pipeline.SetMergeChunk(50)()
@@ -208,9 +211,9 @@ func TestBatchResultMergeSameAsOneTask(t *testing.T) {
 			windows = append(windows, w)
 		}
 	}
-	query := testutil.ModesSQL("events", windows)
 	tab := testutil.MLEvents(testutil.Rand(8), testutil.ModesEventConfig(3000))
-	run := func(src source.Source, par int) *sink.Collector {
+	path := writeEvents(t, tab, 100)
+	run := func(query string, src source.Source, par int) *sink.Collector {
 		t.Helper()
 		out := sink.NewCollector()
 		p, err := volga.SQL(query, volga.WithSource("events", src), volga.WithSink(out), volga.WithParallelism(par))
@@ -222,28 +225,63 @@ func TestBatchResultMergeSameAsOneTask(t *testing.T) {
 		}
 		return out
 	}
-	want := run(testutil.NewSource(tab.Schema, tab.Batches(testutil.Rand(2), 64)...), 1)
-	names := make([]string, want.Records()[0].Schema().NumFields())
-	for i, f := range want.Records()[0].Schema().Fields() {
-		names[i] = f.Name
-	}
-	path := writeEvents(t, tab, 100)
-	for _, par := range []int{2, 3} {
-		for name, src := range map[string]source.Source{
-			"parquet":            must(source.NewParquetFiles([]string{path}, source.WithBatchSize(37))),
-			"memory":             source.NewMemory(tab.Schema, tab.Batches(testutil.Rand(3), 37)...),
-			"memory (unbounded)": testutil.NewSource(tab.Schema, tab.Batches(testutil.Rand(4), 200)...),
-		} {
-			before := pipeline.ResultMergeRuns()
-			got := run(src, par)
-			src.Close()
-			if pipeline.ResultMergeRuns() == before {
-				t.Fatalf("%s, parallelism %d: the run did not merge results onto its input", name, par)
-			}
-			if d := testutil.Diff(names, got.Rows(), want.Rows(), nil); d != "" {
-				t.Fatalf("%s, parallelism %d: output differs from one task's:\n%s", name, par, d)
+	check := func(query string, inPlace bool) (nulls int) {
+		want := run(query, testutil.NewSource(tab.Schema, tab.Batches(testutil.Rand(2), 64)...), 1)
+		schema := want.Records()[0].Schema()
+		names := make([]string, schema.NumFields())
+		for i, f := range schema.Fields() {
+			names[i] = f.Name
+		}
+		for _, par := range []int{2, 3} {
+			for name, src := range map[string]source.Source{
+				"parquet":            must(source.NewParquetFiles([]string{path}, source.WithBatchSize(37))),
+				"memory":             source.NewMemory(tab.Schema, tab.Batches(testutil.Rand(3), 37)...),
+				"memory (unbounded)": testutil.NewSource(tab.Schema, tab.Batches(testutil.Rand(4), 200)...),
+			} {
+				merged, dests := pipeline.ResultMergeRuns(), pipeline.DestRuns()
+				got := run(query, src, par)
+				src.Close()
+				if pipeline.ResultMergeRuns() == merged {
+					t.Fatalf("%s, parallelism %d: the run did not merge results onto its input", name, par)
+				}
+				if wrote := pipeline.DestRuns() > dests; wrote != inPlace {
+					t.Fatalf("%s, parallelism %d: results written in place: %v, want %v", name, par, wrote, inPlace)
+				}
+				if d := testutil.Diff(names, got.Rows(), want.Rows(), nil); d != "" {
+					t.Fatalf("%s, parallelism %d: output differs from one task's:\n%s", name, par, d)
+				}
 			}
 		}
+		for _, rec := range want.Records() {
+			for _, c := range rec.Columns()[5:] {
+				nulls += c.NullN()
+			}
+		}
+		return nulls
+	}
+	check(testutil.ModesSQL("events", windows), false)
+
+	// The same windows with only the aggregates whose results are numbers.
+	probe := run(testutil.ModesSQL("events", windows), testutil.NewSource(tab.Schema, tab.Batches(testutil.Rand(2), 64)...), 1)
+	schema := probe.Records()[0].Schema()
+	var numeric []testutil.ModesWindow
+	for _, w := range windows {
+		nw := w
+		nw.Aggs = nil
+		for _, a := range w.Aggs {
+			if f, ok := schema.FieldsByName(w.FeatureName(a)); ok && window.Scatterable(f[0].Type) {
+				nw.Aggs = append(nw.Aggs, a)
+			}
+		}
+		if len(nw.Aggs) > 0 {
+			numeric = append(numeric, nw)
+		}
+	}
+	if len(numeric) < 3 {
+		t.Fatalf("only %d windows with numeric results", len(numeric))
+	}
+	if nulls := check(testutil.ModesSQL("events", numeric), true); nulls == 0 {
+		t.Fatal("no NULL result among the numeric ones: the case of NULLs written in place is not covered")
 	}
 }
 

@@ -21,7 +21,8 @@
 // batch run of one sliding-window stage also hands the prepared batches
 // to the merger, which writes each with its own columns unchanged and its
 // rows' results, sent alone by the tasks (window.Operator.AdvanceResults),
-// gathered once. Goroutines are joined by bounded channels that carry
+// gathered once, or written by the tasks in place into the batch's
+// window.Dest when every result is a fixed-width number. Goroutines are joined by bounded channels that carry
 // batches and watermarks in-band, so a slow sink slows the source down,
 // and errors and cancellation stop every goroutine (errgroup).
 //

@@ -206,6 +206,9 @@ type msg struct {
 	// (resmerge.go).
 	input bool
 	res   *window.Results
+	// dst, on a batch sent to the merger and the tasks, is where the
+	// tasks write its results (resmerge.go); the merger owns it.
+	dst *window.Dest
 }
 
 // release releases what m holds.
@@ -278,6 +281,10 @@ type runner struct {
 	// resMerge: the tasks send only results, the reader its batches, to
 	// the merger (resmerge.go).
 	resMerge bool
+	// resTypes, when results are merged and every result can be written
+	// in place, are the result types: the tasks then write the results
+	// into a window.Dest of each batch (resmerge.go).
+	resTypes []arrow.DataType
 }
 
 func (r *runner) run(ctx context.Context) error {
@@ -288,6 +295,9 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	r.n = n
 	r.resMerge = r.resultMerging()
+	if r.resMerge {
+		r.resTypes = r.destTypes()
+	}
 	if err := r.recoverSink(ctx); err != nil {
 		return err
 	}
@@ -581,11 +591,18 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 				return &operatorError{op: "source", err: err}
 			}
 		}
+		var dst *window.Dest
 		if r.resMerge {
 			// direct is the merger's input: it writes the batch with the
-			// results the tasks send.
+			// results the tasks send (or write into dst).
+			if r.resTypes != nil {
+				if dst, err = window.NewDest(r.resTypes, int(prep.NumRows())); err != nil {
+					prep.Release()
+					return err
+				}
+			}
 			prep.Retain()
-			if err := send(ctx, direct, msg{rec: prep, wm: watermark.None, input: true}); err != nil {
+			if err := send(ctx, direct, msg{rec: prep, wm: watermark.None, input: true, dst: dst}); err != nil {
 				prep.Release()
 				return err
 			}
@@ -594,7 +611,7 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 			if err := send(ctx, direct, msg{rec: prep, wm: watermark.None}); err != nil {
 				return err
 			}
-		} else if err := r.partition(ctx, prep, tasks); err != nil {
+		} else if err := r.partition(ctx, prep, tasks, dst); err != nil {
 			return err
 		}
 		if bt != nil {
@@ -793,8 +810,9 @@ func (r *runner) deadLetter(rec arrow.RecordBatch, row int, reason string) {
 // partition hands rec to the first stage's tasks. With several tasks
 // every task gets the whole batch, marked split, and keeps the rows of
 // its own keys itself: the hashing and copying of the split runs in the
-// tasks, in parallel, not on the reader's goroutine.
-func (r *runner) partition(ctx context.Context, rec arrow.RecordBatch, tasks []chan msg) error {
+// tasks, in parallel, not on the reader's goroutine. dst, when not nil,
+// is where the tasks write the results of rec's rows.
+func (r *runner) partition(ctx context.Context, rec arrow.RecordBatch, tasks []chan msg, dst *window.Dest) error {
 	if len(tasks) == 1 {
 		return send(ctx, tasks[0], msg{rec: rec, wm: watermark.None})
 	}
@@ -804,7 +822,7 @@ func (r *runner) partition(ctx context.Context, rec arrow.RecordBatch, tasks []c
 		rec.Retain()
 	}
 	for i, ch := range tasks {
-		if err := send(ctx, ch, msg{rec: rec, wm: watermark.None, split: true}); err != nil {
+		if err := send(ctx, ch, msg{rec: rec, wm: watermark.None, split: true, dst: dst}); err != nil {
 			for range len(tasks) - 1 - i {
 				rec.Release()
 			}
@@ -965,6 +983,9 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 	rowsOp, _ := op.(interface {
 		PushRows(rec arrow.RecordBatch, rows []int32) ([]arrow.RecordBatch, arrow.RecordBatch, error)
 	})
+	destOp, _ := op.(interface {
+		PushRowsTo(rec arrow.RecordBatch, rows []int32, dst *window.Dest) ([]arrow.RecordBatch, arrow.RecordBatch, error)
+	})
 	al := newAligner(senders)
 	defer al.discard()
 	tc := &taskCheckpoint{r: r, s: s, id: id, op: op, frozen: &frozen}
@@ -1001,7 +1022,7 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 	resultsOp, _ := op.(interface {
 		AdvanceResults(ctx context.Context, wm int64, emit func(*window.Results) error) error
 	})
-	if r.resMerge && (resultsOp == nil || rowsOp == nil) {
+	if r.resMerge && (resultsOp == nil || rowsOp == nil || (r.resTypes != nil && destOp == nil)) {
 		return fmt.Errorf("volga: internal error: stage %d's operator %T cannot send results alone", s, op)
 	}
 	advance := func(wm int64) error {
@@ -1050,7 +1071,10 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 			var outs []arrow.RecordBatch
 			var lateRec arrow.RecordBatch
 			var err error
-			if m.split && rowsOp != nil {
+			if m.split && m.dst != nil {
+				// ... and writes their results into the batch's Dest.
+				outs, lateRec, err = destOp.PushRowsTo(m.rec, ownRowsOf(&hasher, m.rec, st.keyCols(), id, r.n), m.dst)
+			} else if m.split && rowsOp != nil {
 				// The operator takes its rows of the shared batch as they
 				// are (no copy).
 				outs, lateRec, err = rowsOp.PushRows(m.rec, ownRowsOf(&hasher, m.rec, st.keyCols(), id, r.n))
@@ -1229,7 +1253,12 @@ func (r *runner) merge(ctx context.Context, in chan msg, late chan arrow.RecordB
 		if rm != nil {
 			switch {
 			case mm.input:
-				rm.input(mm.rec)
+				rm.input(mm.rec, mm.dst)
+				if mm.dst != nil {
+					// Its rows may be done already, should the tasks'
+					// results have come first.
+					return rm.maybeMerge(writeMerged)
+				}
 			case mm.res != nil:
 				rm.results(mm.from, mm.res)
 				return rm.maybeMerge(writeMerged)

@@ -31,3 +31,7 @@ func SetMergeChunk(n int) (undo func()) {
 // ResultMergeRuns is the number of runs so far that merged the tasks'
 // results onto the input batches.
 func ResultMergeRuns() int64 { return resultMergeRuns.Load() }
+
+// DestRuns is the number of runs so far whose tasks wrote their results
+// in place (window.Dest).
+func DestRuns() int64 { return destRuns.Load() }

@@ -258,7 +258,7 @@ func BenchmarkResultMerge(b *testing.B) {
 		emit := func(rec arrow.RecordBatch) error { n += int(rec.NumRows()); rec.Release(); return nil }
 		for _, rec := range inputs {
 			rec.Retain()
-			m.input(rec)
+			m.input(rec, nil)
 		}
 		for k := 0; k < max(len(tasks[0]), len(tasks[1])); k++ {
 			for t := range tasks {

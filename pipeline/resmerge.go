@@ -27,6 +27,17 @@ import (
 // writes each input batch with its columns as they are (zero-copy slices)
 // and the results of its rows gathered once from the tasks' result arrays.
 
+// When every result type can be written in place (window.Scatterable:
+// fixed-width numbers and times, as the standard aggregates give), the
+// reader also gives each batch a window.Dest, which it sends with the
+// batch to the merger and the tasks: each task writes the results of its
+// rows into it as it releases them (window.Operator.PushRowsTo) and
+// reports only how many rows of the batch it has done (Results.Done), and
+// the merger writes a batch with the Dest's columns once every row is
+// done. Results are computed key by key: written in place, each goes
+// once from the task's result array to its row, in parallel over the
+// tasks, where a gather on the merger read every row out of cache.
+
 // resultMerging reports whether the run merges results onto its input
 // (see above): a batch run of one sliding-window stage over several tasks,
 // without checkpoints (whose merger state is the tasks' whole output).
@@ -43,8 +54,28 @@ func (r *runner) resultMerging() bool {
 }
 
 // resultMergeRuns counts the runs that merged results onto their input
-// (for tests).
-var resultMergeRuns atomic.Int64
+// (for tests), and destRuns those whose results were written in place.
+var resultMergeRuns, destRuns atomic.Int64
+
+// destTypes returns the result types of the first stage when every one
+// can be written in place, else nil.
+func (r *runner) destTypes() []arrow.DataType {
+	st := r.c.stages[0]
+	nIn := st.in.NumFields()
+	types := make([]arrow.DataType, 0, st.out.NumFields()-nIn)
+	for k := nIn; k < st.out.NumFields(); k++ {
+		dt := st.out.Field(k).Type
+		if !window.Scatterable(dt) {
+			return nil
+		}
+		types = append(types, dt)
+	}
+	if len(types) == 0 {
+		return nil
+	}
+	destRuns.Add(1)
+	return types
+}
 
 // resMerger writes input batches with their rows' results (see above).
 type resMerger struct {
@@ -57,6 +88,11 @@ type resMerger struct {
 	// inputs[0] before pos are.
 	inputs []arrow.RecordBatch
 	pos    int
+	// inPlace: results are written in place; dests are then the inputs'
+	// Dests, and acc what the tasks reported of each.
+	inPlace bool
+	dests   []*window.Dest
+	acc     map[*window.Dest]*destAcc
 	// queue holds, per task, the results received and not yet written;
 	// the rows of queue[t][0] before at[t] are.
 	queue [][]*resEntry
@@ -101,14 +137,53 @@ func (e *resEntry) sources(gen uint64) []int32 {
 
 func newResMerger(r *runner, st *stage, proj []int, out *arrow.Schema) *resMerger {
 	return &resMerger{mem: r.opt.Mem, seqCol: st.seqCol, nIn: st.in.NumFields(), proj: proj, out: out,
-		queue: make([][]*resEntry, r.n), at: make([]int, r.n), ended: make([]bool, r.n)}
+		queue: make([][]*resEntry, r.n), at: make([]int, r.n), ended: make([]bool, r.n), inPlace: r.resTypes != nil}
 }
 
-// input takes an input batch (the merger's reference).
-func (m *resMerger) input(rec arrow.RecordBatch) { m.inputs = append(m.inputs, rec) }
+// destAcc is what the tasks reported done of a batch's Dest: rows, and
+// the rows with a NULL result, by aggregate.
+type destAcc struct {
+	rows  int
+	nulls [][]int32
+}
+
+// accOf returns d's accumulated reports.
+func (m *resMerger) accOf(d *window.Dest) *destAcc {
+	if m.acc == nil {
+		m.acc = map[*window.Dest]*destAcc{}
+	}
+	a := m.acc[d]
+	if a == nil {
+		a = &destAcc{}
+		m.acc[d] = a
+	}
+	return a
+}
+
+// input takes an input batch (the merger's reference) and its Dest (nil
+// when results are not written in place).
+func (m *resMerger) input(rec arrow.RecordBatch, dst *window.Dest) {
+	m.inputs = append(m.inputs, rec)
+	if m.inPlace {
+		m.dests = append(m.dests, dst)
+		m.accOf(dst)
+	}
+}
 
 // results takes task t's next results.
 func (m *resMerger) results(t int, res *window.Results) {
+	for _, d := range res.Done {
+		a := m.accOf(d.Dest)
+		a.rows += d.Rows
+		if d.Nulls != nil {
+			if a.nulls == nil {
+				a.nulls = make([][]int32, len(d.Nulls))
+			}
+			for k, rows := range d.Nulls {
+				a.nulls[k] = append(a.nulls[k], rows...)
+			}
+		}
+	}
 	if res.Len() == 0 {
 		res.Release()
 		return
@@ -147,7 +222,7 @@ func (m *resMerger) maybeMerge(emit func(arrow.RecordBatch) error) error {
 		}
 		return nil
 	}
-	if m.rows < m.merged+int64(mergeChunk) {
+	if !m.inPlace && m.rows < m.merged+int64(mergeChunk) {
 		return nil
 	}
 	m.merged = m.rows
@@ -165,6 +240,9 @@ func (m *resMerger) unwritten() int64 {
 // merge writes the input rows whose results have all come, in order, in
 // batches of at most mergeChunk rows that do not span input batches.
 func (m *resMerger) merge(emit func(arrow.RecordBatch) error) error {
+	if m.inPlace {
+		return m.mergeDests(emit)
+	}
 	for len(m.inputs) > 0 {
 		in := m.inputs[0]
 		seq := in.Column(m.seqCol).(*array.Int64).Int64Values()
@@ -216,6 +294,39 @@ func (m *resMerger) merge(emit func(arrow.RecordBatch) error) error {
 		}
 		if waiting {
 			return nil
+		}
+	}
+	return nil
+}
+
+// mergeDests writes, in order, the input batches whose rows are all done,
+// each with its Dest's columns.
+func (m *resMerger) mergeDests(emit func(arrow.RecordBatch) error) error {
+	for len(m.inputs) > 0 {
+		in, d := m.inputs[0], m.dests[0]
+		a := m.acc[d]
+		if a.rows < d.Rows() {
+			return nil
+		}
+		if a.rows > d.Rows() {
+			return fmt.Errorf("volga: internal error: window tasks reported %d rows done of a batch of %d", a.rows, d.Rows())
+		}
+		res := d.Arrays(a.nulls)
+		cols := make([]arrow.Array, len(m.proj))
+		for k, col := range m.proj {
+			if col < m.nIn {
+				cols[k] = in.Column(col)
+			} else {
+				cols[k] = res[col-m.nIn]
+			}
+		}
+		rec := array.NewRecordBatch(m.out, cols, in.NumRows())
+		arrowutil.ReleaseAll(res)
+		in.Release()
+		delete(m.acc, d)
+		m.inputs, m.dests = m.inputs[1:], m.dests[1:]
+		if err := emit(rec); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -286,7 +397,7 @@ const parallelGatherRows = 4096
 // release lets go of everything held (the run ended or failed).
 func (m *resMerger) release() {
 	arrowutil.ReleaseAll(m.inputs)
-	m.inputs = nil
+	m.inputs, m.dests, m.acc = nil, nil, nil
 	for t, q := range m.queue {
 		for _, e := range q {
 			e.r.Release()

@@ -137,7 +137,7 @@ func TestResMergerWritesInputWithResults(t *testing.T) {
 		fed := int64(0)
 		feed := func(upTo int64) {
 			for fed <= upTo && in < len(inputs) {
-				m.input(inputs[in])
+				m.input(inputs[in], nil)
 				fed += inputs[in].NumRows()
 				in++
 			}
@@ -187,7 +187,7 @@ func TestResMergerMissingResults(t *testing.T) {
 	inputs, results := resMergeCase(rng, mem, 2, 1000)
 	m := newTestResMerger(mem, 2)
 	for _, rec := range inputs {
-		m.input(rec)
+		m.input(rec, nil)
 	}
 	emit := func(rec arrow.RecordBatch) error { rec.Release(); return nil }
 	m.results(0, results[0][0]) // task 0's first part only

@@ -20,7 +20,9 @@
 // (string arguments are interned, one owned copy per distinct value, for
 // as long as a column's values keep repeating); AdvanceResults hands over
 // the released rows' results alone, in arrival order, for a caller that
-// has the rows. Late rows are returned to the caller, or
+// has the rows; with PushRowsTo it writes fixed-width results straight
+// into the shared batch's Dest, at the rows' positions, and reports the
+// rows done. Late rows are returned to the caller, or
 // applied within the allowed lateness. Probe rows (backfill spines) get
 // frames without being stored. Lookup answers point-in-time queries under
 // a read lock, merging pre-aggregated tiles for long frames.

@@ -349,6 +349,9 @@ type heldBatch struct {
 	sel  []int32
 	args []agg.Column // argument columns of every row pushed
 	left int          // rows not yet emitted or dropped
+	// dst, when not nil, receives the results of the batch's rows
+	// (PushRowsTo, AdvanceResults).
+	dst *Dest
 	// seqOrder is 1 when rec's sequence numbers increase, -1 when not, 0
 	// until checked (batchesInSeqOrder).
 	seqOrder int8
@@ -539,7 +542,7 @@ func (o *Operator) resetWindows(ks *keyState) {
 func (o *Operator) Push(rec arrow.RecordBatch) (out []arrow.RecordBatch, late arrow.RecordBatch, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.push(rec, nil)
+	return o.push(rec, nil, nil)
 }
 
 // PushRows is Push of the rows rows of rec only (increasing row numbers),
@@ -556,10 +559,34 @@ func (o *Operator) PushRows(rec arrow.RecordBatch, rows []int32) (out []arrow.Re
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.push(rec, rows)
+	return o.push(rec, rows, nil)
 }
 
-func (o *Operator) push(rec arrow.RecordBatch, sel []int32) (out []arrow.RecordBatch, late arrow.RecordBatch, err error) {
+// PushRowsTo is PushRows for a caller that adds the results to rec
+// itself: AdvanceResults writes the results of these rows into dst, a
+// Dest of rec's rows and of the operator's result types, at their rows'
+// positions in rec, and reports them in Results.Done rather than in its
+// result arrays. Several operators may share dst, each with its own rows.
+// Rows applied late (AllowedLateness) are returned in out as by PushRows;
+// AdvanceFunc and Advance ignore dst.
+func (o *Operator) PushRowsTo(rec arrow.RecordBatch, rows []int32, dst *Dest) (out []arrow.RecordBatch, late arrow.RecordBatch, err error) {
+	if dst != nil {
+		if err := dst.fits(rec, o.ResultTypes()); err != nil {
+			return nil, nil, err
+		}
+	}
+	if rows == nil {
+		rows = []int32{}
+	}
+	if len(rows) == int(rec.NumRows()) {
+		rows = nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.push(rec, rows, dst)
+}
+
+func (o *Operator) push(rec arrow.RecordBatch, sel []int32, dst *Dest) (out []arrow.RecordBatch, late arrow.RecordBatch, err error) {
 	n := int(rec.NumRows())
 	if sel != nil {
 		n = len(sel)
@@ -591,7 +618,7 @@ func (o *Operator) push(rec arrow.RecordBatch, sel []int32) (out []arrow.RecordB
 	}
 	id := o.nextID
 	o.nextID++
-	hb := &heldBatch{rec: rec, sel: sel}
+	hb := &heldBatch{rec: rec, sel: sel, dst: dst}
 	var lateRows, applyRows []int32
 	for j := 0; j < n; j++ {
 		i := j

@@ -14,14 +14,22 @@ import (
 // rows' input columns, in arrival (sequence) order: row k has sequence
 // number Seq[k], and its value of aggregate a (in Config.ResultNames
 // order) is row Row[k] of Cols[Chunk[k]][a].
+//
+// The rows of batches pushed with a Dest (PushRowsTo) are not among them:
+// their results are in the Dests, and Done says how many rows of each
+// batch are.
 type Results struct {
 	Seq        []int64
 	Chunk, Row []int32
 	Cols       [][]arrow.Array // [chunk][aggregate]
+	Done       []Done
 }
 
-// Len is the number of rows.
+// Len is the number of rows whose results are in Cols.
 func (r *Results) Len() int { return len(r.Seq) }
+
+// Empty reports whether r holds no results at all.
+func (r *Results) Empty() bool { return len(r.Seq) == 0 && len(r.Done) == 0 }
 
 // Release releases the result arrays.
 func (r *Results) Release() {
@@ -41,15 +49,27 @@ func (r *Results) Release() {
 // second time. emit owns the Results (releases them, also on error).
 func (o *Operator) AdvanceResults(ctx context.Context, wm int64, emit func(*Results) error) error {
 	return o.advance(ctx, wm, func(rel []pendRow, res *resChunks) error {
-		out := &Results{Cols: res.cols}
-		res.cols = nil
-		out.Seq = make([]int64, 0, len(rel))
-		out.Chunk = make([]int32, 0, len(rel))
-		out.Row = make([]int32, 0, len(rel))
-		if o.batchesInSeqOrder(rel) {
-			o.resultsByBatch(rel, res, out)
-		} else {
-			o.resultsSorted(rel, res, out)
+		out := &Results{}
+		sc := o.scatterResults(rel, res)
+		if sc == nil || sc.rows < len(rel) {
+			out.Cols = res.cols
+			res.cols = nil
+			n := len(rel)
+			if sc != nil {
+				n -= sc.rows
+			}
+			out.Seq = make([]int64, 0, n)
+			out.Chunk = make([]int32, 0, n)
+			out.Row = make([]int32, 0, n)
+			if o.batchesInSeqOrder(rel) {
+				o.resultsByBatch(rel, res, out, sc)
+			} else {
+				o.resultsSorted(rel, res, out, sc)
+			}
+		}
+		if sc != nil {
+			out.Done = sc.done
+			o.consumeScattered(sc)
 		}
 		return emit(out)
 	})
@@ -57,8 +77,8 @@ func (o *Operator) AdvanceResults(ctx context.Context, wm int64, emit func(*Resu
 
 // resultsByBatch fills out from rel when batch order is sequence order:
 // each row gets a slot by (batch, row), which read in order give the rows
-// in sequence without a sort.
-func (o *Operator) resultsByBatch(rel []pendRow, res *resChunks, out *Results) {
+// in sequence without a sort. Rows of the batches of sc are left out.
+func (o *Operator) resultsByBatch(rel []pendRow, res *resChunks, out *Results, sc *scattered) {
 	lo, hi := batchRange(rel)
 	off := make([]int32, hi-lo+2)
 	for b := lo; b <= hi; b++ {
@@ -75,11 +95,14 @@ func (o *Operator) resultsByBatch(rel []pendRow, res *resChunks, out *Results) {
 		for c+1 < len(res.start) && res.start[c+1] <= k {
 			c++
 		}
+		if sc.hasDest(p.batch) {
+			continue
+		}
 		slot[off[p.batch-lo]+p.row] = int64(c)<<32 | int64(k-res.start[c]) + 1
 	}
 	for b := lo; b <= hi; b++ {
 		hb := o.held.get(b)
-		if hb == nil {
+		if hb == nil || sc.hasDest(b) {
 			continue
 		}
 		seq := hb.rec.Column(o.cfg.SeqCol).(*array.Int64).Int64Values()
@@ -100,11 +123,14 @@ func (o *Operator) resultsByBatch(rel []pendRow, res *resChunks, out *Results) {
 	}
 }
 
-// resultsSorted fills out from rel by sorting on sequence number.
-func (o *Operator) resultsSorted(rel []pendRow, res *resChunks, out *Results) {
-	perm := make([]int32, len(rel))
-	for i := range perm {
-		perm[i] = int32(i)
+// resultsSorted fills out from rel by sorting on sequence number. Rows of
+// the batches of sc are left out.
+func (o *Operator) resultsSorted(rel []pendRow, res *resChunks, out *Results, sc *scattered) {
+	perm := make([]int32, 0, len(rel))
+	for i, p := range rel {
+		if !sc.hasDest(p.batch) {
+			perm = append(perm, int32(i))
+		}
 	}
 	slices.SortFunc(perm, func(a, b int32) int { return cmpInt(rel[a].seq, rel[b].seq) })
 	counts := map[int32]int{}

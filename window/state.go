@@ -1020,7 +1020,7 @@ func (o *Operator) Restore(meta []byte) error {
 		}
 		defer rd.Release()
 		for rd.Next() {
-			if _, _, err := o.push(rd.RecordBatch(), nil); err != nil {
+			if _, _, err := o.push(rd.RecordBatch(), nil, nil); err != nil {
 				return fmt.Errorf("window: restore: pending rows: %w", err)
 			}
 		}

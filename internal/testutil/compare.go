@@ -93,6 +93,9 @@ func Diff(cols []string, got, want [][]any, label func(row int) string) string {
 	if len(got) != len(want) {
 		fmt.Fprintf(&sb, "got %d rows, want %d\n", len(got), len(want))
 	}
+	if label == nil {
+		label = func(int) string { return "-" }
+	}
 	const show = 12
 	bad := 0
 	for i := range min(len(got), len(want)) {
