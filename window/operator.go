@@ -1541,13 +1541,20 @@ func bounds(r *agg.Rows, f Frame, first int64, lo, hi []int64) {
 		return
 	}
 	// Two pointers over the sorted rows; the first row finds its bounds by
-	// binary search.
-	t0 := r.Ts[first-r.Base]
+	// searching from itself, as a frame's edges are usually near the
+	// current row.
+	c := int(first - r.Base)
+	t0 := r.Ts[c]
 	var l int
 	if !f.Unbounded {
-		l = sort.Search(r.Len(), func(k int) bool { return r.Ts[k] >= t0-f.Preceding })
+		l = firstAtLeast(r.Ts, c, t0-f.Preceding)
 	}
-	h := sort.Search(r.Len(), func(k int) bool { return r.Ts[k] > t0-f.EndPreceding })
+	var h int
+	if f.EndPreceding == 0 {
+		h = firstAbove(r.Ts, c+1, t0)
+	} else {
+		h = firstAtLeast(r.Ts, c, t0-f.EndPreceding+1)
+	}
 	for j := range n {
 		t := r.Ts[int(first-r.Base)+j]
 		if !f.Unbounded {
@@ -1565,6 +1572,51 @@ func bounds(r *agg.Rows, f Frame, first int64, lo, hi []int64) {
 		}
 		hi[j] = max(r.Base+int64(h), lo[j])
 	}
+}
+
+// firstAtLeast returns the first k of ts[:end+1] (sorted) with
+// ts[k] >= v, given that ts[end] >= v: it gallops back from end, then
+// bisects.
+func firstAtLeast(ts []int64, end int, v int64) int {
+	hi, step := end, 1
+	lo := hi - step
+	for lo >= 0 && ts[lo] >= v {
+		hi = lo
+		step *= 2
+		lo = hi - step
+	}
+	l := max(lo+1, 0)
+	for l < hi {
+		m := int(uint(l+hi) >> 1)
+		if ts[m] >= v {
+			hi = m
+		} else {
+			l = m + 1
+		}
+	}
+	return l
+}
+
+// firstAbove returns the first k >= from of ts (sorted) with ts[k] > v,
+// len(ts) when there is none: it gallops forward from from, then bisects.
+func firstAbove(ts []int64, from int, v int64) int {
+	lo, step := from, 1 // every k < lo has ts[k] <= v
+	hi := lo
+	for hi < len(ts) && ts[hi] <= v {
+		lo = hi + 1
+		hi = lo + step
+		step *= 2
+	}
+	hi = min(hi, len(ts))
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if ts[m] > v {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
 }
 
 // boundsPaged is bounds for a RANGE frame over rows with Older segments
