@@ -139,25 +139,34 @@ type Done struct {
 	Nulls [][]int32
 }
 
-// scattered is what scatterResults wrote: the Done of each batch (from
-// lo) with a Dest.
+// scattered writes the results of released rows whose batches have a
+// Dest into those Dests, chunk by chunk as advance finishes them (while
+// they are in cache), and then gives the Done of each such batch.
 type scattered struct {
 	lo    int32
 	dests []*Dest // by batch - lo; nil for a batch without a Dest
-	done  []Done
-	ids   []int32 // the batch of each Done
-	rows  int
+	// pos[k] is the batch (from lo) and the batch row of released row k
+	// (batch<<32 | row), -1 for a row whose batch has no Dest.
+	pos    []int64
+	counts []int       // rows by batch - lo
+	nulls  [][][]int32 // [batch - lo][aggregate]: rows with a NULL result
+	rows   int         // rows with a Dest
+	done   []Done
+	ids    []int32 // the batch of each Done
 }
 
 // hasDest reports whether batch id's rows went to a Dest.
 func (s *scattered) hasDest(id int32) bool { return s != nil && s.dests[id-s.lo] != nil }
 
-// scatterResults writes the results of the released rows rel whose
-// batches have a Dest into those Dests (nil when none has). res holds the
-// results of rel in chunks (release order). The caller consumes the
-// batches' rows (consumeScattered) once it has read what else it needs of
-// the held batches.
-func (o *Operator) scatterResults(rel []pendRow, res *resChunks) *scattered {
+// all reports whether every released row has a Dest.
+func (s *scattered) all() bool { return s != nil && s.rows == len(s.pos) }
+
+// newScattered returns the scattered of the released rows rel, nil when
+// no batch of theirs has a Dest.
+func (o *Operator) newScattered(rel []pendRow) *scattered {
+	if len(rel) == 0 {
+		return nil
+	}
 	lo, hi := batchRange(rel)
 	nb := int(hi-lo) + 1
 	dests := make([]*Dest, nb)
@@ -172,64 +181,61 @@ func (o *Operator) scatterResults(rel []pendRow, res *resChunks) *scattered {
 	if !any {
 		return nil
 	}
-	// pos[k]: the batch (from lo) and the batch row of released row k;
-	// -1 for a row whose batch has no Dest.
-	pos := make([]int64, len(rel))
-	counts := make([]int, nb)
+	sc := &scattered{lo: lo, dests: dests, pos: make([]int64, len(rel)), counts: make([]int, nb), nulls: make([][][]int32, nb)}
 	for k, p := range rel {
 		b := p.batch - lo
 		if dests[b] == nil {
-			pos[k] = -1
+			sc.pos[k] = -1
 			continue
 		}
-		pos[k] = int64(b)<<32 | int64(o.held.get(p.batch).recRow(p.row))
-		counts[b]++
+		sc.pos[k] = int64(b)<<32 | int64(o.held.get(p.batch).recRow(p.row))
+		sc.counts[b]++
 	}
-	nulls := make([][][]int32, nb) // [batch][aggregate]
-	naggs := 0
-	if len(res.cols) > 0 {
-		naggs = len(res.cols[0])
-	}
-	for a := range naggs {
-		w := scatterWidth(res.cols[0][a].DataType())
-		for c, cols := range res.cols {
-			src := cols[a]
-			start := res.start[c]
-			ps := pos[start : start+src.Len()]
-			switch w {
-			case 8:
-				scatterWords[uint64](ps, src, dests, a)
-			case 4:
-				scatterWords[uint32](ps, src, dests, a)
-			case 2:
-				scatterWords[uint16](ps, src, dests, a)
-			case 1:
-				scatterWords[uint8](ps, src, dests, a)
-			}
-			if src.NullN() == 0 {
-				continue
-			}
-			for i, p := range ps {
-				if p >= 0 && src.IsNull(i) {
-					b := p >> 32
-					if nulls[b] == nil {
-						nulls[b] = make([][]int32, naggs)
-					}
-					nulls[b][a] = append(nulls[b][a], int32(p))
-				}
-			}
-		}
-	}
-	sc := &scattered{lo: lo, dests: dests}
-	for b, n := range counts {
-		if n == 0 {
-			continue
-		}
-		sc.done = append(sc.done, Done{Dest: dests[b], Rows: n, Nulls: nulls[b]})
-		sc.ids = append(sc.ids, lo+int32(b))
+	for _, n := range sc.counts {
 		sc.rows += n
 	}
 	return sc
+}
+
+// chunk writes the results cols (one array per aggregate) of the released
+// rows from start on.
+func (sc *scattered) chunk(start int, cols []arrow.Array) {
+	for a, src := range cols {
+		ps := sc.pos[start : start+src.Len()]
+		switch scatterWidth(src.DataType()) {
+		case 8:
+			scatterWords[uint64](ps, src, sc.dests, a)
+		case 4:
+			scatterWords[uint32](ps, src, sc.dests, a)
+		case 2:
+			scatterWords[uint16](ps, src, sc.dests, a)
+		case 1:
+			scatterWords[uint8](ps, src, sc.dests, a)
+		}
+		if src.NullN() == 0 {
+			continue
+		}
+		for i, p := range ps {
+			if p >= 0 && src.IsNull(i) {
+				b := p >> 32
+				if sc.nulls[b] == nil {
+					sc.nulls[b] = make([][]int32, len(cols))
+				}
+				sc.nulls[b][a] = append(sc.nulls[b][a], int32(p))
+			}
+		}
+	}
+}
+
+// finish gives the Done of each batch with a Dest.
+func (sc *scattered) finish() {
+	for b, n := range sc.counts {
+		if n == 0 {
+			continue
+		}
+		sc.done = append(sc.done, Done{Dest: sc.dests[b], Rows: n, Nulls: sc.nulls[b]})
+		sc.ids = append(sc.ids, sc.lo+int32(b))
+	}
 }
 
 // consumeScattered notes the rows of sc as emitted.

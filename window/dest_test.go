@@ -38,7 +38,8 @@ func numericAggs(t *testing.T, keys []string, aggs []testutil.Agg) []testutil.Ag
 // its own keys' rows, write the results of most batches into the batches'
 // Dests (PushRowsTo) and report the rows done, and the others' in their
 // result arrays (PushRows); put together by sequence number, they are the
-// results one operator given every row emits, NULLs included.
+// results one operator given every row emits, NULLs included, whether a
+// release's results are built in one chunk or several.
 func TestPushRowsToSameAsAdvance(t *testing.T) {
 	t.Parallel()
 	keys := []string{"user_id"}
@@ -65,6 +66,9 @@ func TestPushRowsToSameAsAdvance(t *testing.T) {
 					}
 					defer ops[i].Close()
 				}
+				// Releases of several result chunks, each written
+				// into the Dests as it is finished.
+				window.SetChunkRows(ops[0], 3)
 				types := ref.ResultTypes()
 				nIn := mlSchema.NumFields()
 				userCol := mlSchema.FieldIndices("user_id")[0]

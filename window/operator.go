@@ -829,7 +829,7 @@ func (o *Operator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBatch, 
 // report the previous watermark, whose rows every key reflects (see
 // yield).
 func (o *Operator) AdvanceFunc(ctx context.Context, wm int64, emit func(arrow.RecordBatch) error) error {
-	return o.advance(ctx, wm, func(rel []pendRow, res *resChunks) error {
+	return o.advance(ctx, wm, false, func(rel []pendRow, res *resChunks, _ *scattered) error {
 		if o.cfg.BatchOrder {
 			if o.batchesInSeqOrder(rel) {
 				return o.emitBatchOrder(rel, res, emit)
@@ -844,7 +844,11 @@ func (o *Operator) AdvanceFunc(ctx context.Context, wm int64, emit func(arrow.Re
 // releases and passes them to emit without the lock (see AdvanceFunc).
 // rel is sorted by key; res holds their results in that order, and is
 // released after emit unless emit takes its columns (sets res.cols nil).
-func (o *Operator) advance(ctx context.Context, wm int64, emit func(rel []pendRow, res *resChunks) error) error {
+//
+// With scatter, the results of rows whose batches have a Dest are written
+// into it chunk by chunk (emit gets the scattered, nil when no batch has
+// a Dest), and res keeps only chunks that other rows need.
+func (o *Operator) advance(ctx context.Context, wm int64, scatter bool, emit func(rel []pendRow, res *resChunks, sc *scattered) error) error {
 	o.mu.Lock()
 	locked := true
 	defer func() {
@@ -884,6 +888,10 @@ func (o *Operator) advance(ctx context.Context, wm int64, emit func(rel []pendRo
 	o.mu.Unlock()
 	locked = false
 	o.ensureBuilders()
+	var sc *scattered
+	if scatter {
+		sc = o.newScattered(rel)
+	}
 	chunkRows := resChunk
 	if o.chunkRows > 0 {
 		chunkRows = o.chunkRows
@@ -918,6 +926,17 @@ func (o *Operator) advance(ctx context.Context, wm int64, emit func(rel []pendRo
 	// sizes of the previous one.
 	var res resChunks
 	defer res.release()
+	addChunk := func(start int, chunk []arrow.Array) {
+		o.noteShapes(chunk)
+		if sc != nil {
+			sc.chunk(start, chunk)
+			if sc.all() {
+				arrowutil.ReleaseAll(chunk)
+				chunk = nil
+			}
+		}
+		res.add(start, chunk)
+	}
 	var pwb statestore.WriteBatch
 	start, since := 0, 0
 	// Prefetching pays when keys get a row or two each (streaming's small
@@ -972,17 +991,12 @@ func (o *Operator) advance(ctx context.Context, wm int64, emit func(rel []pendRo
 		}
 		s = e
 		if s-start >= chunkRows && s < len(rel) {
-			chunk := o.finishBuilders()
-			res.add(start, chunk)
+			addChunk(start, o.finishBuilders())
 			start = s
-			rest := len(rel) - s
-			o.noteShapes(chunk)
-			o.reserveBuilders(min(rest, reserve))
+			o.reserveBuilders(min(len(rel)-s, reserve))
 		}
 	}
-	last := o.finishBuilders()
-	res.add(start, last)
-	o.noteShapes(last)
+	addChunk(start, o.finishBuilders())
 	if pwb != nil {
 		if err := o.flushPageGarbage(pwb); err != nil {
 			return err
@@ -1008,7 +1022,7 @@ func (o *Operator) advance(ctx context.Context, wm int64, emit func(rel []pendRo
 	// batches and the results, which lookups do not touch.
 	o.mu.Unlock()
 	locked = false
-	return emit(rel, &res)
+	return emit(rel, &res, sc)
 }
 
 // resChunk is the number of released rows whose results are built in one

@@ -48,10 +48,9 @@ func (r *Results) Release() {
 // of its own batches, where AdvanceFunc's output would be gathered a
 // second time. emit owns the Results (releases them, also on error).
 func (o *Operator) AdvanceResults(ctx context.Context, wm int64, emit func(*Results) error) error {
-	return o.advance(ctx, wm, func(rel []pendRow, res *resChunks) error {
+	return o.advance(ctx, wm, true, func(rel []pendRow, res *resChunks, sc *scattered) error {
 		out := &Results{}
-		sc := o.scatterResults(rel, res)
-		if sc == nil || sc.rows < len(rel) {
+		if !sc.all() {
 			out.Cols = res.cols
 			res.cols = nil
 			n := len(rel)
@@ -68,6 +67,7 @@ func (o *Operator) AdvanceResults(ctx context.Context, wm int64, emit func(*Resu
 			}
 		}
 		if sc != nil {
+			sc.finish()
 			out.Done = sc.done
 			o.consumeScattered(sc)
 		}
