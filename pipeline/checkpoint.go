@@ -787,9 +787,12 @@ func replay(h []msg, dispatch func(msg) error) error {
 
 // checkpointSlice is about how long a window task writes checkpoint state
 // at a time, between two input messages, at least (a variable for tests):
-// a slice takes a third of the time since the previous one, up to ten
+// a slice takes a third of the time since the previous one, up to three
 // times checkpointSlice, so that a busy task still gives the writing about
-// a quarter of its time.
+// a quarter of its time. On 2 cores busy with the store's writes, a slice
+// takes several times its length of wall time (the task waits for a CPU):
+// slices of up to 20 ms stood still for 140-171 ms, of up to 6 ms for
+// 89-98 ms.
 var checkpointSlice = 2 * time.Millisecond
 
 // taskDoneHook, when set (by tests, before any run), is called by a
@@ -879,7 +882,7 @@ func (tc *taskCheckpoint) begin(ctx context.Context, epoch uint64) error {
 
 // slice is how long the next slice of writing may take.
 func (tc *taskCheckpoint) slice() time.Duration {
-	return min(max(time.Since(tc.sliced)/3, checkpointSlice), 10*checkpointSlice)
+	return min(max(time.Since(tc.sliced)/3, checkpointSlice), 3*checkpointSlice)
 }
 
 // write writes one slice of key states (everything when d <= 0) and

@@ -643,7 +643,18 @@ func (o *Operator) BeginCheckpoint() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("window: checkpoint: %w", err)
 	}
-	c := &ckptWrite{w: newCkptWriter(wb), owed: make([]uint64, (len(o.states)+63)/64)}
+	if o.ckptChunks == nil {
+		o.ckptChunks = &chunkPool{}
+	}
+	nw := (len(o.states) + 63) / 64
+	owed := o.ckptOwed
+	if cap(owed) < nw {
+		owed = make([]uint64, nw, nw+nw/4)
+	}
+	owed = owed[:nw]
+	clear(owed)
+	c := &ckptWrite{w: newCkptWriter(wb, o.ckptChunks), owed: owed, ids: o.ckptIDs[:0]}
+	o.ckptIDs, o.ckptOwed = nil, nil
 	for id, ks := range o.states {
 		if ks == nil || !o.kmeta[id].dirty {
 			continue
@@ -709,6 +720,7 @@ func (o *Operator) WriteCheckpoint(d time.Duration) (flush func() error, err err
 		o.mu.Lock()
 	}
 	o.ckpt = nil
+	o.ckptIDs, o.ckptOwed = c.ids[:0], c.owed
 	w := c.w
 	w.close()
 	return func() error {
@@ -743,8 +755,9 @@ func (o *Operator) putCkpt(c *ckptWrite, id int32) error {
 // ckptChunk bytes; the goroutine writes the queued records in order and,
 // once closed, flushes the batch and reports on done.
 type ckptWriter struct {
-	wb  statestore.WriteBatch
-	cur []byte // records not queued yet (operator side)
+	wb   statestore.WriteBatch
+	pool *chunkPool
+	cur  []byte // records not queued yet (operator side)
 
 	mu        sync.Mutex
 	queue     [][]byte
@@ -761,10 +774,39 @@ const ckptChunk = 256 << 10
 // before its flush.
 var errCheckpointAbandoned = errors.New("window: checkpoint abandoned")
 
-func newCkptWriter(wb statestore.WriteBatch) *ckptWriter {
-	w := &ckptWriter{wb: wb, wake: make(chan struct{}, 1), done: make(chan error, 1)}
+func newCkptWriter(wb statestore.WriteBatch, pool *chunkPool) *ckptWriter {
+	w := &ckptWriter{wb: wb, pool: pool, wake: make(chan struct{}, 1), done: make(chan error, 1)}
 	go w.run()
 	return w
+}
+
+// chunkPool holds record chunks a ckptWriter has written (the store's
+// batch copies what it is given), for the operator side to fill again.
+type chunkPool struct {
+	mu   sync.Mutex
+	free [][]byte
+}
+
+// chunkPoolMax is the most chunks a chunkPool keeps.
+const chunkPoolMax = 16
+
+func (p *chunkPool) get() []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.free); n > 0 {
+		c := p.free[n-1]
+		p.free = p.free[:n-1]
+		return c[:0]
+	}
+	return make([]byte, 0, ckptChunk+ckptChunk/4)
+}
+
+func (p *chunkPool) put(c []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.free) < chunkPoolMax && cap(c) >= ckptChunk && cap(c) <= 2*ckptChunk {
+		p.free = append(p.free, c)
+	}
 }
 
 // put adds the write of value (the deletion, with del) under the key
@@ -772,7 +814,7 @@ func newCkptWriter(wb statestore.WriteBatch) *ckptWriter {
 // uvarint 0 for a deletion or the value's length + 1 and the value.
 func (w *ckptWriter) put(enc string, value []byte, del bool) {
 	if w.cur == nil {
-		w.cur = make([]byte, 0, ckptChunk+ckptChunk/4)
+		w.cur = w.pool.get()
 	}
 	w.cur = binary.AppendUvarint(w.cur, uint64(len(keyPrefix)+len(enc)))
 	w.cur = append(append(w.cur, keyPrefix...), enc...)
@@ -834,6 +876,7 @@ func (w *ckptWriter) run() {
 			if err == nil {
 				err = w.apply(c)
 			}
+			w.pool.put(c)
 		}
 		if len(q) > 0 {
 			continue
