@@ -57,9 +57,16 @@ func (r *runner) resultMerging() bool {
 // (for tests), and destRuns those whose results were written in place.
 var resultMergeRuns, destRuns atomic.Int64
 
+// resultsInPlace lets runs write results in place (a variable for
+// benchmarks of the gather it replaces).
+var resultsInPlace = true
+
 // destTypes returns the result types of the first stage when every one
 // can be written in place, else nil.
 func (r *runner) destTypes() []arrow.DataType {
+	if !resultsInPlace {
+		return nil
+	}
 	st := r.c.stages[0]
 	nIn := st.in.NumFields()
 	types := make([]arrow.DataType, 0, st.out.NumFields()-nIn)
