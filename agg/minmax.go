@@ -157,12 +157,31 @@ type extremumWindow[T any] struct {
 	cond  int // condition column, or -1
 	isMax bool
 	ops   *valueOps[T]
-	a, b  monoDeque[T]
-	// Copies of the left-out row and of the rows b read, for a to take
-	// later without reading rows the caller may have dropped.
+	a     monoDeque[T]
+	// x is what a frame with the current row left out (EXCLUDE CURRENT
+	// ROW) needs besides a, allocated at the first such frame: a window
+	// per key and aggregate, most never need it (it doubled the window's
+	// size).
+	x *extremumExcl[T]
+}
+
+// extremumExcl is the second deque of an extremumWindow whose frames leave
+// the current row out, over the rows after it, and copies of the left-out
+// row and of the rows b read, for a to take later without reading rows
+// the caller may have dropped.
+type extremumExcl[T any] struct {
+	b      monoDeque[T]
 	cstart int64
 	cvals  []T
 	cskip  []bool // NULL, or condition not TRUE
+}
+
+// excl returns w.x, allocated if need be.
+func (w *extremumWindow[T]) excl() *extremumExcl[T] {
+	if w.x == nil {
+		w.x = &extremumExcl[T]{}
+	}
+	return w.x
 }
 
 func (w *extremumWindow[T]) Eval(r *Rows, lo, hi, ex []int64, b array.Builder) {
@@ -171,12 +190,13 @@ func (w *extremumWindow[T]) Eval(r *Rows, lo, hi, ex []int64, b array.Builder) {
 		var v T
 		var ok bool
 		if ex != nil && ex[j] >= l && ex[j] < h {
+			x := w.excl()
 			w.slide(&w.a, r, l, ex[j], false)
 			w.trim(w.a.hi)
 			w.row(r, ex[j], true) // copy the left-out row for a
-			w.slide(&w.b, r, ex[j]+1, h, true)
+			w.slide(&x.b, r, ex[j]+1, h, true)
 			v, ok = w.a.front()
-			if v2, ok2 := w.b.front(); ok2 && (!ok || w.better(v2, v)) {
+			if v2, ok2 := x.b.front(); ok2 && (!ok || w.better(v2, v)) {
 				v, ok = v2, true
 			}
 		} else {
@@ -202,9 +222,10 @@ func (w *extremumWindow[T]) better(a, b T) bool {
 // row returns the value of row a and whether it counts, from the copies
 // when they hold it; with record, a row read from r is copied.
 func (w *extremumWindow[T]) row(r *Rows, a int64, record bool) (T, bool) {
-	end := w.cstart + int64(len(w.cvals))
-	if a >= w.cstart && a < end {
-		return w.cvals[a-w.cstart], !w.cskip[a-w.cstart]
+	if x := w.x; x != nil {
+		if end := x.cstart + int64(len(x.cvals)); a >= x.cstart && a < end {
+			return x.cvals[a-x.cstart], !x.cskip[a-x.cstart]
+		}
 	}
 	r = r.At(a)
 	i := int(a - r.Base)
@@ -215,28 +236,33 @@ func (w *extremumWindow[T]) row(r *Rows, a int64, record bool) (T, bool) {
 		v = w.ops.get(c, i)
 	}
 	if record {
-		if a != end {
+		x := w.excl()
+		if end := x.cstart + int64(len(x.cvals)); a != end {
 			w.trim(end)
-			w.cstart = a
+			x.cstart = a
 		}
-		w.cvals = append(w.cvals, v)
-		w.cskip = append(w.cskip, skip)
+		x.cvals = append(x.cvals, v)
+		x.cskip = append(x.cskip, skip)
 	}
 	return v, !skip
 }
 
 // trim forgets the copies of rows below a.
 func (w *extremumWindow[T]) trim(a int64) {
-	n := int(min(max(a-w.cstart, 0), int64(len(w.cvals))))
+	x := w.x
+	if x == nil {
+		return
+	}
+	n := int(min(max(a-x.cstart, 0), int64(len(x.cvals))))
 	if n == 0 {
 		return
 	}
-	k := copy(w.cvals, w.cvals[n:])
-	clear(w.cvals[k:])
-	w.cvals = w.cvals[:k]
-	copy(w.cskip, w.cskip[n:])
-	w.cskip = w.cskip[:k]
-	w.cstart += int64(n)
+	k := copy(x.cvals, x.cvals[n:])
+	clear(x.cvals[k:])
+	x.cvals = x.cvals[:k]
+	copy(x.cskip, x.cskip[n:])
+	x.cskip = x.cskip[:k]
+	x.cstart += int64(n)
 }
 
 // slide moves deque d to cover the counted rows of [l, h).

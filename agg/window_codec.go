@@ -44,13 +44,20 @@ func (w *countStarWindow) UnmarshalBinary(data []byte) error {
 
 // MarshalBinary implements WindowCodec: the live part of both deques and
 // the copied rows.
+//
+// A window that never left a row out (no extremumExcl) is encoded as one
+// with an empty second deque and no copies.
 func (w *extremumWindow[T]) MarshalBinary() ([]byte, error) {
+	x := w.x
+	if x == nil {
+		x = &extremumExcl[T]{}
+	}
 	out := w.appendDeque(nil, &w.a)
-	out = w.appendDeque(out, &w.b)
-	out = binary.AppendVarint(out, w.cstart)
-	out = binary.AppendUvarint(out, uint64(len(w.cvals)))
-	for i, v := range w.cvals {
-		if w.cskip[i] {
+	out = w.appendDeque(out, &x.b)
+	out = binary.AppendVarint(out, x.cstart)
+	out = binary.AppendUvarint(out, uint64(len(x.cvals)))
+	for i, v := range x.cvals {
+		if x.cskip[i] {
 			out = append(out, 0)
 			continue
 		}
@@ -83,10 +90,14 @@ func (w *extremumWindow[T]) decodeDeque(d *decoder, q *monoDeque[T]) {
 func (w *extremumWindow[T]) UnmarshalBinary(data []byte) error {
 	d := decoder{b: data}
 	w.decodeDeque(&d, &w.a)
-	w.decodeDeque(&d, &w.b)
-	w.cstart = d.varint()
+	x := w.x
+	if x == nil {
+		x = &extremumExcl[T]{}
+	}
+	w.decodeDeque(&d, &x.b)
+	x.cstart = d.varint()
 	n := d.count(1)
-	w.cvals, w.cskip = w.cvals[:0], w.cskip[:0]
+	x.cvals, x.cskip = x.cvals[:0], x.cskip[:0]
 	for range n {
 		var v T
 		skip := false
@@ -98,8 +109,13 @@ func (w *extremumWindow[T]) UnmarshalBinary(data []byte) error {
 		default:
 			d.err = errCorrupt
 		}
-		w.cvals = append(w.cvals, v)
-		w.cskip = append(w.cskip, skip)
+		x.cvals = append(x.cvals, v)
+		x.cskip = append(x.cskip, skip)
+	}
+	if w.x == nil && (x.b.hi != 0 || len(x.b.vals) > 0 || x.cstart != 0 || n > 0) {
+		w.x = x
+	} else if w.x != nil && x.b.hi == 0 && len(x.b.vals) == 0 && x.cstart == 0 && n == 0 {
+		w.x = nil
 	}
 	return d.finish()
 }
