@@ -209,6 +209,9 @@ type Operator struct {
 	// winTile is the tile length of each window's tiled aggregates (0:
 	// untiled).
 	winTile []int64
+	// winOff[w] is the first of window w's aggregates in a key state's
+	// aggs; winOff[len(Windows)] their number.
+	winOff []int
 
 	// scratch reused across calls
 	lo, hi, ex []int64
@@ -230,7 +233,9 @@ type Operator struct {
 
 type keyState struct {
 	rows agg.Rows
-	wins [][]agg.Window // [window][aggregate]
+	// aggs are the aggregates' windows, window by window (Operator.winAggs
+	// gives a window's).
+	aggs []agg.Window
 	// tiles pre-aggregate rows for lookups (nil until a lookup needs them).
 	tiles *keyTiles
 	// dropped is the event time of the newest row dropped from rows
@@ -243,20 +248,16 @@ type keyState struct {
 	edge    *agg.Rows
 	pages   []pageRef
 	pagedLo int64
-	// winsBuf and aggBuf hold wins and the aggregates' windows in the
-	// key state itself when there are few: a key visit reads them right
-	// after the rows, and as separate objects they were a cache miss each
-	// (ranging over a key's windows was 10 % of stream-4's CPU).
-	winsBuf [inlineWins][]agg.Window
-	aggBuf  [inlineAggs]agg.Window
+	// aggBuf holds aggs in the key state itself when there are few: a
+	// key visit reads them right after the rows, and as a separate object
+	// they were a cache miss (ranging over a key's windows was 10 % of
+	// stream-4's CPU).
+	aggBuf [inlineAggs]agg.Window
 }
 
-// inlineWins and inlineAggs are the most windows and aggregates a key
-// state holds inline (see keyState.winsBuf).
-const (
-	inlineWins = 4
-	inlineAggs = 8
-)
+// inlineAggs is the most aggregates a key state holds inline (see
+// keyState.aggBuf).
+const inlineAggs = 8
 
 // keyMeta is the bookkeeping of a key's state in the store, kept (in
 // Operator.kmeta, by key id) only when there is a store.
@@ -444,6 +445,10 @@ func New(cfg Config, in *arrow.Schema) (*Operator, error) {
 	// Merge-only aggregates of bounded RANGE frames keep their sliding
 	// state by tile (agg.Tiler): one state per tile instead of one per
 	// row, with the same results (their merges are exact).
+	o.winOff = make([]int, len(cfg.Windows)+1)
+	for w, spec := range cfg.Windows {
+		o.winOff[w+1] = o.winOff[w] + len(spec.Aggs)
+	}
 	o.winTile = make([]int64, len(cfg.Windows))
 	for w, spec := range cfg.Windows {
 		if f := spec.Frame; !f.Rows && !f.Unbounded {
@@ -499,11 +504,6 @@ func (o *Operator) Stats() Stats {
 
 func (o *Operator) newKeyState() *keyState {
 	ks := &keyState{dropped: None}
-	if nw := len(o.cfg.Windows); nw <= inlineWins {
-		ks.wins = ks.winsBuf[:nw:nw]
-	} else {
-		ks.wins = make([][]agg.Window, nw)
-	}
 	ks.rows.Cols = make([]agg.Column, len(o.cfg.ArgCols))
 	for j, c := range o.cfg.ArgCols {
 		col, err := agg.NewColumn(o.in.Field(c).Type)
@@ -518,28 +518,29 @@ func (o *Operator) newKeyState() *keyState {
 
 func (o *Operator) resetWindows(ks *keyState) {
 	// One array holds every window's aggregates (one allocation a key,
-	// not one a window).
-	n := 0
-	for _, spec := range o.cfg.Windows {
-		n += len(spec.Aggs)
-	}
-	var all []agg.Window
+	// not one a window, and none when they fit in the key state).
+	n := o.winOff[len(o.cfg.Windows)]
 	if n <= inlineAggs {
-		all = ks.aggBuf[:n:n]
+		ks.aggs = ks.aggBuf[:n:n]
 	} else {
-		all = make([]agg.Window, n)
+		ks.aggs = make([]agg.Window, n)
 	}
 	for w, spec := range o.cfg.Windows {
-		ks.wins[w], all = all[:len(spec.Aggs):len(spec.Aggs)], all[len(spec.Aggs):]
 		for a, f := range spec.Aggs {
-			ks.wins[w][a] = f.NewWindow()
+			win := f.NewWindow()
 			if tile := o.winTile[w]; tile > 0 {
-				if t, ok := ks.wins[w][a].(agg.Tiler); ok {
+				if t, ok := win.(agg.Tiler); ok {
 					t.SetTile(tile)
 				}
 			}
+			ks.aggs[o.winOff[w]+a] = win
 		}
 	}
+}
+
+// winAggs returns the windows of window w's aggregates in ks.
+func (o *Operator) winAggs(ks *keyState, w int) []agg.Window {
+	return ks.aggs[o.winOff[w]:o.winOff[w+1]]
 }
 
 // Push takes a batch of input rows. Rows at or behind the watermark are
@@ -1314,7 +1315,7 @@ func (o *Operator) warm(rel []pendRow, i int) {
 		for c := range ks.rows.Cols {
 			warmColumnTail(&ks.rows.Cols[c])
 		}
-		for _, w := range ks.aggBuf {
+		for _, w := range ks.aggs {
 			agg.Warm(w, 1)
 		}
 	}
@@ -1329,7 +1330,7 @@ func (o *Operator) warm(rel []pendRow, i int) {
 		if len(r.Cols) > 0 {
 			prefetch.Lines(unsafe.Pointer(&r.Cols[0]), uintptr(len(r.Cols))*unsafe.Sizeof(r.Cols[0]))
 		}
-		for _, w := range ks.aggBuf {
+		for _, w := range ks.aggs {
 			agg.Warm(w, 0)
 		}
 	}
@@ -1402,7 +1403,7 @@ func (o *Operator) processKey(rel []pendRow, s, e int, final bool) {
 		} else {
 			bounds(r, spec.Frame, first, lo, hi)
 		}
-		for a, win := range ks.wins[w] {
+		for a, win := range o.winAggs(ks, w) {
 			win.Eval(r, lo, hi, ex, o.bld[k+a])
 		}
 		k += len(spec.Aggs)
@@ -1497,7 +1498,7 @@ func (o *Operator) processKeyProbes(rel []pendRow, s, e int) {
 		if f.ExcludeCurrent {
 			exw = ex
 		}
-		for a, win := range ks.wins[w] {
+		for a, win := range o.winAggs(ks, w) {
 			win.Eval(r, lo, hi, exw, o.bld[k+a])
 		}
 		k += len(spec.Aggs)

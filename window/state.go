@@ -264,8 +264,9 @@ func (o *Operator) appendKeyState(out []byte, ks *keyState) ([]byte, error) {
 	for j := range r.Cols {
 		out = appendColumn(out, &r.Cols[j])
 	}
-	out = binary.AppendUvarint(out, uint64(len(ks.wins)))
-	for _, ws := range ks.wins {
+	out = binary.AppendUvarint(out, uint64(len(o.cfg.Windows)))
+	for w := range o.cfg.Windows {
+		ws := o.winAggs(ks, w)
 		out = binary.AppendUvarint(out, uint64(len(ws)))
 		for _, w := range ws {
 			c, ok := w.(agg.WindowCodec)
@@ -505,21 +506,22 @@ func (o *Operator) decodeKeyState(data []byte) (ks *keyState, err error) {
 	for j := 0; d.err == nil && j < len(r.Cols); j++ {
 		d.decodeColumn(&r.Cols[j], n)
 	}
-	if nw := d.count(1); d.err == nil && nw != len(ks.wins) {
+	if nw := d.count(1); d.err == nil && nw != len(o.cfg.Windows) {
 		d.fail()
 	}
-	for w := 0; d.err == nil && w < len(ks.wins); w++ {
-		if na := d.count(1); d.err == nil && na != len(ks.wins[w]) {
+	for w := 0; d.err == nil && w < len(o.cfg.Windows); w++ {
+		ws := o.winAggs(ks, w)
+		if na := d.count(1); d.err == nil && na != len(ws) {
 			d.fail()
 		}
-		for a := 0; d.err == nil && a < len(ks.wins[w]); a++ {
+		for a := 0; d.err == nil && a < len(ws); a++ {
 			b := d.bytes()
 			if d.err != nil {
 				break
 			}
-			c, ok := ks.wins[w][a].(agg.WindowCodec)
+			c, ok := ws[a].(agg.WindowCodec)
 			if !ok {
-				return nil, fmt.Errorf("window: window %T cannot be decoded", ks.wins[w][a])
+				return nil, fmt.Errorf("window: window %T cannot be decoded", ws[a])
 			}
 			if err := c.UnmarshalBinary(b); err != nil {
 				return nil, fmt.Errorf("%w: window %d aggregate %d: %w", errCorruptState, w, a, err)
