@@ -1030,8 +1030,19 @@ func (o *Operator) advance(ctx context.Context, wm int64, scatter bool, emit fun
 	// batches and the results, which lookups do not touch.
 	o.mu.Unlock()
 	locked = false
-	return emit(rel, &res, sc)
+	err := emit(rel, &res, sc)
+	if cap(o.rel) > relKeep {
+		// A large release (a batch run's) lets its scratch go: kept, it
+		// stayed live between releases and counted twice in the GC's
+		// heap goal.
+		o.rel = nil
+	}
+	return err
 }
+
+// relKeep is the most released rows whose scratch an operator keeps for
+// the next release (streaming releases are small and frequent).
+const relKeep = 1 << 15
 
 // resChunk is the number of released rows whose results are built in one
 // set of builders.
