@@ -24,17 +24,7 @@ func TestEwAvgCanonical(t *testing.T) {
 		re := fn.(RangeEvaluator)
 		rng := rand.New(rand.NewPCG(uint64(alpha*100), 9))
 		const n = 3000
-		col, _ := NewColumn(arrow.PrimitiveTypes.Float64)
-		all := &Rows{Cols: []Column{col}}
-		for i := range n {
-			all.Ts = append(all.Ts, int64(i))
-			if rng.IntN(10) == 0 {
-				all.Cols[0].AppendNull()
-			} else {
-				all.Cols[0].F64 = append(all.Cols[0].F64, rng.NormFloat64()*100)
-				all.Cols[0].Null = append(all.Cols[0].Null, false)
-			}
-		}
+		all := randFloatRows(rng, n, 10, 100)
 		for _, width := range []int64{1, 7, 64, 500} {
 			for _, exclude := range []bool{false, true} {
 				win := fn.NewWindow()
@@ -117,6 +107,23 @@ func TestEwAvgCanonical(t *testing.T) {
 }
 
 // rowsFrom returns the rows of all from absolute row a on.
+// randFloatRows returns n rows at times 0, 1, ... of one float64 column of
+// normal values times scale, about one in nullEvery NULL.
+func randFloatRows(rng *rand.Rand, n, nullEvery int, scale float64) *Rows {
+	col, _ := NewColumn(arrow.PrimitiveTypes.Float64)
+	all := &Rows{Cols: []Column{col}}
+	for i := range n {
+		all.Ts = append(all.Ts, int64(i))
+		if rng.IntN(nullEvery) == 0 {
+			all.Cols[0].AppendNull()
+		} else {
+			all.Cols[0].F64 = append(all.Cols[0].F64, rng.NormFloat64()*scale)
+			all.Cols[0].Null = append(all.Cols[0].Null, false)
+		}
+	}
+	return all
+}
+
 func rowsFrom(all *Rows, a int64) *Rows {
 	return &Rows{Base: a, Ts: all.Ts[a:], Cols: []Column{all.Cols[0].Slice(int(a), len(all.Ts))}}
 }

@@ -21,17 +21,7 @@ func TestExtremumWindowExclusionState(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	const n = 2000
-	col, _ := NewColumn(arrow.PrimitiveTypes.Float64)
-	all := &Rows{Cols: []Column{col}}
-	for i := range n {
-		all.Ts = append(all.Ts, int64(i))
-		if rng.IntN(8) == 0 {
-			all.Cols[0].AppendNull()
-		} else {
-			all.Cols[0].F64 = append(all.Cols[0].F64, rng.NormFloat64())
-			all.Cols[0].Null = append(all.Cols[0].Null, false)
-		}
-	}
+	all := randFloatRows(rng, n, 8, 1)
 	for _, exclude := range []bool{false, true} {
 		var los, his, exs []int64
 		var lo int64
