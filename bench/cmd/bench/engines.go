@@ -2,73 +2,17 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/volga-go/volga/bench/internal/duck"
 	"github.com/volga-go/volga/bench/internal/gen"
 	"github.com/volga-go/volga/bench/internal/goloop"
 	"github.com/volga-go/volga/bench/internal/volgarun"
 	"github.com/volga-go/volga/bench/internal/workload"
 )
-
-// runDuckDB runs the query with DuckDB over read_parquet of the same file.
-// The query text is the volga query unchanged: tx is a view over the file.
-//
-// With -duckdb-consume=sql (the default) DuckDB itself sums every output
-// column of every row, which forces every window value to be computed and
-// charges DuckDB nothing for handing rows to Go. With rows, every row is
-// scanned through database/sql into Go variables, which adds the driver's
-// per-value cost.
-func runDuckDB(ctx context.Context, c config) (result, error) {
-	db, err := duck.Open(c.DuckThreads)
-	if err != nil {
-		return result{}, err
-	}
-	defer db.Close()
-	start := time.Now()
-	view := fmt.Sprintf("CREATE VIEW tx AS SELECT * FROM read_parquet('%s')", strings.ReplaceAll(c.Input.Log, "'", "''"))
-	if err := db.Exec(ctx, view); err != nil {
-		return result{}, err
-	}
-	var sum workload.Features4Checksum
-	switch c.DuckConsume {
-	case "sql":
-		q := `SELECT count(*), sum(id)::BIGINT, sum(spend_1h), sum(n_24h)::BIGINT, sum(avg_7d), sum(max_1h) FROM (` +
-			workload.Features4Query + `)`
-		if err := db.SQL.QueryRowContext(ctx, q).Scan(&sum.Rows, &sum.IDs, &sum.Spend1h, &sum.N24h, &sum.Avg7d, &sum.Max1h); err != nil {
-			return result{}, fmt.Errorf("duckdb: %w", err)
-		}
-	case "rows":
-		rs, err := db.SQL.QueryContext(ctx, workload.Features4Query)
-		if err != nil {
-			return result{}, fmt.Errorf("duckdb: %w", err)
-		}
-		defer rs.Close()
-		var (
-			id, user, n24       int64
-			ts                  time.Time
-			spend, avg7d, max1h float64
-		)
-		for rs.Next() {
-			if err := rs.Scan(&id, &user, &ts, &spend, &n24, &avg7d, &max1h); err != nil {
-				return result{}, err
-			}
-			sum.Add(id, spend, n24, avg7d, max1h)
-		}
-		if err := rs.Err(); err != nil {
-			return result{}, err
-		}
-	default:
-		return result{}, fmt.Errorf("unknown -duckdb-consume %q (want sql or rows)", c.DuckConsume)
-	}
-	return result{Seconds: time.Since(start).Seconds(), Checksum: sum}, nil
-}
 
 // runVolgaBatch runs the query in volga's batch mode over the Parquet file,
 // with a callback sink that folds every output row into the checksum.

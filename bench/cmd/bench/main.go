@@ -56,6 +56,9 @@ type config struct {
 	HTTPDuration  time.Duration
 	HTTPClient    string
 	IngestRate    int
+	// ChildBinary is "auto" (engines other than DuckDB run in a build
+	// without DuckDB, see childbin.go) or "self".
+	ChildBinary string
 	// CPUProfile and MemProfile, when set, are files the child engine
 	// writes a CPU profile (of the engine's run) and a heap profile (at
 	// its end) to; with several engines the engine name is appended.
@@ -212,6 +215,7 @@ func main() {
 	flag.DurationVar(&c.HTTPDuration, "http-duration", 10*time.Second, "lookup: how long the HTTP load runs")
 	flag.StringVar(&c.HTTPClient, "http-client", "inproc", "lookup: where the HTTP load generator runs: inproc (goroutines of the server's process) or process (a process of its own, as a separate load generator does)")
 	flag.IntVar(&c.IngestRate, "ingest-rate", 10_000, "lookup: events per second ingested while the HTTP load runs")
+	flag.StringVar(&c.ChildBinary, "child-binary", "auto", "where engines other than DuckDB run: auto (a build of this command without DuckDB, so that their peak RSS does not include DuckDB's library; this executable if it cannot be built) or self (this executable)")
 	flag.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of each engine's run to this file (suffixed with the engine name)")
 	flag.StringVar(&c.MemProfile, "memprofile", "", "write a heap profile at the end of each engine's run to this file (suffixed with the engine name)")
 	flag.StringVar(&c.Input.Log, "input-log", "", "internal: prepared event log")
@@ -310,9 +314,18 @@ func runParent(c config) error {
 	}
 	c.Input = in
 
+	if c.ChildBinary != "auto" && c.ChildBinary != "self" {
+		return fmt.Errorf("unknown -child-binary %q (want auto or self)", c.ChildBinary)
+	}
+	bins := &childBinaries{mode: c.ChildBinary}
+	defer bins.cleanup()
 	var done []measured
 	for _, e := range engines {
-		m, err := runEngine(e, c)
+		bin, label, err := bins.forEngine(e)
+		if err != nil {
+			return err
+		}
+		m, err := runEngine(bin, e, c)
 		if err != nil {
 			return err
 		}
@@ -326,6 +339,9 @@ func runParent(c config) error {
 			if c.WMInterval > 0 && strings.HasPrefix(e, "volga-stream") {
 				tail += " watermark_interval=" + c.WMInterval.String()
 			}
+		}
+		if label != "" {
+			tail += " binary=" + label
 		}
 		fmt.Printf("workload=%s events=%d engine=%s seconds=%.2f events_per_s=%.0f peak_rss_mb=%.0f%s\n",
 			c.Workload, c.Events, e, m.Seconds, float64(c.Events)/m.Seconds, m.peakRSSMB, tail)
@@ -417,13 +433,10 @@ func printRatios(wl, baseline string, done []measured) {
 	}
 }
 
-// runEngine re-executes this binary to run engine in a child process and
-// returns its report with its peak RSS.
-func runEngine(engine string, c config) (measured, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return measured{}, err
-	}
+// runEngine runs engine in a child process of executable bin (this
+// command, or its build without DuckDB) and returns its report with its
+// peak RSS.
+func runEngine(bin, engine string, c config) (measured, error) {
 	args := []string{
 		"-child=" + engine,
 		"-workload=" + c.Workload,
@@ -447,7 +460,7 @@ func runEngine(engine string, c config) (measured, error) {
 		"-memprofile=" + c.MemProfile,
 	}
 	args = append(args, ckptChildArgs()...)
-	cmd := exec.Command(self, args...)
+	cmd := exec.Command(bin, args...)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = os.Stderr
