@@ -67,4 +67,3 @@ func runDuckDB(ctx context.Context, c config) (result, error) {
 	}
 	return result{Seconds: time.Since(start).Seconds(), Checksum: sum}, nil
 }
-
