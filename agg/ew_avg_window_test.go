@@ -53,15 +53,7 @@ func TestEwAvgCanonical(t *testing.T) {
 					r := rowsFrom(all, los[s])
 					win.Eval(r, los[s:e], his[s:e], ex, b)
 					if s < n/2 && e >= n/2 {
-						data, err := win.(WindowCodec).MarshalBinary()
-						if err != nil {
-							t.Fatal(err)
-						}
-						w2 := fn.NewWindow()
-						if err := w2.(WindowCodec).UnmarshalBinary(data); err != nil {
-							t.Fatal(err)
-						}
-						win = w2
+						win = reencoded(t, fn, win)
 					}
 					s = e
 				}
@@ -107,6 +99,24 @@ func TestEwAvgCanonical(t *testing.T) {
 }
 
 // rowsFrom returns the rows of all from absolute row a on.
+// reencoded returns a new window of fn decoded from win's encoding, and
+// checks that it encodes to the same bytes.
+func reencoded(t *testing.T, fn Func, win Window) Window {
+	t.Helper()
+	data, err := win.(WindowCodec).MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2 := fn.NewWindow()
+	if err := w2.(WindowCodec).UnmarshalBinary(data); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := w2.(WindowCodec).MarshalBinary(); err != nil || string(again) != string(data) {
+		t.Fatalf("re-encoding the decoded window differs (%v)", err)
+	}
+	return w2
+}
+
 // randFloatRows returns n rows at times 0, 1, ... of one float64 column of
 // normal values times scale, about one in nullEvery NULL.
 func randFloatRows(rng *rand.Rand, n, nullEvery int, scale float64) *Rows {

@@ -45,21 +45,10 @@ func TestExtremumWindowExclusionState(t *testing.T) {
 				}
 				win.Eval(rowsFrom(all, los[s]), los[s:e], his[s:e], ex, b)
 				if encode && s < n/2 && e >= n/2 {
-					data, err := win.(WindowCodec).MarshalBinary()
-					if err != nil {
-						t.Fatal(err)
-					}
-					w2 := fn.NewWindow()
-					if err := w2.(WindowCodec).UnmarshalBinary(data); err != nil {
-						t.Fatal(err)
-					}
-					if again, _ := w2.(WindowCodec).MarshalBinary(); string(again) != string(data) {
-						t.Fatalf("exclude %v: re-encoding differs", exclude)
-					}
-					if x := w2.(*extremumWindow[float64]).x; (x != nil) != exclude {
+					win = reencoded(t, fn, win)
+					if x := win.(*extremumWindow[float64]).x; (x != nil) != exclude {
 						t.Fatalf("exclude %v: decoded window has the exclusion part: %v", exclude, x != nil)
 					}
-					win = w2
 				}
 				s = e
 			}
