@@ -216,3 +216,68 @@ func BenchmarkOperatorPaging(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkIncrementalCheckpoint: a checkpoint of 100 changed keys among
+// 200 000 held, in memory: the barrier step visits the changed keys
+// (Operator.dirtyIDs), not every key.
+func BenchmarkIncrementalCheckpoint(b *testing.B) {
+	sum, _ := agg.Bind("sum", []agg.Arg{{Type: arrow.PrimitiveTypes.Float64, Col: 0}})
+	cfg := Config{TsCol: 0, SeqCol: 1, KeyCols: []int{2}, ArgCols: []int{3, 4},
+		Windows: []Spec{{Frame: Frame{Preceding: 10_000}, Aggs: []agg.Func{sum}}},
+		Store:   statestore.NewMemory()}
+	op := openOp(b, cfg)
+	defer op.Close()
+	ts := int64(1_700_000_000_000)
+	push := func(rec arrow.RecordBatch) {
+		defer rec.Release()
+		if _, _, err := op.Push(rec); err != nil {
+			b.Fatal(err)
+		}
+		last := rec.Column(0).(*array.Int64).Value(int(rec.NumRows()) - 1)
+		outs, err := op.Advance(context.Background(), last)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, o := range outs {
+			o.Release()
+		}
+	}
+	seq := int64(0)
+	batch := func(keys []int64) arrow.RecordBatch {
+		bld := array.NewRecordBuilder(memory.DefaultAllocator, tileSchema)
+		defer bld.Release()
+		for _, k := range keys {
+			ts++
+			bld.Field(0).(*array.Int64Builder).Append(ts)
+			bld.Field(1).(*array.Int64Builder).Append(seq)
+			seq++
+			bld.Field(2).(*array.Int64Builder).Append(k)
+			bld.Field(3).(*array.Float64Builder).Append(1)
+			bld.Field(4).(*array.StringBuilder).Append("a")
+		}
+		return bld.NewRecordBatch()
+	}
+	all := make([]int64, 200_000)
+	for i := range all {
+		all[i] = int64(i)
+	}
+	push(batch(all))
+	if _, err := op.Checkpoint(); err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	few := make([]int64, 100)
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		for i := range few {
+			few[i] = rng.Int64N(int64(len(all)))
+		}
+		push(batch(few))
+		b.StartTimer()
+		if _, err := op.Checkpoint(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(op.Stats().CheckpointKeys), "keys/op")
+}

@@ -206,6 +206,9 @@ type Operator struct {
 	ckptIDs    []int32
 	ckptOwed   []uint64
 	ckptChunks *chunkPool
+	// dirtyIDs lists the keys marked dirty since the last checkpoint
+	// (markDirty).
+	dirtyIDs []int32
 	// winTile is the tile length of each window's tiled aggregates (0:
 	// untiled).
 	winTile []int64

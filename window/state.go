@@ -97,8 +97,18 @@ func (o *Operator) ensureResident(id int32) error {
 	if err := o.copyOnWrite(id); err != nil {
 		return err
 	}
-	o.kmeta[id].dirty = true
+	o.markDirty(id)
 	return nil
+}
+
+// markDirty marks key id changed since the last checkpoint and lists it
+// in dirtyIDs, once while it stays dirty: a checkpoint's barrier step
+// then visits the changed keys, not every key.
+func (o *Operator) markDirty(id int32) {
+	if !o.kmeta[id].dirty {
+		o.kmeta[id].dirty = true
+		o.dirtyIDs = append(o.dirtyIDs, id)
+	}
 }
 
 // readState decodes the stored state of key id into a new keyState; it
@@ -657,14 +667,22 @@ func (o *Operator) BeginCheckpoint() ([]byte, error) {
 	clear(owed)
 	c := &ckptWrite{w: newCkptWriter(wb, o.ckptChunks), owed: owed, ids: o.ckptIDs[:0]}
 	o.ckptIDs, o.ckptOwed = nil, nil
-	for id, ks := range o.states {
-		if ks == nil || !o.kmeta[id].dirty {
+	// dirtyIDs lists every dirty key (and keys cleaned since, by
+	// eviction, which are skipped); a dirty key not resident stays listed.
+	kept := o.dirtyIDs[:0]
+	for _, id := range o.dirtyIDs {
+		if !o.kmeta[id].dirty {
+			continue
+		}
+		if o.states[id] == nil {
+			kept = append(kept, id)
 			continue
 		}
 		o.kmeta[id].dirty = false
-		c.ids = append(c.ids, int32(id))
+		c.ids = append(c.ids, id)
 		c.owed[id>>6] |= 1 << (id & 63)
 	}
+	o.dirtyIDs = kept
 	o.ckpt = c
 	o.stats.CheckpointKeys = int64(len(c.ids))
 	fp := o.fingerprint()
@@ -940,7 +958,7 @@ func (o *Operator) abandonCheckpoint() {
 		return
 	}
 	for _, id := range c.ids {
-		o.kmeta[id].dirty = true
+		o.markDirty(id)
 	}
 	c.w.cancel()
 	o.ckpt = nil
