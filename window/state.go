@@ -105,10 +105,28 @@ func (o *Operator) ensureResident(id int32) error {
 // in dirtyIDs, once while it stays dirty: a checkpoint's barrier step
 // then visits the changed keys, not every key.
 func (o *Operator) markDirty(id int32) {
-	if !o.kmeta[id].dirty {
-		o.kmeta[id].dirty = true
-		o.dirtyIDs = append(o.dirtyIDs, id)
+	if o.kmeta[id].dirty {
+		return
 	}
+	o.kmeta[id].dirty = true
+	if len(o.dirtyIDs) >= 2*len(o.kmeta)+1024 {
+		// Evictions clean keys without a checkpoint: without checkpoints
+		// to empty it, the list keeps only the keys still dirty.
+		// Each kept once: its flag is cleared as it is kept, and set
+		// again after.
+		kept := o.dirtyIDs[:0]
+		for _, d := range o.dirtyIDs {
+			if o.kmeta[d].dirty && d != id {
+				o.kmeta[d].dirty = false
+				kept = append(kept, d)
+			}
+		}
+		for _, d := range kept {
+			o.kmeta[d].dirty = true
+		}
+		o.dirtyIDs = kept
+	}
+	o.dirtyIDs = append(o.dirtyIDs, id)
 }
 
 // readState decodes the stored state of key id into a new keyState; it
