@@ -687,18 +687,34 @@ func (o *Operator) BeginCheckpoint() ([]byte, error) {
 	o.ckptIDs, o.ckptOwed = nil, nil
 	// dirtyIDs lists every dirty key (and keys cleaned since, by
 	// eviction, which are skipped); a dirty key not resident stays listed.
-	kept := o.dirtyIDs[:0]
-	for _, id := range o.dirtyIDs {
-		if !o.kmeta[id].dirty {
-			continue
-		}
-		if o.states[id] == nil {
-			kept = append(kept, id)
-			continue
-		}
+	// When many keys changed, a walk of every key in order reads their
+	// flags sequentially, faster than visiting the listed ones at random.
+	take := func(id int32) {
 		o.kmeta[id].dirty = false
 		c.ids = append(c.ids, id)
 		c.owed[id>>6] |= 1 << (id & 63)
+	}
+	kept := o.dirtyIDs[:0]
+	if len(o.dirtyIDs) > len(o.states)/8 {
+		for id, ks := range o.states {
+			switch {
+			case !o.kmeta[id].dirty:
+			case ks == nil:
+				kept = append(kept, int32(id))
+			default:
+				take(int32(id))
+			}
+		}
+	} else {
+		for _, id := range o.dirtyIDs {
+			switch {
+			case !o.kmeta[id].dirty:
+			case o.states[id] == nil:
+				kept = append(kept, id)
+			default:
+				take(id)
+			}
+		}
 	}
 	o.dirtyIDs = kept
 	o.ckpt = c
