@@ -23,7 +23,7 @@ func runVolgaBatch(ctx context.Context, c config) (result, error) {
 		return result{}, err
 	}
 	var sum workload.Features4Checksum
-	err = volgarun.Run(ctx, workload.Features4Query, "tx", src, volgarun.Options{Parallelism: c.Parallelism},
+	err = volgarun.Run(ctx, workload.Features4Query, "tx", src, volgarun.Options{Parallelism: c.Parallelism, ChannelDepth: c.ChannelDepth},
 		func(_ context.Context, rec arrow.RecordBatch) error { return sum.AddRecord(rec) })
 	if err != nil {
 		return result{}, err
@@ -86,7 +86,7 @@ func runVolgaBatchML3(ctx context.Context, c config) (result, error) {
 		return result{}, err
 	}
 	var sum workload.ML3Checksum
-	err = volgarun.Run(ctx, workload.ML3Query, "tx", src, volgarun.Options{Parallelism: c.Parallelism},
+	err = volgarun.Run(ctx, workload.ML3Query, "tx", src, volgarun.Options{Parallelism: c.Parallelism, ChannelDepth: c.ChannelDepth},
 		func(_ context.Context, rec arrow.RecordBatch) error { return sum.AddRecord(rec) })
 	if err != nil {
 		return result{}, err

@@ -46,6 +46,7 @@ type config struct {
 	Engines       string
 	Parallelism   int
 	Decoders      int
+	ChannelDepth  int
 	DuckThreads   int
 	DuckConsume   string
 	MaxOutOfOrder time.Duration
@@ -64,6 +65,9 @@ type config struct {
 	// its end) to; with several engines the engine name is appended.
 	CPUProfile string
 	MemProfile string
+	// PeakHeapProfile, when set, is a file the child engine writes the
+	// heap profile of its largest live heap to (see peakheap.go).
+	PeakHeapProfile string
 	// Input is the prepared input, set by the parent.
 	Input input
 }
@@ -204,6 +208,7 @@ func main() {
 	flag.StringVar(&c.DataDir, "data-dir", defaultDataDir(), "directory caching the generated Parquet files")
 	flag.StringVar(&c.Engines, "engines", "", "comma-separated engines to run (default: all of the workload's)")
 	flag.IntVar(&c.Parallelism, "parallelism", runtime.NumCPU(), "volga window parallelism")
+	flag.IntVar(&c.ChannelDepth, "channel-depth", 0, "volga batches waiting on each edge between stages (volga.WithChannelDepth; 0: the default)")
 	flag.IntVar(&c.Decoders, "decoders", 0, "volga Parquet decoding goroutines (0: the source's default, min(GOMAXPROCS, 4)); with -decoders equal to -parallelism, the parallelism bounds every parallel part of the run")
 	flag.IntVar(&c.DuckThreads, "duckdb-threads", 0, "DuckDB threads (0: DuckDB's default, all cores)")
 	flag.StringVar(&c.DuckConsume, "duckdb-consume", "sql", "how DuckDB's output is consumed: sql (checksum computed by DuckDB over every output row) or rows (every row scanned into Go through database/sql)")
@@ -218,6 +223,7 @@ func main() {
 	flag.StringVar(&c.ChildBinary, "child-binary", "auto", "where engines other than DuckDB run: auto (a build of this command without DuckDB, so that their peak RSS does not include DuckDB's library; this executable if it cannot be built) or self (this executable)")
 	flag.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of each engine's run to this file (suffixed with the engine name)")
 	flag.StringVar(&c.MemProfile, "memprofile", "", "write a heap profile at the end of each engine's run to this file (suffixed with the engine name)")
+	flag.StringVar(&c.PeakHeapProfile, "peak-heap-profile", "", "write the heap profile of the garbage collection with the largest live heap of each engine's run to this file (suffixed with the engine name): what is in memory at the peak")
 	flag.StringVar(&c.Input.Log, "input-log", "", "internal: prepared event log")
 	flag.StringVar(&c.Input.Arrival, "input-arrival", "", "internal: prepared arrival-order events")
 	flag.Parse()
@@ -260,9 +266,21 @@ func runChild(engine string, c config) int {
 			return 1
 		}
 	}
+	var peak *peakHeap
+	if c.PeakHeapProfile != "" {
+		peak = startPeakHeap()
+	}
 	res, err := w.Run[engine](context.Background(), c)
 	if c.CPUProfile != "" {
 		pprof.StopCPUProfile()
+	}
+	if peak != nil {
+		live, err := peak.finish(c.PeakHeapProfile + "." + engine)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(os.Stderr, "# %s: peak live heap %.1f MB, profile in %s.%s; %s\n", engine, float64(live)/(1<<20), c.PeakHeapProfile, engine, peak.report())
 	}
 	if c.MemProfile != "" {
 		if f, err := os.Create(c.MemProfile + "." + engine); err == nil {
@@ -446,6 +464,7 @@ func runEngine(bin, engine string, c config) (measured, error) {
 		"-input-arrival=" + c.Input.Arrival,
 		fmt.Sprintf("-parallelism=%d", c.Parallelism),
 		fmt.Sprintf("-decoders=%d", c.Decoders),
+		fmt.Sprintf("-channel-depth=%d", c.ChannelDepth),
 		fmt.Sprintf("-duckdb-threads=%d", c.DuckThreads),
 		"-duckdb-consume=" + c.DuckConsume,
 		"-max-out-of-order=" + c.MaxOutOfOrder.String(),
@@ -458,6 +477,7 @@ func runEngine(bin, engine string, c config) (measured, error) {
 		fmt.Sprintf("-ingest-rate=%d", c.IngestRate),
 		"-cpuprofile=" + c.CPUProfile,
 		"-memprofile=" + c.MemProfile,
+		"-peak-heap-profile=" + c.PeakHeapProfile,
 	}
 	args = append(args, ckptChildArgs()...)
 	cmd := exec.Command(bin, args...)

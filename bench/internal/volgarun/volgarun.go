@@ -35,6 +35,9 @@ type Options struct {
 	// WatermarkInterval advances the watermark at most once per interval
 	// (volga.WithWatermarkInterval; streaming only).
 	WatermarkInterval time.Duration
+	// ChannelDepth is volga.WithChannelDepth; 0 keeps the engine's
+	// default.
+	ChannelDepth int
 }
 
 // Run compiles query with src bound to table and runs it, handing every
@@ -66,6 +69,9 @@ func compile(query, table string, src source.Source, o Options, fn func(context.
 	}
 	if o.Streaming {
 		opts = append(opts, volga.WithMaxOutOfOrder(o.MaxOutOfOrder), volga.WithWatermarkInterval(o.WatermarkInterval))
+	}
+	if o.ChannelDepth > 0 {
+		opts = append(opts, volga.WithChannelDepth(o.ChannelDepth))
 	}
 	if o.Parallelism > 0 {
 		opts = append(opts, volga.WithParallelism(o.Parallelism))
