@@ -483,27 +483,50 @@ func (o *Operator) Late() (dropped, applied int64) {
 	return o.stats.LateDropped, o.stats.LateApplied
 }
 
-// Stats returns counters; it walks every key to count retained rows.
+// Stats returns counters. Retained and ResidentKeys are counted over
+// every key, statsLockKeys keys at a time with the operator's lock
+// released in between: a metrics scrape of an operator with a million
+// keys (a cache miss each, ~0.1 s in all) would otherwise hold its task
+// up for as long. While the task runs, they mix moments of the walk; on
+// an idle operator they are exact.
 func (o *Operator) Stats() Stats {
+	// The keys there are now are walked; the other counters are read
+	// after the walk, so that resident keys never exceed keys nor
+	// retained rows the rows in.
 	o.mu.RLock()
-	defer o.mu.RUnlock()
+	n := len(o.states)
+	o.mu.RUnlock()
+	var retained int64
+	resident := 0
+	for from := 0; from < n; from += statsLockKeys {
+		o.mu.RLock()
+		n = min(n, len(o.states))
+		for _, ks := range o.states[min(from, n):min(from+statsLockKeys, n)] {
+			if ks != nil {
+				retained += int64(ks.rows.Len())
+				if ks.edge != nil {
+					retained += int64(ks.edge.Len())
+				}
+				resident++
+			}
+		}
+		o.mu.RUnlock()
+	}
+	o.mu.RLock()
 	s := o.stats
 	s.Keys = len(o.states)
 	s.Pending = o.pend.n
-	for _, ks := range o.states {
-		if ks != nil {
-			s.Retained += int64(ks.rows.Len())
-			if ks.edge != nil {
-				s.Retained += int64(ks.edge.Len())
-			}
-			s.ResidentKeys++
-		}
-	}
 	s.ResidentBytes = o.resident
+	o.mu.RUnlock()
+	s.Retained, s.ResidentKeys = retained, resident
 	s.LookupLoads = o.lookupLoads.Load()
 	s.LookupPages = o.lookupPages.Load()
 	return s
 }
+
+// statsLockKeys is how many keys Stats counts under one hold of the
+// operator's lock (about 0.4 ms when every key state is a cache miss).
+const statsLockKeys = 4096
 
 func (o *Operator) newKeyState() *keyState {
 	ks := &keyState{dropped: None}
