@@ -83,9 +83,11 @@ type CheckpointInfo struct {
 	Duration time.Duration
 	// Stall is how long the checkpoint held the pipeline's output back:
 	// the longest time a window task stood still for it, at the barrier
-	// (recording its changed keys and the rest of its state) or writing
-	// one slice of key states between two input messages. The store's
-	// backup and the upload run in the background.
+	// (waiting for the previous checkpoint's backup to be taken, when
+	// checkpoints come faster than backups, then recording its changed
+	// keys and the rest of its state) or writing one slice of key states
+	// between two input messages. The store's backup and the upload run
+	// in the background.
 	Stall time.Duration
 	// Final is set for the checkpoint that ends a bounded input.
 	Final bool
@@ -850,6 +852,9 @@ func (tc *taskCheckpoint) begin(ctx context.Context, epoch uint64) error {
 		return err
 	}
 	cr := tc.r.ck
+	// The task stands still from here: waiting for the previous backup
+	// counts in the stall.
+	start := time.Now()
 	for cr.prepared.Load() < *tc.frozen {
 		select {
 		case <-ctx.Done():
@@ -857,7 +862,6 @@ func (tc *taskCheckpoint) begin(ctx context.Context, epoch uint64) error {
 		case <-time.After(time.Millisecond):
 		}
 	}
-	start := time.Now()
 	tc.epoch = epoch
 	*tc.frozen = epoch
 	aop, ok := tc.op.(asyncCheckpointer)
