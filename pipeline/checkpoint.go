@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/trace"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -854,6 +855,7 @@ func (tc *taskCheckpoint) begin(ctx context.Context, epoch uint64) error {
 	cr := tc.r.ck
 	// The task stands still from here: waiting for the previous backup
 	// counts in the stall.
+	defer trace.StartRegion(ctx, "volga.checkpoint.barrier").End()
 	start := time.Now()
 	for cr.prepared.Load() < *tc.frozen {
 		select {
@@ -892,6 +894,7 @@ func (tc *taskCheckpoint) slice() time.Duration {
 // write writes one slice of key states (everything when d <= 0) and
 // starts the flush after the last.
 func (tc *taskCheckpoint) write(d time.Duration) error {
+	defer trace.StartRegion(context.Background(), "volga.checkpoint.slice").End()
 	start := time.Now()
 	flush, err := tc.op.(asyncCheckpointer).WriteCheckpoint(d)
 	tc.sliced = time.Now()

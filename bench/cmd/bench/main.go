@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"syscall"
@@ -68,6 +69,9 @@ type config struct {
 	// PeakHeapProfile, when set, is a file the child engine writes the
 	// heap profile of its largest live heap to (see peakheap.go).
 	PeakHeapProfile string
+	// Trace, when set, is a file the child engine writes an execution
+	// trace of its run to (runtime/trace).
+	Trace string
 	// Input is the prepared input, set by the parent.
 	Input input
 }
@@ -224,6 +228,7 @@ func main() {
 	flag.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of each engine's run to this file (suffixed with the engine name)")
 	flag.StringVar(&c.MemProfile, "memprofile", "", "write a heap profile at the end of each engine's run to this file (suffixed with the engine name)")
 	flag.StringVar(&c.PeakHeapProfile, "peak-heap-profile", "", "write the heap profile of the garbage collection with the largest live heap of each engine's run to this file (suffixed with the engine name): what is in memory at the peak")
+	flag.StringVar(&c.Trace, "trace", "", "write an execution trace of each engine's run to this file (suffixed with the engine name; go tool trace): the library marks its checkpoint steps as regions volga.checkpoint.barrier and volga.checkpoint.slice")
 	flag.StringVar(&c.Input.Log, "input-log", "", "internal: prepared event log")
 	flag.StringVar(&c.Input.Arrival, "input-arrival", "", "internal: prepared arrival-order events")
 	flag.Parse()
@@ -265,6 +270,19 @@ func runChild(engine string, c config) int {
 			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 			return 1
 		}
+	}
+	if c.Trace != "" {
+		f, err := os.Create(c.Trace + "." + engine)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+			return 1
+		}
+		defer trace.Stop()
 	}
 	var peak *peakHeap
 	if c.PeakHeapProfile != "" {
@@ -478,6 +496,7 @@ func runEngine(bin, engine string, c config) (measured, error) {
 		"-cpuprofile=" + c.CPUProfile,
 		"-memprofile=" + c.MemProfile,
 		"-peak-heap-profile=" + c.PeakHeapProfile,
+		"-trace=" + c.Trace,
 	}
 	args = append(args, ckptChildArgs()...)
 	cmd := exec.Command(bin, args...)
