@@ -84,9 +84,10 @@ type CheckpointInfo struct {
 	Duration time.Duration
 	// Stall is how long the checkpoint held the pipeline's output back:
 	// the longest time a window task stood still for it, at the barrier
-	// (waiting for the previous checkpoint's backup to be taken, when
-	// checkpoints come faster than backups, then recording its changed
-	// keys and the rest of its state) or writing one slice of key states
+	// (waiting for the previous checkpoint's backup to be taken, then
+	// recording its changed keys and the rest of its state; the final
+	// checkpoint of a bounded input or a Stop holds no output back while
+	// it waits) or writing one slice of key states
 	// between two input messages. The store's backup and the upload run
 	// in the background.
 	Stall time.Duration
@@ -847,14 +848,15 @@ func (tc *taskCheckpoint) fail(err error) error {
 }
 
 // begin starts checkpoint epoch at the task's aligned barrier.
-func (tc *taskCheckpoint) begin(ctx context.Context, epoch uint64) error {
+func (tc *taskCheckpoint) begin(ctx context.Context, epoch uint64, final bool) error {
 	// The final checkpoint may come while the previous one is written.
 	if err := tc.finish(ctx); err != nil {
 		return err
 	}
 	cr := tc.r.ck
 	// The task stands still from here: waiting for the previous backup
-	// counts in the stall.
+	// counts in the stall, except at the final checkpoint of an input,
+	// after which there is no output left to hold back.
 	defer trace.StartRegion(ctx, "volga.checkpoint.barrier").End()
 	start := time.Now()
 	for cr.prepared.Load() < *tc.frozen {
@@ -863,6 +865,9 @@ func (tc *taskCheckpoint) begin(ctx context.Context, epoch uint64) error {
 			return ctx.Err()
 		case <-time.After(time.Millisecond):
 		}
+	}
+	if final {
+		start = time.Now()
 	}
 	tc.epoch = epoch
 	*tc.frozen = epoch

@@ -1024,7 +1024,7 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 		if !al.arrive(m.from) {
 			return nil
 		}
-		err := tc.begin(ctx, m.barrier)
+		err := tc.begin(ctx, m.barrier, m.final)
 		if err != nil {
 			return err
 		}
