@@ -110,6 +110,19 @@ func WithWatermarkInterval(d time.Duration) Option {
 	return func(c *config) { c.run.WatermarkInterval = d }
 }
 
+// WithWatermarkMaxRows bounds a WithWatermarkInterval mini-batch: once n
+// rows were read since the last watermark, the next one is sent without
+// waiting for the interval (default pipeline.DefaultWatermarkMaxRows,
+// 131 072; negative: no bound). A source that can deliver faster than the
+// pipeline processes (a backlog, a replay) would otherwise pile up an
+// interval's worth of reading as pending rows, released in one step:
+// stream-4 with a 100 ms interval peaked at 1.4-1.7 GB with up to 2.3 s
+// between outputs without the bound, 1.0 GB and 0.2 s with it, and ran no
+// slower.
+func WithWatermarkMaxRows(n int) Option {
+	return func(c *config) { c.run.WatermarkMaxRows = n }
+}
+
 // WithParallelism runs n window tasks per PARTITION BY key set, rows
 // hash-partitioned by key. Results are identical for every n.
 func WithParallelism(n int) Option { return func(c *config) { c.run.Parallelism = n } }

@@ -104,3 +104,45 @@ func TestWatermarkInterval(t *testing.T) {
 		t.Fatalf("%d rows out, want %d", n, len(want.Rows()))
 	}
 }
+
+// TestWatermarkMaxRows: under an interval too long to pass during the run
+// (an hour), a watermark is still sent once WithWatermarkMaxRows rows were
+// read since the last one, so a fast source's rows come out as it goes
+// rather than all at its end, with the output unchanged.
+func TestWatermarkMaxRows(t *testing.T) {
+	tab := testutil.ModesData(12, 3000)
+	query := testutil.ModesSQL("events", testutil.ModesLookupWindows)
+	bound := time.Duration(testutil.ModesMaxOutOfOrder) * time.Millisecond
+	run := func(src source.Source, out sink.Sink, opts ...volga.Option) {
+		t.Helper()
+		p, err := volga.SQL(query, append([]volga.Option{volga.WithSource("events", src), volga.WithSink(out), volga.WithMode(volga.Streaming),
+			volga.WithMaxOutOfOrder(bound), volga.WithParallelism(2)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := sink.NewCollector()
+	run(testutil.NewSource(tab.Schema, tab.Batches(testutil.Rand(1), 40)...), want)
+	names := make([]string, want.Records()[0].Schema().NumFields())
+	for i, f := range want.Records()[0].Schema().Fields() {
+		names[i] = f.Name
+	}
+	// The source goes quiet after its rows until half of them are out:
+	// with the interval alone that takes an hour (idleTail fails after
+	// ten seconds).
+	var released atomic.Int64
+	got := sink.NewCollector()
+	counted := sink.NewCallback(func(ctx context.Context, rec arrow.RecordBatch) error {
+		released.Add(rec.NumRows())
+		return got.Write(ctx, rec)
+	})
+	src := &idleTail{Source: testutil.NewSource(tab.Schema, tab.Batches(testutil.Rand(1), 40)...),
+		want: func() bool { return released.Load() >= int64(len(tab.Rows)/2) }}
+	run(src, counted, volga.WithWatermarkInterval(time.Hour), volga.WithWatermarkMaxRows(200))
+	if d := testutil.Diff(names, got.Rows(), want.Rows(), nil); d != "" {
+		t.Fatalf("WithWatermarkMaxRows changed the output:\n%s", d)
+	}
+}

@@ -16,7 +16,7 @@
 // # volga run
 //
 //	volga run --sql FILE --source NAME=PATH [--source ...] [--mode batch|stream]
-//	          [--max-out-of-order DURATION] [--watermark-interval DURATION]
+//	          [--max-out-of-order DURATION] [--watermark-interval DURATION [--watermark-max-rows N]]
 //	          [--parallelism N] [--sink PATH]
 //	          [--checkpoints URL [--checkpoint-interval DURATION]]
 //	          [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS]
@@ -51,7 +51,10 @@
 // writes them to a file, --allowed-lateness applies them anyway).
 // --watermark-interval 100ms advances the watermark at most ten times a
 // second: rows come out up to 100 ms later, in larger steps, which with many
-// keys costs much less CPU per row.
+// keys costs much less CPU per row. A step holds at most
+// --watermark-max-rows rows read (default 131072; -1 for no bound): a
+// backlog read faster than it is processed is released every that many
+// rows rather than piling up for the whole interval.
 //
 // # Checkpoints and state
 //

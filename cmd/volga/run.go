@@ -22,7 +22,7 @@ import (
 	"github.com/volga-go/volga/source"
 )
 
-const runSynopsis = "run --sql FILE --source NAME=PATH [--source ...] [--mode batch|stream] [--max-out-of-order DURATION] [--watermark-interval DURATION] [--parallelism N] [--sink PATH] [--checkpoints URL [--checkpoint-interval DURATION]] [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS] [--log-level LEVEL]"
+const runSynopsis = "run --sql FILE --source NAME=PATH [--source ...] [--mode batch|stream] [--max-out-of-order DURATION] [--watermark-interval DURATION [--watermark-max-rows N]] [--parallelism N] [--sink PATH] [--checkpoints URL [--checkpoint-interval DURATION]] [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS] [--log-level LEVEL]"
 
 var runCommand = &command{
 	name:    "run",
@@ -38,6 +38,7 @@ type runConfig struct {
 	mode            volga.Mode
 	maxOutOfOrder   time.Duration
 	wmInterval      time.Duration
+	wmMaxRows       int
 	allowedLateness time.Duration
 	parallelism     int
 	sinkPath        string
@@ -165,6 +166,7 @@ func newRunFlags(cfg *runConfig) *flag.FlagSet {
 	fs.Var(modeFlag{&cfg.mode}, "mode", "`batch|stream`: read to the end and keep input order, or emit rows as the watermark passes them (default batch)")
 	fs.Var(durationFlag{&cfg.maxOutOfOrder}, "max-out-of-order", "stream mode: how far behind the newest event time a row may arrive and still be on time (`DURATION`, e.g. 5s)")
 	fs.Var(durationFlag{&cfg.wmInterval}, "watermark-interval", "stream mode: advance the watermark at most once per `DURATION` of wall-clock time (e.g. 100ms): rows come out up to that much later, at much less CPU per row with many keys")
+	fs.IntVar(&cfg.wmMaxRows, "watermark-max-rows", pipeline.DefaultWatermarkMaxRows, "stream mode, with --watermark-interval: send the watermark early once `N` rows were read since the last one (a backlog read faster than processed stays bounded); -1: no bound")
 	fs.Var(durationFlag{&cfg.allowedLateness}, "allowed-lateness", "stream mode: apply late rows up to this `DURATION` behind the watermark instead of dropping them")
 	fs.IntVar(&cfg.parallelism, "parallelism", 1, "number of window tasks, rows hash-partitioned by key (`N` >= 1)")
 	fs.IntVar(&cfg.batchSize, "batch-size", source.DefaultBatchSize, "rows per batch read from the source (`N` >= 1); in stream mode the watermark advances between batches")
@@ -216,7 +218,7 @@ func parseRunArgs(args []string) (*runConfig, error) {
 		return nil, usagef("run: --batch-size must be at least 1, got %d", cfg.batchSize)
 	}
 	if cfg.mode != volga.Streaming {
-		for _, name := range []string{"max-out-of-order", "watermark-interval", "allowed-lateness", "late-sink"} {
+		for _, name := range []string{"max-out-of-order", "watermark-interval", "watermark-max-rows", "allowed-lateness", "late-sink"} {
 			if f := fs.Lookup(name); f.Value.String() != f.DefValue {
 				return nil, usagef("run: --%s applies to --mode stream only", name)
 			}
@@ -355,7 +357,7 @@ func runPipeline(ctx context.Context, e *env, cfg *runConfig) (err error) {
 	opts = append(opts, cfg.state.options()...)
 	if cfg.mode == volga.Streaming {
 		opts = append(opts, volga.WithMaxOutOfOrder(cfg.maxOutOfOrder), volga.WithAllowedLateness(cfg.allowedLateness),
-			volga.WithWatermarkInterval(cfg.wmInterval))
+			volga.WithWatermarkInterval(cfg.wmInterval), volga.WithWatermarkMaxRows(cfg.wmMaxRows))
 	}
 	// Compile once without the outputs: they are created only once the
 	// query compiled, so that a mistake in it leaves no empty file behind.

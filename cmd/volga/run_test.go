@@ -198,6 +198,7 @@ func TestRunEquivalence(t *testing.T) {
 		{"--mode", "stream", "--batch-size", "7"},
 		{"--mode", "stream", "--max-out-of-order", "1m", "--parallelism", "2", "--batch-size", "100"},
 		{"--mode", "stream", "--watermark-interval", "5ms", "--parallelism", "2", "--batch-size", "50"},
+		{"--mode", "stream", "--watermark-interval", "1h", "--watermark-max-rows", "120", "--parallelism", "2", "--batch-size", "50"},
 	} {
 		t.Run(strings.Join(extra, " "), func(t *testing.T) {
 			code, got, stderr := cli(t, context.Background(), dir, "", append(base, extra...)...)
@@ -313,6 +314,7 @@ func TestRunErrors(t *testing.T) {
 		{"negative duration", []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--mode", "stream", "--max-out-of-order", "-1s"}, 2, `volga: run: invalid value "-1s" for flag -max-out-of-order: must not be negative (see 'volga help run')`},
 		{"duration in batch mode", []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--max-out-of-order", "5s"}, 2, `volga: run: --max-out-of-order applies to --mode stream only`},
 		{"watermark interval in batch mode", []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--watermark-interval", "100ms"}, 2, `volga: run: --watermark-interval applies to --mode stream only`},
+		{"watermark max rows in batch mode", []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--watermark-max-rows", "100"}, 2, `volga: run: --watermark-max-rows applies to --mode stream only`},
 		{"bad mode", []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--mode", "fast"}, 2, `volga: run: invalid value "fast" for flag -mode: want batch or stream (see 'volga help run')`},
 		{"bad parallelism", []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--parallelism", "0"}, 2, `volga: run: --parallelism must be at least 1, got 0`},
 		{"bad sink extension", []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--sink", "out.txt"}, 2, `volga: run: cannot tell the output format of "out.txt" from its extension: use .csv, .jsonl, .ndjson or .parquet, a directory ending in / for Parquet files per checkpoint, or a kafka:// URL`},
