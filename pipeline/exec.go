@@ -786,7 +786,6 @@ func selected(mask *array.Boolean) []int32 {
 	return keep
 }
 
-// appendMillis appends event times as epoch milliseconds (floor).
 // millisView returns col as an int64 array of milliseconds sharing col's
 // values, when they are that already (int64, or timestamps in
 // milliseconds) and col has no NULLs; else nil. The event-time column of
@@ -811,6 +810,7 @@ func millisView(col arrow.Array) arrow.Array {
 	return array.MakeFromData(v)
 }
 
+// appendMillis appends event times as epoch milliseconds (floor).
 func appendMillis(b *array.Int64Builder, col arrow.Array) {
 	switch a := col.(type) {
 	case *array.Int64:
