@@ -87,9 +87,8 @@ type CheckpointInfo struct {
 	// (waiting for the previous checkpoint's backup to be taken, then
 	// recording its changed keys and the rest of its state; the final
 	// checkpoint of a bounded input or a Stop holds no output back while
-	// it waits) or writing one slice of key states
-	// between two input messages. The store's backup and the upload run
-	// in the background.
+	// it waits) or writing one slice of key states between two input
+	// messages. The store's backup and the upload run in the background.
 	Stall time.Duration
 	// Final is set for the checkpoint that ends a bounded input.
 	Final bool
