@@ -96,6 +96,25 @@ func BenchmarkOwnRows(b *testing.B) {
 	}))/rows, "allocs/row")
 }
 
+// BenchmarkOwnRowsOf: what each of n tasks of a batch run does with a
+// 4096-row batch the reader shares with them all: find the rows of its own
+// keys (a row list, no copy).
+func BenchmarkOwnRowsOf(b *testing.B) {
+	const rows = 4096
+	rec := benchBatch(rand.New(rand.NewPCG(1, 2)), rows, func(i int) int64 { return int64(i) })
+	defer rec.Release()
+	for _, n := range []int{2, 3, 4} {
+		b.Run(fmt.Sprintf("tasks=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			var h keyHasher
+			for b.Loop() {
+				ownRowsOf(&h, rec, []int{1}, 0, n)
+			}
+			perRow(b, rows)
+		})
+	}
+}
+
 // BenchmarkSplit: a batch split over two tasks at once (the split between
 // stages).
 func BenchmarkSplit(b *testing.B) {
