@@ -99,7 +99,8 @@ func WithIdleTimeout(d time.Duration) Option {
 }
 
 // WithWatermarkInterval advances the watermark at most once per d of
-// wall-clock time (streaming; default 0: after every batch read), as
+// wall-clock time, or sooner once WithWatermarkMaxRows rows were read
+// since it last did (streaming; default 0: after every batch read), as
 // mini-batching does in other stream processors: rows are emitted, and
 // seen by lookups, up to d later, in larger steps, and the window tasks
 // visit each key for more rows at a time, which costs several times less

@@ -68,10 +68,11 @@ type RunOptions struct {
 	// watermark back (streaming). 0 waits for every partition.
 	IdleTimeout time.Duration
 	// WatermarkInterval, when positive, advances the watermark at most
-	// once per interval of wall-clock time (streaming; the end of the
-	// input always passes at once): rows are released in larger steps,
-	// up to the interval later, and window tasks visit each key for more
-	// rows at a time, which costs much less CPU per row when keys are many
+	// once per interval of wall-clock time, or once WatermarkMaxRows rows
+	// were read since it last did (streaming; the end of the input always
+	// passes at once): rows are released in larger steps, up to the
+	// interval later, and window tasks visit each key for more rows at a
+	// time, which costs much less CPU per row when keys are many
 	// (window.BenchmarkBatchRelease). Results are the same; a row counts
 	// as late only behind the watermark sent, which lags by up to the
 	// interval. 0 advances it after every batch read.

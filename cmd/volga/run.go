@@ -165,7 +165,7 @@ func newRunFlags(cfg *runConfig) *flag.FlagSet {
 	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to a .csv, .jsonl, .ndjson, .json or .parquet file, or a Kafka topic kafka://HOST:PORT/TOPIC?group=G&time_field=ts")
 	fs.Var(modeFlag{&cfg.mode}, "mode", "`batch|stream`: read to the end and keep input order, or emit rows as the watermark passes them (default batch)")
 	fs.Var(durationFlag{&cfg.maxOutOfOrder}, "max-out-of-order", "stream mode: how far behind the newest event time a row may arrive and still be on time (`DURATION`, e.g. 5s)")
-	fs.Var(durationFlag{&cfg.wmInterval}, "watermark-interval", "stream mode: advance the watermark at most once per `DURATION` of wall-clock time (e.g. 100ms): rows come out up to that much later, at much less CPU per row with many keys")
+	fs.Var(durationFlag{&cfg.wmInterval}, "watermark-interval", "stream mode: advance the watermark at most once per `DURATION` of wall-clock time (e.g. 100ms; sooner every --watermark-max-rows rows read): rows come out up to that much later, at much less CPU per row with many keys")
 	fs.IntVar(&cfg.wmMaxRows, "watermark-max-rows", pipeline.DefaultWatermarkMaxRows, "stream mode, with --watermark-interval: send the watermark early once `N` rows were read since the last one (a backlog read faster than processed stays bounded); -1: no bound")
 	fs.Var(durationFlag{&cfg.allowedLateness}, "allowed-lateness", "stream mode: apply late rows up to this `DURATION` behind the watermark instead of dropping them")
 	fs.IntVar(&cfg.parallelism, "parallelism", 1, "number of window tasks, rows hash-partitioned by key (`N` >= 1)")
