@@ -91,7 +91,8 @@
 // # volga serve
 //
 //	volga serve --sql FILE --source NAME=PATH --listen ADDR [--mode batch|stream]
-//	            [--max-out-of-order DURATION] [--parallelism N] [--max-body BYTES]
+//	            [--max-out-of-order DURATION] [--watermark-interval DURATION [--watermark-max-rows N]]
+//	            [--parallelism N] [--max-body BYTES]
 //	            [--checkpoints URL [--checkpoint-interval DURATION]]
 //	            [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS]
 //

@@ -144,8 +144,19 @@ func postJSON(t *testing.T, url, body string) (int, string) {
 }
 
 func TestServe(t *testing.T) {
+	for _, extra := range [][]string{
+		{"--parallelism", "2"},
+		// Stream mode with mini-batched watermarks: every row is in by the
+		// end of the input, so lookups answer as in batch mode.
+		{"--mode", "stream", "--max-out-of-order", "1h", "--watermark-interval", "1h", "--watermark-max-rows", "2", "--parallelism", "2"},
+	} {
+		t.Run(strings.Join(extra, " "), func(t *testing.T) { testServe(t, extra...) })
+	}
+}
+
+func testServe(t *testing.T, extra ...string) {
 	dir := files(t, "q.sql", spendSQL, "tx.csv", txCSV)
-	url, stderr, stop := startServe(t, dir, "--sql", "q.sql", "--source", "tx=tx.csv", "--parallelism", "2")
+	url, stderr, stop := startServe(t, dir, append([]string{"--sql", "q.sql", "--source", "tx=tx.csv"}, extra...)...)
 	rows := parseTx(t, txCSV)
 
 	resp, err := http.Get(url + "/healthz")
@@ -223,6 +234,8 @@ func TestServeErrors(t *testing.T) {
 		{[]string{"serve", "--source", "tx=tx.csv"}, exitUsage, "volga: serve: missing --sql FILE"},
 		{[]string{"serve", "--sql", "q.sql"}, exitUsage, "volga: serve: missing --source NAME=PATH"},
 		{[]string{"serve", "--sql", "q.sql", "--source", "tx=tx.csv", "--max-out-of-order", "5s"}, exitUsage, "applies to --mode stream only"},
+		{[]string{"serve", "--sql", "q.sql", "--source", "tx=tx.csv", "--watermark-interval", "100ms"}, exitUsage, "--watermark-interval applies to --mode stream only"},
+		{[]string{"serve", "--sql", "q.sql", "--source", "tx=tx.csv", "--watermark-max-rows", "10"}, exitUsage, "--watermark-max-rows applies to --mode stream only"},
 		{[]string{"serve", "--sql", "q.sql", "--source", "tx=tx.csv", "--listen", "256.0.0.1:99999"}, exitFailure, "volga: serve: listen tcp"},
 		{[]string{"serve", "--sql", "group.sql", "--source", "tx=tx.csv"}, exitFailure, "needs a query with sliding windows"},
 		{[]string{"serve", "--sql", "q.sql", "--source", "tx=missing.csv"}, exitFailure, "missing.csv"},
