@@ -37,8 +37,7 @@ type runConfig struct {
 	sources         bindings
 	mode            volga.Mode
 	maxOutOfOrder   time.Duration
-	wmInterval      time.Duration
-	wmMaxRows       int
+	wm              watermarkFlags
 	allowedLateness time.Duration
 	parallelism     int
 	sinkPath        string
@@ -101,6 +100,31 @@ func (f modeFlag) Set(v string) error {
 }
 
 // durationFlag parses a non-negative time.Duration ("5s", "1m30s").
+// watermarkFlags are the stream-mode watermark flags of run and serve.
+type watermarkFlags struct {
+	interval time.Duration
+	maxRows  int
+}
+
+func (w *watermarkFlags) register(fs *flag.FlagSet) {
+	fs.Var(durationFlag{&w.interval}, "watermark-interval", "stream mode: advance the watermark at most once per `DURATION` of wall-clock time (e.g. 100ms; sooner every --watermark-max-rows rows read): rows come out, and reach lookups, up to that much later, at much less CPU per row with many keys")
+	fs.IntVar(&w.maxRows, "watermark-max-rows", pipeline.DefaultWatermarkMaxRows, "stream mode, with --watermark-interval: send the watermark early once `N` rows were read since the last one (a backlog read faster than processed stays bounded); -1: no bound")
+}
+
+// streamOnly refuses, outside stream mode, any of the named flags set to
+// other than its default.
+func streamOnly(cmd string, mode volga.Mode, fs *flag.FlagSet, names ...string) error {
+	if mode == volga.Streaming {
+		return nil
+	}
+	for _, name := range names {
+		if f := fs.Lookup(name); f.Value.String() != f.DefValue {
+			return usagef("%s: --%s applies to --mode stream only", cmd, name)
+		}
+	}
+	return nil
+}
+
 type durationFlag struct{ d *time.Duration }
 
 func (f durationFlag) String() string {
@@ -165,8 +189,7 @@ func newRunFlags(cfg *runConfig) *flag.FlagSet {
 	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to a .csv, .jsonl, .ndjson, .json or .parquet file, or a Kafka topic kafka://HOST:PORT/TOPIC?group=G&time_field=ts")
 	fs.Var(modeFlag{&cfg.mode}, "mode", "`batch|stream`: read to the end and keep input order, or emit rows as the watermark passes them (default batch)")
 	fs.Var(durationFlag{&cfg.maxOutOfOrder}, "max-out-of-order", "stream mode: how far behind the newest event time a row may arrive and still be on time (`DURATION`, e.g. 5s)")
-	fs.Var(durationFlag{&cfg.wmInterval}, "watermark-interval", "stream mode: advance the watermark at most once per `DURATION` of wall-clock time (e.g. 100ms; sooner every --watermark-max-rows rows read): rows come out up to that much later, at much less CPU per row with many keys")
-	fs.IntVar(&cfg.wmMaxRows, "watermark-max-rows", pipeline.DefaultWatermarkMaxRows, "stream mode, with --watermark-interval: send the watermark early once `N` rows were read since the last one (a backlog read faster than processed stays bounded); -1: no bound")
+	cfg.wm.register(fs)
 	fs.Var(durationFlag{&cfg.allowedLateness}, "allowed-lateness", "stream mode: apply late rows up to this `DURATION` behind the watermark instead of dropping them")
 	fs.IntVar(&cfg.parallelism, "parallelism", 1, "number of window tasks, rows hash-partitioned by key (`N` >= 1)")
 	fs.IntVar(&cfg.batchSize, "batch-size", source.DefaultBatchSize, "rows per batch read from the source (`N` >= 1); in stream mode the watermark advances between batches")
@@ -217,12 +240,8 @@ func parseRunArgs(args []string) (*runConfig, error) {
 	case cfg.batchSize < 1:
 		return nil, usagef("run: --batch-size must be at least 1, got %d", cfg.batchSize)
 	}
-	if cfg.mode != volga.Streaming {
-		for _, name := range []string{"max-out-of-order", "watermark-interval", "watermark-max-rows", "allowed-lateness", "late-sink"} {
-			if f := fs.Lookup(name); f.Value.String() != f.DefValue {
-				return nil, usagef("run: --%s applies to --mode stream only", name)
-			}
-		}
+	if err := streamOnly("run", cfg.mode, fs, "max-out-of-order", "watermark-interval", "watermark-max-rows", "allowed-lateness", "late-sink"); err != nil {
+		return nil, err
 	}
 	if cfg.format != "" {
 		if cfg.sinkPath != "-" {
@@ -357,7 +376,7 @@ func runPipeline(ctx context.Context, e *env, cfg *runConfig) (err error) {
 	opts = append(opts, cfg.state.options()...)
 	if cfg.mode == volga.Streaming {
 		opts = append(opts, volga.WithMaxOutOfOrder(cfg.maxOutOfOrder), volga.WithAllowedLateness(cfg.allowedLateness),
-			volga.WithWatermarkInterval(cfg.wmInterval), volga.WithWatermarkMaxRows(cfg.wmMaxRows))
+			volga.WithWatermarkInterval(cfg.wm.interval), volga.WithWatermarkMaxRows(cfg.wm.maxRows))
 	}
 	// Compile once without the outputs: they are created only once the
 	// query compiled, so that a mistake in it leaves no empty file behind.

@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/volga-go/volga"
-	"github.com/volga-go/volga/pipeline"
 	"github.com/volga-go/volga/request"
 )
 
@@ -41,8 +40,7 @@ type serveConfig struct {
 	listen        string
 	mode          volga.Mode
 	maxOutOfOrder time.Duration
-	wmInterval    time.Duration
-	wmMaxRows     int
+	wm            watermarkFlags
 	parallelism   int
 	maxBody       int64
 	retention     time.Duration
@@ -58,8 +56,7 @@ func newServeFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.listen, "listen", "localhost:8080", "`ADDR`ess to serve HTTP on, host:port (port 0 picks a free one)")
 	fs.Var(modeFlag{&cfg.mode}, "mode", "`batch|stream`: how the file is ingested; batch accepts any order, stream drops rows more than --max-out-of-order late (default batch)")
 	fs.Var(durationFlag{&cfg.maxOutOfOrder}, "max-out-of-order", "stream mode: how far behind the newest event time a row may arrive and still be on time (`DURATION`)")
-	fs.Var(durationFlag{&cfg.wmInterval}, "watermark-interval", "stream mode: advance the watermark at most once per `DURATION` of wall-clock time (e.g. 100ms; sooner every --watermark-max-rows rows read): rows reach lookups up to that much later, at much less CPU per row with many keys")
-	fs.IntVar(&cfg.wmMaxRows, "watermark-max-rows", pipeline.DefaultWatermarkMaxRows, "stream mode, with --watermark-interval: send the watermark early once `N` rows were read since the last one; -1: no bound")
+	cfg.wm.register(fs)
 	fs.IntVar(&cfg.parallelism, "parallelism", 1, "number of window tasks, rows hash-partitioned by key (`N` >= 1)")
 	fs.Int64Var(&cfg.maxBody, "max-body", request.DefaultMaxBodyBytes, "largest request body accepted, in `BYTES`")
 	fs.Var(durationFlag{&cfg.retention}, "lookup-retention", "answer lookups at times down to `DURATION` before the newest event (default: each key's newest event on); memory grows with it")
@@ -91,15 +88,9 @@ func parseServeArgs(args []string) (*serveConfig, error) {
 		return nil, usagef("serve: --parallelism must be at least 1, got %d", cfg.parallelism)
 	case cfg.maxBody < 1:
 		return nil, usagef("serve: --max-body must be at least 1, got %d", cfg.maxBody)
-	case cfg.mode != volga.Streaming && cfg.maxOutOfOrder != 0:
-		return nil, usagef("serve: --max-out-of-order applies to --mode stream only")
 	}
-	if cfg.mode != volga.Streaming {
-		for _, name := range []string{"watermark-interval", "watermark-max-rows"} {
-			if f := fs.Lookup(name); f.Value.String() != f.DefValue {
-				return nil, usagef("serve: --%s applies to --mode stream only", name)
-			}
-		}
+	if err := streamOnly("serve", cfg.mode, fs, "max-out-of-order", "watermark-interval", "watermark-max-rows"); err != nil {
+		return nil, err
 	}
 	if err := cfg.state.check("serve", fs); err != nil {
 		return nil, err
@@ -153,7 +144,7 @@ func serve(ctx context.Context, e *env, cfg *serveConfig, ready func(string)) er
 	opts = append(opts, cfg.state.options()...)
 	if cfg.mode == volga.Streaming {
 		opts = append(opts, volga.WithMaxOutOfOrder(cfg.maxOutOfOrder),
-			volga.WithWatermarkInterval(cfg.wmInterval), volga.WithWatermarkMaxRows(cfg.wmMaxRows))
+			volga.WithWatermarkInterval(cfg.wm.interval), volga.WithWatermarkMaxRows(cfg.wm.maxRows))
 	}
 	p, err := volga.FromPlan(q.plan, opts...)
 	if err != nil {
