@@ -85,10 +85,11 @@ type CheckpointInfo struct {
 	// Stall is how long the checkpoint held the pipeline's output back:
 	// the longest time a window task stood still for it, at the barrier
 	// (waiting for the previous checkpoint's backup to be taken, then
-	// recording its changed keys and the rest of its state; the final
-	// checkpoint of a bounded input or a Stop holds no output back while
-	// it waits) or writing one slice of key states between two input
-	// messages. The store's backup and the upload run in the background.
+	// recording its changed keys and the rest of its state) or writing
+	// one slice of key states between two input messages. The final
+	// checkpoint of a bounded input or a Stop counts only the recording:
+	// with no input left, its waiting and writing hold nothing back. The
+	// store's backup and the upload run in the background.
 	Stall time.Duration
 	// Final is set for the checkpoint that ends a bounded input.
 	Final bool
@@ -837,6 +838,9 @@ type taskCheckpoint struct {
 	meta    []byte
 	stall   time.Duration
 	writing bool
+	// final marks the final checkpoint of an input: nothing waits on its
+	// writing, which is therefore no stall.
+	final   bool
 	flushed chan error
 	// sliced is when the last slice of writing ended.
 	sliced time.Time
@@ -868,7 +872,7 @@ func (tc *taskCheckpoint) begin(ctx context.Context, epoch uint64, final bool) e
 	if final {
 		start = time.Now()
 	}
-	tc.epoch = epoch
+	tc.epoch, tc.final = epoch, final
 	*tc.frozen = epoch
 	aop, ok := tc.op.(asyncCheckpointer)
 	var err error
@@ -902,7 +906,7 @@ func (tc *taskCheckpoint) write(d time.Duration) error {
 	start := time.Now()
 	flush, err := tc.op.(asyncCheckpointer).WriteCheckpoint(d)
 	tc.sliced = time.Now()
-	if d > 0 {
+	if d > 0 && !tc.final {
 		tc.stall = max(tc.stall, tc.sliced.Sub(start))
 	}
 	if err != nil {
