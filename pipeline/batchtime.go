@@ -15,20 +15,26 @@ import (
 // can have an event time at or below t, every row at or below t has its
 // final results. A source that knows a lower bound of the event times of
 // its unread rows (source.LowerBounder: Parquet row-group statistics)
-// gives that t. The rows released at a watermark must also be the first
-// rows of the input, since batch output keeps input order and each task
-// emits its rows in that order: that holds while the input read so far is
-// in event-time order, which batchTimes checks row by row. Time-ordered
-// input (the common layout of event logs and of training-set exports) is
-// then processed in memory bounded by the windows and the row groups
-// rather than by the whole input; other input is processed as before,
-// at its end.
+// gives that t. For OVER windows the rows released at a watermark must
+// also be the first rows of the input, since batch output keeps input
+// order and each task emits its rows in that order: that holds while the
+// input read so far is in event-time order, which batchTimes checks row by
+// row. Time-ordered input (the common layout of event logs and of
+// training-set exports) is then processed in memory bounded by the windows
+// and the row groups rather than by the whole input; other input is
+// processed as before, at its end.
+//
+// Tumbling and hopping windows (GROUP BY) need only the bound: their
+// output is ordered by window end, as in a stream, so a window whose end
+// is at or below t is final and goes out whatever the order of the rows
+// read so far.
 type batchTimes struct {
 	src  source.LowerBounder
 	col  string
 	last int64 // the latest event time read; math.MinInt64 before any
-	// sorted is false once a row came earlier than one before it.
-	sorted bool
+	// sorted is false once a row came earlier than one before it; it
+	// matters only when ordered is set (OVER windows).
+	sorted, ordered bool
 	// bound is the last bound the source gave: no row may be below it.
 	bound int64
 }
@@ -39,18 +45,15 @@ func (r *runner) batchTimes() *batchTimes {
 	if r.opt.Mode != Batch || r.c.timeIdx < 0 || len(r.c.stages) == 0 {
 		return nil
 	}
+	ordered := false
 	for _, st := range r.c.stages {
-		// Group (tumbling and hopping) windows order batch output their
-		// own way; they run to the end of the input.
-		if st.group != nil {
-			return nil
-		}
+		ordered = ordered || st.group == nil
 	}
 	lb, ok := r.src.(source.LowerBounder)
 	if !ok {
 		return nil
 	}
-	return &batchTimes{src: lb, col: r.c.TimeColumn, last: math.MinInt64, sorted: true, bound: math.MinInt64}
+	return &batchTimes{src: lb, col: r.c.TimeColumn, last: math.MinInt64, sorted: true, ordered: ordered, bound: math.MinInt64}
 }
 
 // observe checks the event times of a batch read (in milliseconds): they
@@ -75,7 +78,7 @@ func (b *batchTimes) observe(ts []int64) error {
 // watermark returns the event time up to which rows are final, or
 // watermark.None while there is none.
 func (b *batchTimes) watermark() int64 {
-	if !b.sorted {
+	if b.ordered && !b.sorted {
 		return watermark.None
 	}
 	lb, ok := b.src.LowerBound(b.col)

@@ -291,3 +291,60 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// TestBatchGroupWindowsFinishEarly: a batch GROUP BY run over a Parquet
+// file whose row groups advance in time emits its tumbling and hopping
+// windows before it has read the whole input, also when the rows are out
+// of time order within the out-of-orderness the row groups allow, with
+// the same rows in the same order as a run from a source that knows no
+// bound (which holds every window to the end).
+func TestBatchGroupWindowsFinishEarly(t *testing.T) {
+	aggs := []testutil.Agg{
+		{Func: "count"}, {Func: "sum", Arg: "amount"}, {Func: "max", Arg: "price"},
+		{Func: "first_value", Arg: "amount"}, {Func: "last_value", Arg: "category"},
+		{Func: "topn_frequency", Arg: "category", Param: int64(2)},
+	}
+	const rows, batch = 3000, 37
+	data := map[string]*testutil.Table{
+		"time-ordered": testutil.MLEvents(testutil.Rand(5), testutil.ModesEventConfig(rows)),
+		"out of order": testutil.ModesData(6, rows),
+	}
+	windows := []testutil.GroupWindow{
+		{Keys: []string{"user_id"}, Time: "ts", Size: 60_000, Slide: 60_000},
+		{Keys: []string{"user_id"}, Time: "ts", Size: 300_000, Slide: 60_000},
+	}
+	run := func(w testutil.GroupWindow, src source.Source, out sink.Sink, par int) error {
+		p, err := volga.SQL(groupQuery(w, aggs), volga.WithSource("events", src), volga.WithSink(out), volga.WithParallelism(par))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Run(context.Background())
+	}
+	for name, tab := range data {
+		path := writeEvents(t, tab, 100)
+		for _, w := range windows {
+			want := sink.NewCollector()
+			if err := run(w, testutil.NewSource(tab.Schema, tab.Batches(testutil.Rand(2), 64)...), want, 1); err != nil {
+				t.Fatal(err)
+			}
+			if len(want.Rows()) < 100 {
+				t.Fatalf("%s: %d windows, too few for the test to tell", name, len(want.Rows()))
+			}
+			for _, par := range []int{1, 2} {
+				pq, err := source.NewParquetFiles([]string{path}, source.WithBatchSize(batch))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := &firstWrite{Collector: sink.NewCollector(), first: make(chan struct{})}
+				gated := &gatedSource{boundedSource: pq, gateAt: rows/batch - 2, first: got.first}
+				if err := run(w, gated, got, par); err != nil {
+					t.Fatalf("%s, %+v, parallelism %d: %v", name, w, par, err)
+				}
+				pq.Close()
+				if d := testutil.Diff(nil, got.Rows(), want.Rows(), nil); d != "" {
+					t.Fatalf("%s, %+v, parallelism %d: finishing windows early changed the output:\n%s", name, w, par, d)
+				}
+			}
+		}
+	}
+}
