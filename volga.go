@@ -129,9 +129,11 @@ func WithWatermarkMaxRows(n int) Option {
 func WithParallelism(n int) Option { return func(c *config) { c.run.Parallelism = n } }
 
 // WithLateSink receives late rows that were not applied, with the
-// source's columns. The late sink is not part of checkpoints
-// (WithCheckpoints): after a restart it receives the late rows of the
-// resumed run only, and a file sink starts its file afresh.
+// source's columns, in the order they come from the window tasks. With
+// checkpoints (WithCheckpoints) a transactional sink (sink.Committer, such
+// as the file sinks) takes part in them like the output's sink: after a
+// crash and restart it holds every late row exactly once; another sink
+// gets the late rows after the checkpoint again.
 func WithLateSink(s sink.Sink) Option { return func(c *config) { c.run.Late = s } }
 
 // WithDeadLetters receives rows the engine cannot process, such as a NULL

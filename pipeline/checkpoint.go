@@ -106,6 +106,7 @@ const (
 	partReader = "reader"
 	partMerger = "merger"
 	partSink   = "sink"
+	partLate   = "late-sink"
 )
 
 func partOperator(stage, task int) string { return fmt.Sprintf("op-%d-%d", stage, task) }
@@ -356,19 +357,35 @@ func (r *runner) restoreReader(nparts int) (*readerState, error) {
 	return st, nil
 }
 
-// recoverSink prepares the sink of a resumed run.
+// recoverSink prepares the sink and the late-row sink of a resumed run.
 func (r *runner) recoverSink(ctx context.Context) error {
 	if !r.checkpointing() || r.ck.restored == nil {
 		return nil
 	}
-	c, ok := r.out.(sink.Committer)
-	if !ok {
-		r.ck.log.LogAttrs(ctx, slog.LevelWarn, "volga: the sink is not transactional: output after the checkpoint is written again (at least once)",
-			slog.Uint64("epoch", r.ck.epoch))
-		return nil
-	}
-	if err := c.Recover(ctx, r.ck.epoch, r.ck.restored[partSink]); err != nil {
-		return &operatorError{op: "sink", err: fmt.Errorf("volga: recovering the sink at checkpoint %d: %w", r.ck.epoch, err)}
+	for _, s := range []struct {
+		out        sink.Sink
+		part, name string
+	}{{r.out, partSink, "sink"}, {r.opt.Late, partLate, "late-row sink"}} {
+		if s.out == nil {
+			continue
+		}
+		c, ok := s.out.(sink.Committer)
+		if !ok {
+			r.ck.log.LogAttrs(ctx, slog.LevelWarn, "volga: the "+s.name+" is not transactional: output after the checkpoint is written again (at least once)",
+				slog.Uint64("epoch", r.ck.epoch))
+			continue
+		}
+		state, ok := r.ck.restored[s.part]
+		if !ok && s.part == partLate {
+			// The checkpoint was taken without a late-row sink: this one
+			// starts afresh, as in a run's first epoch.
+			r.ck.log.LogAttrs(ctx, slog.LevelInfo, "volga: the checkpoint has no late-row sink state: the late-row sink starts afresh",
+				slog.Uint64("epoch", r.ck.epoch))
+			continue
+		}
+		if err := c.Recover(ctx, r.ck.epoch, state); err != nil {
+			return &operatorError{op: "sink", err: fmt.Errorf("volga: recovering the %s at checkpoint %d: %w", s.name, r.ck.epoch, err)}
+		}
 	}
 	return nil
 }
@@ -605,6 +622,15 @@ func (r *runner) completeCheckpoint(ctx context.Context, epoch uint64, m *merger
 		}
 		cr.addPart(epoch, partSink, sb)
 	}
+	// Late rows reach the merger with the output, behind the same
+	// barriers: the late-row sink ends the epoch at the same point.
+	if c, ok := r.opt.Late.(sink.Committer); ok {
+		sb, err := c.PrepareCommit(ctx, epoch)
+		if err != nil {
+			return &operatorError{op: "sink", err: fmt.Errorf("volga: checkpoint %d: late-row sink: %w", epoch, err)}
+		}
+		cr.addPart(epoch, partLate, sb)
+	}
 	cr.waiting = &waitingCheckpoint{epoch: epoch, final: final}
 	if final {
 		if err := r.awaitParts(ctx, epoch); err != nil {
@@ -695,6 +721,11 @@ func (r *runner) finishCheckpoint(ctx context.Context, res uploadResult) error {
 	if c, ok := r.out.(sink.Committer); ok {
 		if err := c.Commit(ctx, res.epoch); err != nil {
 			return &operatorError{op: "sink", err: fmt.Errorf("volga: checkpoint %d: publishing the sink's output: %w", res.epoch, err)}
+		}
+	}
+	if c, ok := r.opt.Late.(sink.Committer); ok {
+		if err := c.Commit(ctx, res.epoch); err != nil {
+			return &operatorError{op: "sink", err: fmt.Errorf("volga: checkpoint %d: publishing the late-row sink's output: %w", res.epoch, err)}
 		}
 	}
 	if c, ok := r.src.(interface {

@@ -88,7 +88,8 @@ type RunOptions struct {
 	// Parallelism is the number of window tasks per stage (default 1).
 	Parallelism int
 	// Late receives late rows that were not applied, with the source's
-	// columns. Nil counts them only.
+	// columns. Nil counts them only. A sink.Committer takes part in
+	// checkpoints like the output's sink.
 	Late sink.Sink
 	// DeadLetters receives rows the engine cannot process (a NULL event
 	// time). Nil counts them only.
@@ -225,6 +226,11 @@ type msg struct {
 	// dst, on a batch sent to the merger and the tasks, is where the
 	// tasks write its results (resmerge.go); the merger owns it.
 	dst *window.Dest
+	// late marks rec as late rows that were not applied (the source's
+	// columns), on their way to the late-row sink: they travel with the
+	// output, behind the same checkpoint barriers, so that the late-row
+	// sink ends each epoch where the sink does.
+	late bool
 }
 
 // release releases what m holds.
@@ -340,7 +346,6 @@ func (r *runner) run(ctx context.Context) error {
 		inputs[s] = mk()
 	}
 	final := make(chan msg, depth*n)
-	late := make(chan arrow.RecordBatch, depth)
 
 	first := final
 	var firstChans []chan msg
@@ -358,7 +363,6 @@ func (r *runner) run(ctx context.Context) error {
 		}()
 		return r.read(ctx, firstChans, first)
 	})
-	var lateWG sync.WaitGroup
 	for s, st := range r.c.stages {
 		var wg sync.WaitGroup
 		senders := 1
@@ -367,7 +371,6 @@ func (r *runner) run(ctx context.Context) error {
 		}
 		for i := 0; i < n; i++ {
 			wg.Add(1)
-			lateWG.Add(1)
 			in := inputs[s][i]
 			var next []chan msg
 			if s+1 < len(inputs) {
@@ -375,8 +378,7 @@ func (r *runner) run(ctx context.Context) error {
 			}
 			g.Go(func() error {
 				defer wg.Done()
-				defer lateWG.Done()
-				return r.task(ctx, s, st, i, senders, in, next, final, late)
+				return r.task(ctx, s, st, i, senders, in, next, final)
 			})
 		}
 		g.Go(func() error {
@@ -391,12 +393,11 @@ func (r *runner) run(ctx context.Context) error {
 			return nil
 		})
 	}
-	go func() { lateWG.Wait(); close(late) }()
 	mergeFrom := n
 	if len(r.c.stages) == 0 {
 		mergeFrom = 1
 	}
-	g.Go(func() error { return r.merge(ctx, final, late, mergeFrom) })
+	g.Go(func() error { return r.merge(ctx, final, mergeFrom) })
 	err := g.Wait()
 	// Drain whatever is left on the channels so batches are released.
 	for _, chs := range inputs {
@@ -405,9 +406,6 @@ func (r *runner) run(ctx context.Context) error {
 		}
 	}
 	drain(final)
-	for rec := range late {
-		rec.Release()
-	}
 	return err
 }
 
@@ -983,7 +981,7 @@ func (r *runner) newOperator(st *stage, s, id int, frozen *uint64) (operator, er
 }
 
 // task runs one window operator.
-func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in chan msg, next []chan msg, final chan msg, late chan arrow.RecordBatch) error {
+func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in chan msg, next []chan msg, final chan msg) error {
 	var frozen uint64
 	op, err := r.newOperator(st, s, id, &frozen)
 	if err != nil {
@@ -1031,6 +1029,15 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 			}
 		}
 		return nil
+	}
+	// sendLate passes late rows on towards the merger, through one task
+	// of each later stage.
+	sendLate := func(rec arrow.RecordBatch) error {
+		m := msg{rec: rec, wm: watermark.None, from: id, late: true}
+		if next == nil {
+			return send(ctx, final, m)
+		}
+		return send(ctx, next[id%len(next)], m)
 	}
 	var dropped, applied int64
 	var hasher keyHasher
@@ -1113,6 +1120,9 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 		if m.barrier != 0 {
 			return barrier(m)
 		}
+		if m.late {
+			return sendLate(m.rec)
+		}
 		if m.rec != nil && m.split && rowsOp == nil {
 			own, err := ownRows(r.opt.Mem, &hasher, m.rec, st.keyCols(), id, r.n)
 			m.rec.Release()
@@ -1148,11 +1158,9 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 				return fmt.Errorf("volga: internal error: window task %d of a batch run emitted rows as they came", id)
 			}
 			if lateRec != nil {
-				select {
-				case late <- lateRec:
-				case <-ctx.Done():
-					lateRec.Release()
-					return ctx.Err()
+				if err := sendLate(lateRec); err != nil {
+					arrowutil.ReleaseAll(outs)
+					return err
 				}
 			}
 			if err := forward(outs); err != nil {
@@ -1216,7 +1224,7 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 // one task its output is already ordered; with several, rows are merged by
 // arrival sequence (batch) or by (event time, sequence) (streaming) up to
 // the watermark all tasks have passed.
-func (r *runner) merge(ctx context.Context, in chan msg, late chan arrow.RecordBatch, n int) (err error) {
+func (r *runner) merge(ctx context.Context, in chan msg, n int) (err error) {
 	defer func() {
 		if cerr := r.closeSinks(); err == nil {
 			err = cerr
@@ -1304,6 +1312,9 @@ func (r *runner) merge(ctx context.Context, in chan msg, late chan arrow.RecordB
 	}
 	var dispatch func(mm msg) error
 	handle := func(mm msg) error {
+		if mm.late {
+			return writeLate(mm.rec)
+		}
 		if rm != nil {
 			switch {
 			case mm.input:
@@ -1365,8 +1376,7 @@ func (r *runner) merge(ctx context.Context, in chan msg, late chan arrow.RecordB
 		}
 		return handle(mm)
 	}
-	lateCh := late
-	for in != nil || lateCh != nil {
+	for in != nil {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -1376,14 +1386,6 @@ func (r *runner) merge(ctx context.Context, in chan msg, late chan arrow.RecordB
 			}
 		case <-ready:
 			if err := r.checkpointReady(ctx); err != nil {
-				return err
-			}
-		case rec, ok := <-lateCh:
-			if !ok {
-				lateCh = nil
-				continue
-			}
-			if err := writeLate(rec); err != nil {
 				return err
 			}
 		case mm, ok := <-in:

@@ -259,11 +259,6 @@ func parseRunArgs(args []string) (*runConfig, error) {
 	if err := cfg.state.check("run", fs); err != nil {
 		return nil, err
 	}
-	if cfg.state.checkpoints != "" && cfg.lateSink != "" {
-		// The late-row output is not part of the checkpoints: a restart
-		// would start it afresh and lose the rows written before.
-		return nil, usagef("run: --late-sink cannot be combined with --checkpoints yet (the late rows written before a restart would be lost)")
-	}
 	return cfg, nil
 }
 
