@@ -67,3 +67,25 @@ func runDuckDB(ctx context.Context, c config) (result, error) {
 	}
 	return result{Seconds: time.Since(start).Seconds(), Checksum: sum}, nil
 }
+
+// runDuckDBGroup runs the group-1 query with DuckDB over read_parquet of
+// the same file (GroupDuckQuery: time_bucket for tumble), DuckDB summing
+// every output row's columns itself (GroupDuckChecksum), as -duckdb-consume
+// sql does for features-4.
+func runDuckDBGroup(ctx context.Context, c config) (result, error) {
+	db, err := duck.Open(c.DuckThreads)
+	if err != nil {
+		return result{}, err
+	}
+	defer db.Close()
+	start := time.Now()
+	view := fmt.Sprintf("CREATE VIEW tx AS SELECT * FROM read_parquet('%s')", strings.ReplaceAll(c.Input.Log, "'", "''"))
+	if err := db.Exec(ctx, view); err != nil {
+		return result{}, err
+	}
+	var sum workload.GroupChecksum
+	if err := db.SQL.QueryRowContext(ctx, workload.GroupDuckChecksum).Scan(&sum.Windows, &sum.Users, &sum.Starts, &sum.Lengths, &sum.N, &sum.Spend, &sum.Max); err != nil {
+		return result{}, fmt.Errorf("duckdb: %w", err)
+	}
+	return result{Seconds: time.Since(start).Seconds(), Group: &sum}, nil
+}

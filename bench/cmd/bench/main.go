@@ -93,6 +93,7 @@ type result struct {
 	// whose output has the same kind of checksum.
 	Checksum workload.Features4Checksum `json:"checksum"`
 	ML3      *workload.ML3Checksum      `json:"ml3,omitempty"`
+	Group    *workload.GroupChecksum    `json:"group,omitempty"`
 	// Lines are further report lines printed after the engine's line
 	// (the lookup workload's latencies).
 	Lines []string `json:"lines,omitempty"`
@@ -104,6 +105,8 @@ func (r result) checksumKind() string {
 	switch {
 	case r.ML3 != nil:
 		return "ml-3"
+	case r.Group != nil:
+		return "group-1"
 	case len(r.Lines) > 0 && r.Checksum.Rows == 0:
 		return "none"
 	}
@@ -114,6 +117,9 @@ func (r result) checksumString() string {
 	if r.ML3 != nil {
 		return r.ML3.String()
 	}
+	if r.Group != nil {
+		return r.Group.String()
+	}
 	return r.Checksum.String()
 }
 
@@ -121,6 +127,9 @@ func (r result) checksumString() string {
 func (r result) agrees(o result) bool {
 	if r.ML3 != nil && o.ML3 != nil {
 		return r.ML3.Agrees(*o.ML3)
+	}
+	if r.Group != nil && o.Group != nil {
+		return r.Group.Agrees(*o.Group)
 	}
 	return r.Checksum.Agrees(o.Checksum)
 }
@@ -183,6 +192,17 @@ var workloads = map[string]workloadDef{
 		},
 		Ratios: printML3Ratios,
 	},
+	"group-1": {
+		// Hourly tumbling windows per user over the features-4 events:
+		// the batch GROUP BY path, against DuckDB's GROUP BY time_bucket.
+		Engines: []string{"duckdb", "volga-batch"},
+		Prepare: prepareFeatures4,
+		Run: map[string]engineFunc{
+			"duckdb":      runDuckDBGroup,
+			"volga-batch": runVolgaBatchGroup,
+		},
+		Ratios: func(wl string, done []measured) { printRatios(wl, "duckdb", done) },
+	},
 	"lookup": {
 		Engines: []string{"volga"},
 		Prepare: prepareFeatures4,
@@ -206,7 +226,7 @@ func main() {
 	var c config
 	child := flag.String("child", "", "internal: run one engine in this process and report JSON on stdout")
 	httpLoadSpec := flag.String("http-load", "", "internal: run an HTTP load (JSON spec) in this process and report JSON on stdout")
-	flag.StringVar(&c.Workload, "workload", "features-4", "workload to run: features-4, stream-4, ml-3, lookup, checkpoint")
+	flag.StringVar(&c.Workload, "workload", "features-4", "workload to run: features-4, stream-4, ml-3, group-1, lookup, checkpoint")
 	flag.IntVar(&c.Events, "events", 10_000_000, "number of generated events")
 	flag.Uint64Var(&c.Seed, "seed", 1, "generator seed")
 	flag.StringVar(&c.DataDir, "data-dir", defaultDataDir(), "directory caching the generated Parquet files")

@@ -15,5 +15,11 @@ import (
 const withDuckDB = false
 
 func runDuckDB(context.Context, config) (result, error) {
-	return result{}, errors.New("this build of the bench command has no DuckDB (built with -tags volgaonly)")
+	return result{}, errNoDuckDB
 }
+
+func runDuckDBGroup(context.Context, config) (result, error) {
+	return result{}, errNoDuckDB
+}
+
+var errNoDuckDB = errors.New("this build of the bench command has no DuckDB (built with -tags volgaonly)")
