@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,12 +13,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"gocloud.dev/blob/memblob"
 
 	"github.com/volga-go/volga"
 	"github.com/volga-go/volga/internal/testutil"
 	"github.com/volga-go/volga/sink"
 )
+
+// lateEvents returns events in batches whose rows arrive up to 3 s out of
+// order, and the options of a streaming run over them with a 1 s bound
+// (late rows) and par tasks. The batches are released when t ends.
+func lateEvents(t *testing.T, rng *rand.Rand, par int) (*testutil.Table, []arrow.RecordBatch, []volga.Option) {
+	tab := testutil.Events(rng, testutil.DefaultEvents(testutil.Scale(3000)))
+	tab = tab.Subset(testutil.Shuffle(rng, tab, "ts", nil, 3000))
+	batches := tab.Batches(rng, 25)
+	t.Cleanup(func() {
+		for _, b := range batches {
+			b.Release()
+		}
+	})
+	return tab, batches, []volga.Option{volga.WithMode(volga.Streaming), volga.WithMaxOutOfOrder(time.Second), volga.WithParallelism(par)}
+}
 
 // TestCheckpointLateRowsExactlyOnce: a streaming run with a late-row sink
 // (a transactional file sink), cancelled again and again and resumed from
@@ -30,16 +47,7 @@ func TestCheckpointLateRowsExactlyOnce(t *testing.T) {
 	for _, par := range []int{1, 2} {
 		t.Run(fmt.Sprintf("par%d", par), func(t *testing.T) {
 			rng := testutil.Rand(testutil.Seeds(1)[0] + 11 + uint64(par))
-			tab := testutil.Events(rng, testutil.DefaultEvents(testutil.Scale(3000)))
-			// Rows up to 3 s out of order against a 1 s bound: late rows.
-			tab = tab.Subset(testutil.Shuffle(rng, tab, "ts", nil, 3000))
-			batches := tab.Batches(rng, 25)
-			defer func() {
-				for _, b := range batches {
-					b.Release()
-				}
-			}()
-			opts := []volga.Option{volga.WithMode(volga.Streaming), volga.WithMaxOutOfOrder(time.Second), volga.WithParallelism(par)}
+			tab, batches, opts := lateEvents(t, rng, par)
 			dir := t.TempDir()
 			withLate := func(path string) []volga.Option {
 				late, err := sink.Open(path)
@@ -111,16 +119,7 @@ func sortedLines(b []byte) []byte {
 // rows from the checkpoint on) rather than failing to recover it; the
 // output is still exactly once.
 func TestCheckpointLateSinkAddedOnResume(t *testing.T) {
-	rng := testutil.Rand(testutil.Seeds(1)[0] + 17)
-	tab := testutil.Events(rng, testutil.DefaultEvents(testutil.Scale(3000)))
-	tab = tab.Subset(testutil.Shuffle(rng, tab, "ts", nil, 3000))
-	batches := tab.Batches(rng, 25)
-	defer func() {
-		for _, b := range batches {
-			b.Release()
-		}
-	}()
-	opts := []volga.Option{volga.WithMode(volga.Streaming), volga.WithMaxOutOfOrder(time.Second), volga.WithParallelism(2)}
+	tab, batches, opts := lateEvents(t, testutil.Rand(testutil.Seeds(1)[0]+17), 2)
 	dir := t.TempDir()
 	ref, refLate := filepath.Join(dir, "ref.csv"), filepath.Join(dir, "ref-late.csv")
 	late, err := sink.Open(refLate)
