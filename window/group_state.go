@@ -139,7 +139,7 @@ func (g *GroupOperator) Restore(meta []byte) (err error) {
 	wins := map[groupKey]*groupWin{}
 	nw := d.count(3)
 	for i := 0; d.err == nil && i < nw; i++ {
-		k := groupKey{key: int32(d.uvarint()), start: d.varint()}
+		k := groupKey{key: int64(d.uvarint()), start: d.varint()}
 		w := &groupWin{states: make([]agg.State, len(g.cfg.Aggs)), minSeq: d.varint()}
 		if d.err == nil && (k.key < 0 || int(k.key) >= nk) {
 			d.fail()
@@ -212,11 +212,11 @@ func (g *GroupOperator) Restore(meta []byte) (err error) {
 	}
 	g.keyVals = keyVals
 	g.wins = wins
-	for k := range wins {
+	for k, w := range wins {
 		if len(g.byStart[k.start]) == 0 {
 			heap.Push(&g.starts, k.start)
 		}
-		g.byStart[k.start] = append(g.byStart[k.start], k.key)
+		g.byStart[k.start] = append(g.byStart[k.start], winRef{w: w, key: int32(k.key)})
 	}
 	g.held = held
 	g.pend = pend
