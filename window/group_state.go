@@ -53,9 +53,11 @@ func (g *GroupOperator) Checkpoint() ([]byte, error) {
 	for j := range g.keyVals {
 		out = appendColumn(out, &g.keyVals[j])
 	}
-	keys := make([]groupKey, 0, len(g.wins))
-	for k := range g.wins {
-		keys = append(keys, k)
+	var keys []groupKey
+	for start, sw := range g.wins {
+		for _, ref := range sw.list {
+			keys = append(keys, groupKey{key: int64(ref.key), start: start})
+		}
 	}
 	slices.SortFunc(keys, func(a, b groupKey) int {
 		if a.start != b.start {
@@ -65,7 +67,7 @@ func (g *GroupOperator) Checkpoint() ([]byte, error) {
 	})
 	out = binary.AppendUvarint(out, uint64(len(keys)))
 	for _, k := range keys {
-		w := g.wins[k]
+		w := g.wins[k.start].byKey[int32(k.key)]
 		out = binary.AppendUvarint(out, uint64(k.key))
 		out = binary.AppendVarint(out, k.start)
 		out = binary.AppendVarint(out, w.minSeq)
@@ -136,7 +138,11 @@ func (g *GroupOperator) Restore(meta []byte) (err error) {
 		keyVals[j] = agg.Column{Type: g.keyVals[j].Type, Kind: g.keyVals[j].Kind}
 		d.decodeColumn(&keyVals[j], nk)
 	}
-	wins := map[groupKey]*groupWin{}
+	type keyWin struct {
+		k groupKey
+		w *groupWin
+	}
+	var wins []keyWin
 	nw := d.count(3)
 	for i := 0; d.err == nil && i < nw; i++ {
 		k := groupKey{key: int64(d.uvarint()), start: d.varint()}
@@ -154,7 +160,7 @@ func (g *GroupOperator) Restore(meta []byte) (err error) {
 				return fmt.Errorf("window: restore: %w: %w", errCorruptState, err)
 			}
 		}
-		wins[k] = w
+		wins = append(wins, keyWin{k, w})
 	}
 	held := map[int32]*groupHeld{}
 	nh := d.count(3)
@@ -211,12 +217,21 @@ func (g *GroupOperator) Restore(meta []byte) (err error) {
 		}
 	}
 	g.keyVals = keyVals
-	g.wins = wins
-	for k, w := range wins {
-		if len(g.byStart[k.start]) == 0 {
+	// Windows in the order written (by start, then key), each opened
+	// once.
+	for _, kw := range wins {
+		k := kw.k
+		sw := g.wins[k.start]
+		if sw == nil {
+			sw = &startWins{byKey: map[int32]*groupWin{}}
+			g.wins[k.start] = sw
 			heap.Push(&g.starts, k.start)
 		}
-		g.byStart[k.start] = append(g.byStart[k.start], winRef{w: w, key: int32(k.key)})
+		if sw.byKey[int32(k.key)] != nil {
+			return fmt.Errorf("window: restore: %w: window %d of key %d stored twice", errCorruptState, k.start, k.key)
+		}
+		sw.byKey[int32(k.key)] = kw.w
+		sw.list = append(sw.list, winRef{w: kw.w, key: int32(k.key)})
 	}
 	g.held = held
 	g.pend = pend
