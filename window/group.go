@@ -117,14 +117,19 @@ type startWins struct {
 func (g *GroupOperator) win(id int32, start, seq int64) *groupWin {
 	sw := g.wins[start]
 	if sw == nil {
-		sw = &startWins{byKey: make(map[int32]*groupWin, g.hint)}
+		sw = &startWins{byKey: make(map[int32]*groupWin, g.hint), list: make([]winRef, 0, g.hint)}
 		g.wins[start] = sw
 		heap.Push(&g.starts, start)
 	}
 	if w := sw.byKey[id]; w != nil {
 		return w
 	}
-	w := &groupWin{states: make([]agg.State, len(g.cfg.Aggs)), minSeq: seq}
+	w := &groupWin{minSeq: seq}
+	if n := len(g.cfg.Aggs); n <= len(w.inline) {
+		w.states = w.inline[:n]
+	} else {
+		w.states = make([]agg.State, n)
+	}
 	for a, f := range g.cfg.Aggs {
 		w.states[a] = f.NewState()
 	}
@@ -136,6 +141,9 @@ func (g *GroupOperator) win(id int32, start, seq int64) *groupWin {
 type groupWin struct {
 	states []agg.State
 	minSeq int64
+	// inline holds states when there are few (one allocation a window
+	// rather than two).
+	inline [4]agg.State
 }
 
 // NewGroup returns a GroupOperator for input batches of schema in.
