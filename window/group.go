@@ -364,6 +364,8 @@ func (g *GroupOperator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 	bld := make([]array.Builder, g.out.NumFields())
 	for i, f := range g.out.Fields() {
 		bld[i] = array.NewBuilder(g.mem, f.Type)
+		// One window a row: sized once rather than grown by doubling.
+		bld[i].Reserve(len(fire))
 	}
 	defer arrowutil.ReleaseAll(bld)
 	nk := len(g.cfg.KeyCols)
