@@ -124,7 +124,15 @@ func (g *GroupOperator) win(id int32, start, seq int64) *groupWin {
 	if w := sw.byKey[id]; w != nil {
 		return w
 	}
-	w := &groupWin{minSeq: seq}
+	w := g.newWin(seq)
+	sw.byKey[id] = w
+	sw.list = append(sw.list, winRef{w: w, key: id})
+	return w
+}
+
+// newWin returns a window with fresh aggregate states.
+func (g *GroupOperator) newWin(minSeq int64) *groupWin {
+	w := &groupWin{minSeq: minSeq}
 	if n := len(g.cfg.Aggs); n <= len(w.inline) {
 		w.states = w.inline[:n]
 	} else {
@@ -133,8 +141,6 @@ func (g *GroupOperator) win(id int32, start, seq int64) *groupWin {
 	for a, f := range g.cfg.Aggs {
 		w.states[a] = f.NewState()
 	}
-	sw.byKey[id] = w
-	sw.list = append(sw.list, winRef{w: w, key: id})
 	return w
 }
 
@@ -383,7 +389,6 @@ func (g *GroupOperator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 			st.AppendResult(bld[4+nk+a])
 		}
 	}
-
 	cols := make([]arrow.Array, len(bld))
 	for i, b := range bld {
 		cols[i] = b.NewArray()

@@ -146,12 +146,11 @@ func (g *GroupOperator) Restore(meta []byte) (err error) {
 	nw := d.count(3)
 	for i := 0; d.err == nil && i < nw; i++ {
 		k := groupKey{key: int64(d.uvarint()), start: d.varint()}
-		w := &groupWin{states: make([]agg.State, len(g.cfg.Aggs)), minSeq: d.varint()}
+		w := g.newWin(d.varint())
 		if d.err == nil && (k.key < 0 || int(k.key) >= nk) {
 			d.fail()
 		}
-		for a, f := range g.cfg.Aggs {
-			w.states[a] = f.NewState()
+		for a := range g.cfg.Aggs {
 			b := d.bytes()
 			if d.err != nil {
 				break
