@@ -1,17 +1,21 @@
 package pipeline_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"gocloud.dev/blob/memblob"
 
 	"github.com/volga-go/volga"
 	"github.com/volga-go/volga/internal/testutil"
@@ -346,5 +350,72 @@ func TestBatchGroupWindowsFinishEarly(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestBatchGroupWindowsResumeExactlyOnce: a batch GROUP BY run over
+// time-ordered batches (windows emitted as the source's bound passes
+// them), cancelled again and again and resumed from its latest
+// checkpoint, writes exactly the file an uninterrupted run writes.
+func TestBatchGroupWindowsResumeExactlyOnce(t *testing.T) {
+	tab := testutil.MLEvents(testutil.Rand(21), testutil.ModesEventConfig(3000))
+	batches := tab.Batches(testutil.Rand(22), 40)
+	defer func() {
+		for _, b := range batches {
+			b.Release()
+		}
+	}()
+	query := groupQuery(testutil.GroupWindow{Keys: []string{"user_id"}, Time: "ts", Size: 120_000, Slide: 60_000},
+		[]testutil.Agg{{Func: "count"}, {Func: "sum", Arg: "amount"}, {Func: "last_value", Arg: "category"}})
+	dir := t.TempDir()
+	run := func(ctx context.Context, path string, after int, cancel context.CancelFunc, opts ...volga.Option) error {
+		out, err := sink.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := testutil.NewInterrupting(tab.Schema, after, cancel, batches...)
+		p, err := volga.SQL(query, append([]volga.Option{volga.WithSource("events", src), volga.WithSink(out), volga.WithParallelism(2)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Run(ctx)
+	}
+	ref := filepath.Join(dir, "ref.csv")
+	if err := run(context.Background(), ref, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(ref)
+	bucket := memblob.OpenBucket(nil)
+	defer bucket.Close()
+	out := filepath.Join(dir, "out.csv")
+	rng := testutil.Rand(23)
+	crashes := 0
+	var ckpts atomic.Int64
+	for attempt := 0; ; attempt++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		after := 0
+		if attempt < 5 {
+			after = 1 + rng.IntN(len(batches)/2)
+		}
+		err := run(ctx, out, after, cancel, volga.WithCheckpointBucket(bucket, time.Millisecond),
+			volga.WithOnCheckpoint(func(volga.CheckpointInfo) { ckpts.Add(1) }))
+		cancel()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("attempt %d: %v", attempt, err)
+		}
+		crashes++
+	}
+	if ckpts.Load() < 2 {
+		t.Fatalf("only %d checkpoints were taken", ckpts.Load())
+	}
+	got, _ := os.ReadFile(out)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("after %d interruptions the output differs from an uninterrupted run (%d bytes, want %d)", crashes, len(got), len(want))
+	}
+	if bytes.Count(want, []byte("\n")) < 100 {
+		t.Fatalf("only %d lines: too few windows for the test to tell", bytes.Count(want, []byte("\n")))
 	}
 }
