@@ -195,7 +195,7 @@ func newRunFlags(cfg *runConfig) *flag.FlagSet {
 	fs.IntVar(&cfg.batchSize, "batch-size", source.DefaultBatchSize, "rows per batch read from the source (`N` >= 1); in stream mode the watermark advances between batches")
 	fs.StringVar(&cfg.sinkPath, "sink", "-", "output `PATH`: .csv, .jsonl, .ndjson or .parquet, or a Kafka topic kafka://HOST:PORT/TOPIC?key=COLS; - is standard output")
 	fs.StringVar(&cfg.format, "format", "", "`csv|jsonl`: the format of standard output (default csv)")
-	fs.StringVar(&cfg.lateSink, "late-sink", "", "stream mode: write late rows that were dropped to `PATH` (.csv, .jsonl, ...)")
+	fs.StringVar(&cfg.lateSink, "late-sink", "", "stream mode: write late rows that were dropped to `PATH` (.csv, .jsonl, ...); with --checkpoints a file gets each of them exactly once")
 	cfg.logLevel = slog.LevelWarn
 	fs.Var(logLevelFlag{&cfg.logLevel}, "log-level", "log the pipeline's messages at this `LEVEL` and above to standard error: debug, info, warn or error")
 	addStateFlags(fs, &cfg.state)
