@@ -69,11 +69,7 @@ type GroupOperator struct {
 	wins map[int64]*startWins
 	// hint sizes a new start's map: the number of windows of the last
 	// start emitted.
-	hint int
-	// free holds emitted windows, their states reset, for new windows to
-	// reuse (allocating a window's states was a sixth of a batch run's
-	// CPU, with a window a row).
-	free   []*groupWin
+	hint   int
 	starts startHeap
 	wm     int64
 	stats  Stats
@@ -103,9 +99,6 @@ type groupKey struct {
 	start int64
 }
 
-// groupFreeMax is the most emitted windows kept for reuse.
-const groupFreeMax = 1 << 16
-
 // winRef is a window and its key's id.
 type winRef struct {
 	w   *groupWin
@@ -131,13 +124,7 @@ func (g *GroupOperator) win(id int32, start, seq int64) *groupWin {
 	if w := sw.byKey[id]; w != nil {
 		return w
 	}
-	var w *groupWin
-	if n := len(g.free); n > 0 {
-		w, g.free = g.free[n-1], g.free[:n-1]
-		w.minSeq = seq
-	} else {
-		w = g.newWin(seq)
-	}
+	w := g.newWin(seq)
 	sw.byKey[id] = w
 	sw.list = append(sw.list, winRef{w: w, key: id})
 	return w
@@ -401,15 +388,6 @@ func (g *GroupOperator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 		for a, st := range w.states {
 			st.AppendResult(bld[4+nk+a])
 		}
-	}
-	for _, f := range fire {
-		if len(g.free) >= groupFreeMax {
-			break
-		}
-		for _, st := range f.w.states {
-			st.Reset()
-		}
-		g.free = append(g.free, f.w)
 	}
 	cols := make([]arrow.Array, len(bld))
 	for i, b := range bld {
