@@ -388,32 +388,17 @@ func TestBatchGroupWindowsResumeExactlyOnce(t *testing.T) {
 	bucket := memblob.OpenBucket(nil)
 	defer bucket.Close()
 	out := filepath.Join(dir, "out.csv")
-	rng := testutil.Rand(23)
-	crashes := 0
 	var ckpts atomic.Int64
-	for attempt := 0; ; attempt++ {
-		ctx, cancel := context.WithCancel(context.Background())
-		after := 0
-		if attempt < 5 {
-			after = 1 + rng.IntN(len(batches)/2)
-		}
-		err := run(ctx, out, after, cancel, volga.WithCheckpointBucket(bucket, time.Millisecond),
+	crashes := crashAndResume(t, testutil.Rand(23), 5, len(batches)/2, func(ctx context.Context, after int, cancel context.CancelFunc) error {
+		return run(ctx, out, after, cancel, volga.WithCheckpointBucket(bucket, time.Millisecond),
 			volga.WithOnCheckpoint(func(volga.CheckpointInfo) { ckpts.Add(1) }))
-		cancel()
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("attempt %d: %v", attempt, err)
-		}
-		crashes++
-	}
+	})
 	if ckpts.Load() < 2 {
 		t.Fatalf("only %d checkpoints were taken", ckpts.Load())
 	}
 	got, _ := os.ReadFile(out)
 	if !bytes.Equal(got, want) {
-		t.Fatalf("after %d interruptions the output differs from an uninterrupted run (%d bytes, want %d)", crashes, len(got), len(want))
+		t.Fatalf("after %d interruptions the output differs from an uninterrupted run:\n%s", crashes, lineDiff(got, want))
 	}
 	if bytes.Count(want, []byte("\n")) < 100 {
 		t.Fatalf("only %d lines: too few windows for the test to tell", bytes.Count(want, []byte("\n")))

@@ -69,26 +69,12 @@ func TestCheckpointLateRowsExactlyOnce(t *testing.T) {
 			bucket := memblob.OpenBucket(nil)
 			defer bucket.Close()
 			out, outLate := filepath.Join(dir, "out.csv"), filepath.Join(dir, "out-late.csv")
-			crashes := 0
 			var ckpts atomic.Int64
-			for attempt := 0; ; attempt++ {
-				ctx, cancel := context.WithCancel(context.Background())
-				after := 0 // the last attempt runs to the end
-				if attempt < 6 {
-					after = 1 + rng.IntN(len(batches)/3)
-				}
+			crashes := crashAndResume(t, rng, 6, len(batches)/3, func(ctx context.Context, after int, cancel context.CancelFunc) error {
 				ckOpts := append(withLate(outLate), volga.WithCheckpointBucket(bucket, time.Millisecond),
 					volga.WithOnCheckpoint(func(volga.CheckpointInfo) { ckpts.Add(1) }))
-				err := runToFile(ctx, t, out, tab.Schema, batches, after, cancel, ckOpts...)
-				cancel()
-				if err == nil {
-					break
-				}
-				if !errors.Is(err, context.Canceled) {
-					t.Fatalf("attempt %d: %v", attempt, err)
-				}
-				crashes++
-			}
+				return runToFile(ctx, t, out, tab.Schema, batches, after, cancel, ckOpts...)
+			})
 			if ckpts.Load() < 2 {
 				t.Fatalf("only %d checkpoints were taken", ckpts.Load())
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,6 +57,32 @@ func runPipelineToFile(ctx context.Context, t *testing.T, path string, schema *a
 		src.Interrupt = p.Stop // a graceful stop rather than a crash
 	}
 	return p, p.Run(ctx)
+}
+
+// crashAndResume calls run n+1 times: the first n times with after, a
+// number of batches in [1, maxAfter], to be read before the run is
+// cancelled (run passes it and cancel to testutil.NewInterrupting), the
+// last time with after 0, to the end. It fails t on any error but the
+// cancellation and returns the number of runs cancelled.
+func crashAndResume(t *testing.T, rng *rand.Rand, n, maxAfter int, run func(ctx context.Context, after int, cancel context.CancelFunc) error) int {
+	t.Helper()
+	crashes := 0
+	for attempt := 0; ; attempt++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		after := 0
+		if attempt < n {
+			after = 1 + rng.IntN(maxAfter)
+		}
+		err := run(ctx, after, cancel)
+		cancel()
+		if err == nil {
+			return crashes
+		}
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("attempt %d: %v", attempt, err)
+		}
+		crashes++
+	}
 }
 
 // TestCheckpointResumeExactlyOnce: a run cancelled again and again, each
@@ -130,23 +157,9 @@ func TestCheckpointResumeExactlyOnce(t *testing.T) {
 			ckOpts := append(opts, volga.WithCheckpointBucket(bucket, interval), volga.WithMemoryBudget(cb.budget),
 				volga.WithOnCheckpoint(func(volga.CheckpointInfo) { ckpts.Add(1) }),
 				volga.WithStateDir(filepath.Join(dir, "state")), volga.WithRowPaging(cb.pages))
-			crashes := 0
-			for attempt := 0; ; attempt++ {
-				ctx, cancel := context.WithCancel(context.Background())
-				after := 0 // the last attempt runs to the end
-				if attempt < 6 {
-					after = 1 + rng.IntN(len(batches)/3)
-				}
-				err := runToFile(ctx, t, out, tab.Schema, batches, after, cancel, ckOpts...)
-				cancel()
-				if err == nil {
-					break
-				}
-				if !errors.Is(err, context.Canceled) {
-					t.Fatalf("attempt %d: %v", attempt, err)
-				}
-				crashes++
-			}
+			crashes := crashAndResume(t, rng, 6, len(batches)/3, func(ctx context.Context, after int, cancel context.CancelFunc) error {
+				return runToFile(ctx, t, out, tab.Schema, batches, after, cancel, ckOpts...)
+			})
 			got, _ := os.ReadFile(out)
 			if !bytes.Equal(got, want) {
 				t.Fatalf("after %d interruptions the output differs from an uninterrupted run:\n%s", crashes, lineDiff(got, want))
