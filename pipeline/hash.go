@@ -96,6 +96,8 @@ func (k *keyHasher) rowsOf(dst []int32, cols []arrow.Array, rows, p, n int) []in
 	want, m := uint64(p), uint64(n)
 	if len(cols) == 1 {
 		if a, ok := cols[0].(*array.Int64); ok && a.NullN() == 0 {
+			// Through k.idx: rowsOfInt64 needs room for every row, and dst
+			// is kept as long as the rows are (PushRows).
 			k.idx = rowsOfInt64(k.idx[:0], a.Int64Values()[:rows], want, m)
 			return append(dst, k.idx...)
 		}
