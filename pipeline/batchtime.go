@@ -1,8 +1,10 @@
 package pipeline
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/volga-go/volga/source"
@@ -17,27 +19,43 @@ import (
 // its unread rows (source.LowerBounder: Parquet row-group statistics)
 // gives that t. For OVER windows the rows released at a watermark must
 // also be the first rows of the input, since batch output keeps input
-// order and each task emits its rows in that order: that holds while the
-// input read so far is in event-time order, which batchTimes checks row by
-// row. Time-ordered input (the common layout of event logs and of
-// training-set exports) is then processed in memory bounded by the windows
-// and the row groups rather than by the whole input; other input is
-// processed as before, at its end.
+// order and each task emits its rows in that order: the watermark is the
+// greatest t below the bound such that the rows read so far at or below t
+// are a prefix of them. batchTimes finds it from the rows' event times as
+// they are read: a row earlier than one before it (its time a, the
+// greatest time before it b) rules out every t in [a, b), which would
+// release it and not that earlier row. Time-ordered input (the common
+// layout of event logs and of training-set exports) rules out nothing,
+// and input whose disorder is local (events written in arrival order,
+// each at most some seconds late) rules out only times near the newest:
+// both are processed in memory bounded by the windows, the row groups and
+// the disorder rather than by the whole input. Input out of order
+// throughout (say, sorted by key) rules out everything up to its end, and
+// is processed there.
 //
 // Tumbling and hopping windows (GROUP BY) need only the bound: their
 // output is ordered by window end, as in a stream, so a window whose end
 // is at or below t is final and goes out whatever the order of the rows
 // read so far.
 type batchTimes struct {
-	src  source.LowerBounder
-	col  string
-	last int64 // the latest event time read; math.MinInt64 before any
-	// sorted is false once a row came earlier than one before it; it
-	// matters only when ordered is set (OVER windows).
-	sorted, ordered bool
+	src source.LowerBounder
+	col string
+	// ordered is set when the run has OVER windows, which need the rows
+	// released to be a prefix of the input.
+	ordered bool
+	// newest is the greatest event time read; math.MinInt64 before any.
+	newest int64
+	// gaps are the watermarks ruled out: disjoint, ascending, not
+	// adjacent intervals [lo, hi); those wholly at or below wm are dropped.
+	gaps []timeGap
 	// bound is the last bound the source gave: no row may be below it.
 	bound int64
+	// wm is the last watermark returned (math.MinInt64 before any).
+	wm int64
 }
+
+// timeGap is an interval [lo, hi) of event times no watermark may be in.
+type timeGap struct{ lo, hi int64 }
 
 // batchTimes returns the tracker of a batch run whose source gives lower
 // bounds of event time, or nil.
@@ -53,44 +71,75 @@ func (r *runner) batchTimes() *batchTimes {
 	if !ok {
 		return nil
 	}
-	return &batchTimes{src: lb, col: r.c.TimeColumn, last: math.MinInt64, sorted: true, ordered: ordered, bound: math.MinInt64}
+	return newBatchTimes(lb, r.c.TimeColumn, ordered)
+}
+
+func newBatchTimes(src source.LowerBounder, col string, ordered bool) *batchTimes {
+	return &batchTimes{src: src, col: col, ordered: ordered, newest: math.MinInt64, bound: math.MinInt64, wm: math.MinInt64}
 }
 
 // observe checks the event times of a batch read (in milliseconds): they
-// may not be below the source's last bound, and they end the sorted run
-// when out of order.
+// may not be below the source's last bound. For OVER windows it notes the
+// watermarks a row earlier than one before it rules out.
 func (b *batchTimes) observe(ts []int64) error {
 	for _, t := range ts {
 		if t < b.bound {
 			return fmt.Errorf("volga: a row has event time %s, below %s, the least event time the source's metadata promised for the rows left (%T.LowerBound)",
 				time.UnixMilli(t).UTC().Format(time.RFC3339Nano), time.UnixMilli(b.bound).UTC().Format(time.RFC3339Nano), b.src)
 		}
-		if b.sorted {
-			if t < b.last {
-				b.sorted = false
-			}
-			b.last = t
+		if t >= b.newest {
+			b.newest = t
+		} else if b.ordered {
+			b.ruleOut(t, b.newest)
 		}
 	}
 	return nil
 }
 
+// ruleOut adds the gap [lo, hi), merged with those it overlaps or
+// touches. hi is the newest time read, at or above every gap's end, so
+// the gaps it can merge with are the last ones.
+func (b *batchTimes) ruleOut(lo, hi int64) {
+	for n := len(b.gaps); n > 0 && b.gaps[n-1].hi >= lo; n-- {
+		lo = min(lo, b.gaps[n-1].lo)
+		b.gaps = b.gaps[:n-1]
+	}
+	b.gaps = append(b.gaps, timeGap{lo, hi})
+}
+
 // watermark returns the event time up to which rows are final, or
 // watermark.None while there is none.
 func (b *batchTimes) watermark() int64 {
-	if b.ordered && !b.sorted {
-		return watermark.None
-	}
 	lb, ok := b.src.LowerBound(b.col)
 	if !ok {
 		return watermark.None
 	}
 	b.bound = max(b.bound, lb)
-	if lb == math.MaxInt64 {
+	if b.bound == math.MaxInt64 {
 		// Everything is read: the end of the input says it.
 		return watermark.None
 	}
-	return lb - 1
+	wm := b.bound - 1
+	// The gaps are disjoint and not adjacent: below the one wm falls in
+	// (the last that starts at or below it) is a time no gap holds.
+	i, _ := slices.BinarySearchFunc(b.gaps, wm, func(g timeGap, t int64) int { return cmp.Compare(g.lo, t+1) })
+	if i > 0 && b.gaps[i-1].hi > wm {
+		wm = b.gaps[i-1].lo - 1
+	}
+	if wm <= b.wm {
+		return watermark.None
+	}
+	b.wm = wm
+	// Gaps wholly at or below wm rule out nothing to come: every row
+	// still to come is above it.
+	k := 0
+	for k < len(b.gaps) && b.gaps[k].hi <= wm+1 {
+		k++
+	}
+	if k > 0 {
+		b.gaps = append(b.gaps[:0], b.gaps[k:]...)
+	}
+	return wm
 }
 
 // batchReleaseRows is the least number of rows a window task of a batch

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -148,6 +149,62 @@ func TestBatchFinishesTimeOrderedRowsEarly(t *testing.T) {
 			src.Close()
 			if d := testutil.Diff(names, got.Rows(), want.Rows(), nil); d != "" {
 				t.Fatalf("%s, parallelism %d: time-ordered input changed the output:\n%s", name, par, d)
+			}
+		}
+	}
+}
+
+// TestBatchFinishesDisorderedRowsEarly: rows in arrival order, each a
+// little late (up to testutil.ModesMaxOutOfOrder, as testutil.ModesData
+// has them), are emitted before the whole input is read too, one task or
+// several, from Parquet row groups that overlap in time or from batches in
+// memory, with the output of the same rows from a source that knows no
+// bound. (There are 40 users so that every task has rows: a task that has
+// emitted nothing yet holds the batch output of the others back.)
+func TestBatchFinishesDisorderedRowsEarly(t *testing.T) {
+	defer pipeline.SetBatchReleaseRows(0)()
+	defer pipeline.SetMergeChunk(50)()
+	const rows = 3000
+	rng := testutil.Rand(9)
+	cfg := testutil.ModesEventConfig(rows)
+	cfg.Users = 40
+	tab := testutil.MLEvents(rng, cfg)
+	tab = tab.Subset(testutil.Shuffle(rng, tab, "ts", nil, testutil.ModesMaxOutOfOrder))
+	late, newest := 0, int64(math.MinInt64)
+	for i := range tab.Rows {
+		ts := tab.Value(i, "ts").(int64)
+		if ts < newest {
+			late++
+		}
+		newest = max(newest, ts)
+	}
+	if late < rows/20 {
+		t.Fatalf("only %d rows of %d out of time order", late, rows)
+	}
+	want := sink.NewCollector()
+	if err := runBatch(t, testutil.NewSource(tab.Schema, tab.Batches(testutil.Rand(2), 64)...), want, 1); err != nil {
+		t.Fatal(err)
+	}
+	path := writeEvents(t, tab, 100)
+	open := map[string]func() boundedSource{
+		"parquet": func() boundedSource {
+			return must(source.NewParquetFiles([]string{path}, source.WithBatchSize(37)))
+		},
+		"memory": func() boundedSource {
+			return source.NewMemory(tab.Schema, tab.Batches(testutil.Rand(3), 37)...)
+		},
+	}
+	for name, open := range open {
+		for _, par := range []int{1, 2, 3} {
+			src := open()
+			got := &firstWrite{Collector: sink.NewCollector(), first: make(chan struct{})}
+			gated := &gatedSource{boundedSource: src, gateAt: rows/37 - 2, first: got.first}
+			if err := runBatch(t, gated, got, par); err != nil {
+				t.Fatalf("%s, parallelism %d: %v", name, par, err)
+			}
+			src.Close()
+			if d := testutil.Diff(nil, got.Rows(), want.Rows(), nil); d != "" {
+				t.Fatalf("%s, parallelism %d: disordered input released early changed the output:\n%s", name, par, d)
 			}
 		}
 	}

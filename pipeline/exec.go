@@ -1534,7 +1534,7 @@ func (m *merger) advance(from int, wm int64, emit func(arrow.RecordBatch) error)
 	m.cur = w
 	if m.batch {
 		// Batch output is in sequence order: a watermark before the end
-		// (time-ordered input, see batchTimes) only says that rows were
+		// (input in or near time order, see batchTimes) only says that rows were
 		// released, which drain merges as they arrive.
 		if w == watermark.End {
 			return m.mergeAll(emit)

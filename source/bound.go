@@ -5,12 +5,13 @@ package source
 // yet read, such as the row-group statistics of Parquet files.
 //
 // In batch mode the engine uses the bound of the event-time column to
-// finish rows before the end of the input: when the rows read so far are
-// in event-time order, every row earlier than the bound has seen all the
-// rows its windows can hold, so its results are final and it can be
-// emitted and its memory freed. Input sorted by event time (or in row
-// groups whose time ranges do not overlap) is then processed in bounded
-// memory. The results are the same as without the bound.
+// finish rows before the end of the input: every row earlier than the
+// bound has seen all the rows its windows can hold, so its results are
+// final, and it can be emitted and its memory freed once every row read
+// before it can be too (output keeps input order). Input sorted by event
+// time, or nearly (rows in arrival order, each a little late, in row
+// groups that overlap in time by no more than that), is then processed in
+// bounded memory. The results are the same as without the bound.
 type LowerBounder interface {
 	// LowerBound returns a value every row that later calls to Read
 	// return holds in column col or above, or ok false when it knows

@@ -1,0 +1,129 @@
+package pipeline
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/volga-go/volga/watermark"
+)
+
+// boundOf is a LowerBounder that reports a bound set by the test.
+type boundOf struct{ b int64 }
+
+func (s *boundOf) LowerBound(string) (int64, bool) { return s.b, true }
+
+// maxPrefixWatermark is the brute-force answer batchTimes must give: the
+// greatest w below bound such that the rows of ts at or below w are a
+// prefix of ts. Only bound-1 and a time just below one of ts can be the
+// greatest.
+func maxPrefixWatermark(ts []int64, bound int64) int64 {
+	cands := []int64{bound - 1}
+	for _, t := range ts {
+		if t-1 < bound-1 {
+			cands = append(cands, t-1)
+		}
+	}
+	slices.Sort(cands)
+	for i := len(cands) - 1; i >= 0; i-- {
+		w := cands[i]
+		prefix := true
+		for j, seenAbove := 0, false; j < len(ts); j++ {
+			if ts[j] > w {
+				seenAbove = true
+			} else if seenAbove {
+				prefix = false
+				break
+			}
+		}
+		if prefix {
+			return w
+		}
+	}
+	return math.MinInt64
+}
+
+// TestBatchTimesPrefixWatermark: over inputs in order, with local
+// disorder, in blocks each out of order, and out of order throughout,
+// read in batches with the source's bound the least time still to come
+// (or lower), each watermark batchTimes gives is the greatest time below
+// the bound whose rows so far are a prefix of the input (brute force), and
+// it gives none when that does not move on.
+func TestBatchTimesPrefixWatermark(t *testing.T) {
+	shapes := map[string]func(r *rand.Rand, n int) []int64{
+		"ordered": func(r *rand.Rand, n int) []int64 {
+			ts := make([]int64, n)
+			for i := range ts {
+				ts[i] = int64(i/3) * 10
+			}
+			return ts
+		},
+		"local disorder": func(r *rand.Rand, n int) []int64 {
+			ts := make([]int64, n)
+			for i := range ts {
+				ts[i] = int64(i)*10 - r.Int64N(60)
+			}
+			return ts
+		},
+		"blocks reversed": func(r *rand.Rand, n int) []int64 {
+			ts := make([]int64, n)
+			for i := range ts {
+				ts[i] = int64(i/8)*100 + int64(8-i%8)*10
+			}
+			return ts
+		},
+		"random": func(r *rand.Rand, n int) []int64 {
+			ts := make([]int64, n)
+			for i := range ts {
+				ts[i] = r.Int64N(int64(n) * 10)
+			}
+			return ts
+		},
+	}
+	for name, shape := range shapes {
+		for seed := range uint64(20) {
+			r := rand.New(rand.NewPCG(seed, 11))
+			ts := shape(r, 200)
+			src := &boundOf{b: math.MinInt64}
+			bt := newBatchTimes(src, "ts", true)
+			last := int64(math.MinInt64)
+			for read := 0; read < len(ts); {
+				n := 1 + r.IntN(20)
+				batch := ts[read:min(read+n, len(ts))]
+				read += len(batch)
+				if err := bt.observe(batch); err != nil {
+					t.Fatalf("%s, seed %d: %v", name, seed, err)
+				}
+				bound := int64(math.MaxInt64)
+				if read < len(ts) {
+					bound = slices.Min(ts[read:]) - r.Int64N(3)*r.Int64N(50)
+					bound = max(bound, src.b) // a source's bound never goes back
+				}
+				src.b = bound
+				got := bt.watermark()
+				if bound == math.MaxInt64 {
+					if got != watermark.None {
+						t.Fatalf("%s, seed %d: watermark %d at the end of the input, want none", name, seed, got)
+					}
+					continue
+				}
+				want := maxPrefixWatermark(ts[:read], bound)
+				if want < last {
+					t.Fatalf("%s, seed %d: brute force went back from %d to %d", name, seed, last, want)
+				}
+				if want == last {
+					want = watermark.None
+				} else {
+					last = want
+				}
+				if got != want {
+					t.Fatalf("%s, seed %d, %d rows read, bound %d: watermark %d, want %d (times %v)", name, seed, read, bound, got, want, ts[:read])
+				}
+			}
+			if name == "ordered" && len(bt.gaps) != 0 {
+				t.Fatalf("ordered input left gaps %v", bt.gaps)
+			}
+		}
+	}
+}
