@@ -52,6 +52,43 @@ type batchTimes struct {
 	bound int64
 	// wm is the last watermark returned (math.MinInt64 before any).
 	wm int64
+	// blind is set when the run resumed from a checkpoint that did not
+	// record the times read before it: for OVER windows no watermark is
+	// then known to release a prefix, until the end.
+	blind bool
+}
+
+// batchTimesState is a batchTimes in a checkpoint (the reader's part):
+// the times the rows read before it rule out hold after it, for rows
+// released after the checkpoint must still be a prefix of the input.
+type batchTimesState struct {
+	Newest int64      `json:"newest"`
+	Gaps   [][2]int64 `json:"gaps,omitempty"` // [lo, hi) each
+	Bound  int64      `json:"bound"`
+	WM     int64      `json:"wm"`
+}
+
+// state returns b's checkpoint state.
+func (b *batchTimes) state() *batchTimesState {
+	st := &batchTimesState{Newest: b.newest, Bound: b.bound, WM: b.wm}
+	for _, g := range b.gaps {
+		st.Gaps = append(st.Gaps, [2]int64{g.lo, g.hi})
+	}
+	return st
+}
+
+// restore resumes b from a checkpoint's state, nil when the checkpoint
+// has none (it was taken by an earlier version).
+func (b *batchTimes) restore(st *batchTimesState) {
+	if st == nil {
+		b.blind = b.ordered
+		return
+	}
+	b.newest, b.bound, b.wm = st.Newest, st.Bound, st.WM
+	b.gaps = b.gaps[:0]
+	for _, g := range st.Gaps {
+		b.gaps = append(b.gaps, timeGap{g[0], g[1]})
+	}
 }
 
 // timeGap is an interval [lo, hi) of event times no watermark may be in.
@@ -115,7 +152,7 @@ func (b *batchTimes) watermark() int64 {
 		return watermark.None
 	}
 	b.bound = max(b.bound, lb)
-	if b.bound == math.MaxInt64 {
+	if b.bound == math.MaxInt64 || b.blind {
 		// Everything is read: the end of the input says it.
 		return watermark.None
 	}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -124,6 +125,65 @@ func TestBatchTimesPrefixWatermark(t *testing.T) {
 			if name == "ordered" && len(bt.gaps) != 0 {
 				t.Fatalf("ordered input left gaps %v", bt.gaps)
 			}
+		}
+	}
+}
+
+// TestBatchTimesRestore: a batchTimes resumed from its checkpoint state
+// (through JSON, as the reader's part stores it) gives the watermarks the
+// uninterrupted one gives; resumed from a checkpoint without that state
+// (an earlier version's), it gives none before the end for OVER windows,
+// and the bound's for GROUP BY alone.
+func TestBatchTimesRestore(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	ts := make([]int64, 400)
+	for i := range ts {
+		ts[i] = int64(i)*10 - r.Int64N(80)
+	}
+	src := &boundOf{b: math.MinInt64}
+	whole := newBatchTimes(src, "ts", true)
+	var resumed, blindOver, blindGroup *batchTimes
+	for read := 0; read < len(ts); read += 20 {
+		batch := ts[read : read+20]
+		if read == 200 {
+			js, err := json.Marshal(whole.state())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st *batchTimesState
+			if err := json.Unmarshal(js, &st); err != nil {
+				t.Fatal(err)
+			}
+			resumed = newBatchTimes(src, "ts", true)
+			resumed.restore(st)
+			blindOver = newBatchTimes(src, "ts", true)
+			blindOver.restore(nil)
+			blindGroup = newBatchTimes(src, "ts", false)
+			blindGroup.restore(nil)
+		}
+		for _, b := range []*batchTimes{whole, resumed, blindOver, blindGroup} {
+			if b != nil {
+				if err := b.observe(batch); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		src.b = math.MaxInt64
+		if read+20 < len(ts) {
+			src.b = slices.Min(ts[read+20:])
+		}
+		want := whole.watermark()
+		if resumed == nil {
+			continue
+		}
+		if got := resumed.watermark(); got != want {
+			t.Fatalf("%d rows read: resumed watermark %d, uninterrupted %d", read+20, got, want)
+		}
+		if got := blindOver.watermark(); got != watermark.None {
+			t.Fatalf("%d rows read: watermark %d after a checkpoint without times, want none", read+20, got)
+		}
+		if got, wantGroup := blindGroup.watermark(), src.b-1; src.b != math.MaxInt64 && got != wantGroup {
+			t.Fatalf("%d rows read: GROUP BY watermark %d, want the bound's %d", read+20, got, wantGroup)
 		}
 	}
 }

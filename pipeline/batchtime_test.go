@@ -461,3 +461,60 @@ func TestBatchGroupWindowsResumeExactlyOnce(t *testing.T) {
 		t.Fatalf("only %d lines: too few windows for the test to tell", bytes.Count(want, []byte("\n")))
 	}
 }
+
+// TestBatchDisorderedResumeExactlyOnce: a checkpointed batch run over rows
+// in arrival order, each a little late, released as the input goes,
+// cancelled again and again and resumed from its latest checkpoint, writes
+// exactly the file of an uninterrupted run, rows in input order, with one
+// and two tasks: the times a late row ruled out before a checkpoint still
+// hold after it.
+func TestBatchDisorderedResumeExactlyOnce(t *testing.T) {
+	defer pipeline.SetBatchReleaseRows(0)()
+	defer pipeline.SetMergeChunk(50)()
+	rng := testutil.Rand(31)
+	cfg := testutil.ModesEventConfig(3000)
+	cfg.Users = 40
+	tab := testutil.MLEvents(rng, cfg)
+	tab = tab.Subset(testutil.Shuffle(rng, tab, "ts", nil, testutil.ModesMaxOutOfOrder))
+	batches := tab.Batches(testutil.Rand(32), 40)
+	defer func() {
+		for _, b := range batches {
+			b.Release()
+		}
+	}()
+	for _, par := range []int{1, 2} {
+		dir := t.TempDir()
+		run := func(ctx context.Context, path string, after int, cancel context.CancelFunc, opts ...volga.Option) error {
+			out, err := sink.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := testutil.NewInterrupting(tab.Schema, after, cancel, batches...)
+			p, err := volga.SQL(batchTimeQuery(), append([]volga.Option{volga.WithSource("events", src), volga.WithSink(out), volga.WithParallelism(par)}, opts...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p.Run(ctx)
+		}
+		ref := filepath.Join(dir, "ref.csv")
+		if err := run(context.Background(), ref, 0, nil); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := os.ReadFile(ref)
+		bucket := memblob.OpenBucket(nil)
+		out := filepath.Join(dir, "out.csv")
+		var ckpts atomic.Int64
+		crashes := crashAndResume(t, testutil.Rand(33+uint64(par)), 6, len(batches)/2, func(ctx context.Context, after int, cancel context.CancelFunc) error {
+			return run(ctx, out, after, cancel, volga.WithCheckpointBucket(bucket, time.Millisecond),
+				volga.WithOnCheckpoint(func(volga.CheckpointInfo) { ckpts.Add(1) }))
+		})
+		bucket.Close()
+		if ckpts.Load() < 2 {
+			t.Fatalf("parallelism %d: only %d checkpoints were taken", par, ckpts.Load())
+		}
+		got, _ := os.ReadFile(out)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("parallelism %d: after %d interruptions the output differs from an uninterrupted run:\n%s", par, crashes, lineDiff(got, want))
+		}
+	}
+}

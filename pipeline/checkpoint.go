@@ -124,6 +124,9 @@ type readerState struct {
 	Seq         int64   `json:"seq"`
 	Max         []int64 `json:"max"` // newest event time per source partition
 	LastWM      int64   `json:"last_wm"`
+	// Batch is what a batch run's batchTimes knows of the rows read (nil
+	// in streaming runs and batch runs without a time bound).
+	Batch *batchTimesState `json:"batch,omitempty"`
 }
 
 // checkpointRun is the checkpoint state of one run, shared by its

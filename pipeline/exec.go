@@ -465,11 +465,15 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 		return nil
 	}
 	broadcast := func(wm int64) error { return bcast(msg{wm: wm}) }
+	bt := r.batchTimes()
 	rs, err := r.restoreReader(nparts)
 	if err != nil {
 		return err
 	}
 	if rs != nil {
+		if bt != nil {
+			bt.restore(rs.Batch)
+		}
 		r.seq = rs.Seq
 		for p, mx := range rs.Max {
 			if mx != watermark.None {
@@ -496,6 +500,9 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 		for p, g := range gens {
 			st.Max[p] = g.Max()
 		}
+		if bt != nil {
+			st.Batch = bt.state()
+		}
 		epoch, err := r.ck.inject(st, final)
 		if err != nil || epoch == 0 {
 			return err
@@ -516,7 +523,6 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 		}
 	}
 	counted, _ := r.src.(interface{ DeadLetters() int64 })
-	bt := r.batchTimes()
 	// wmDue reports whether a new watermark may be sent now (see
 	// RunOptions.WatermarkInterval and WatermarkMaxRows), and if so counts
 	// it as sent.
