@@ -52,6 +52,17 @@ type batchTimes struct {
 	bound int64
 	// wm is the last watermark returned (math.MinInt64 before any).
 	wm int64
+	// marks are, for OVER windows, the rows read whose event time was
+	// newer than every one before (sequence number and time), from the
+	// first above wm: the first row out of a watermark's prefix is the
+	// first mark above it (see seqBound). Pairs are merged when there are
+	// more than maxMarks (see observe).
+	marks []seqMark
+	// nextSeq is the sequence number after the last row read.
+	nextSeq int64
+	// seq is the sequence number of the first row above wm: every row
+	// before it is at or below wm.
+	seq int64
 	// blind is set when the run resumed from a checkpoint that did not
 	// record the times read before it: for OVER windows no watermark is
 	// then known to release a prefix, until the end.
@@ -62,17 +73,23 @@ type batchTimes struct {
 // the times the rows read before it rule out hold after it, for rows
 // released after the checkpoint must still be a prefix of the input.
 type batchTimesState struct {
-	Newest int64      `json:"newest"`
-	Gaps   [][2]int64 `json:"gaps,omitempty"` // [lo, hi) each
-	Bound  int64      `json:"bound"`
-	WM     int64      `json:"wm"`
+	Newest  int64      `json:"newest"`
+	Gaps    [][2]int64 `json:"gaps,omitempty"`  // [lo, hi) each
+	Marks   [][2]int64 `json:"marks,omitempty"` // [seq, ts] each
+	Bound   int64      `json:"bound"`
+	WM      int64      `json:"wm"`
+	Seq     int64      `json:"seq"`
+	NextSeq int64      `json:"next_seq"`
 }
 
 // state returns b's checkpoint state.
 func (b *batchTimes) state() *batchTimesState {
-	st := &batchTimesState{Newest: b.newest, Bound: b.bound, WM: b.wm}
+	st := &batchTimesState{Newest: b.newest, Bound: b.bound, WM: b.wm, Seq: b.seq, NextSeq: b.nextSeq}
 	for _, g := range b.gaps {
 		st.Gaps = append(st.Gaps, [2]int64{g.lo, g.hi})
+	}
+	for _, m := range b.marks {
+		st.Marks = append(st.Marks, [2]int64{m.seq, m.ts})
 	}
 	return st
 }
@@ -84,15 +101,29 @@ func (b *batchTimes) restore(st *batchTimesState) {
 		b.blind = b.ordered
 		return
 	}
-	b.newest, b.bound, b.wm = st.Newest, st.Bound, st.WM
+	b.newest, b.bound, b.wm, b.seq, b.nextSeq = st.Newest, st.Bound, st.WM, st.Seq, st.NextSeq
 	b.gaps = b.gaps[:0]
 	for _, g := range st.Gaps {
 		b.gaps = append(b.gaps, timeGap{g[0], g[1]})
+	}
+	b.marks = b.marks[:0]
+	for _, m := range st.Marks {
+		b.marks = append(b.marks, seqMark{m[0], m[1]})
 	}
 }
 
 // timeGap is an interval [lo, hi) of event times no watermark may be in.
 type timeGap struct{ lo, hi int64 }
+
+// seqMark is a row read with an event time newer than every row's before
+// it.
+type seqMark struct{ seq, ts int64 }
+
+// maxMarks is the most marks a batchTimes keeps: past it, adjacent pairs
+// merge into one with the first's sequence number and the second's time,
+// which gives a first row out of a prefix at or before the true one (a
+// lower bound, still safe for the merger).
+const maxMarks = 4096
 
 // batchTimes returns the tracker of a batch run whose source gives lower
 // bounds of event time, or nil.
@@ -115,23 +146,49 @@ func newBatchTimes(src source.LowerBounder, col string, ordered bool) *batchTime
 	return &batchTimes{src: src, col: col, ordered: ordered, newest: math.MinInt64, bound: math.MinInt64, wm: math.MinInt64}
 }
 
-// observe checks the event times of a batch read (in milliseconds): they
-// may not be below the source's last bound. For OVER windows it notes the
-// watermarks a row earlier than one before it rules out.
-func (b *batchTimes) observe(ts []int64) error {
-	for _, t := range ts {
+// observe checks the event times of a batch read (in milliseconds, the
+// rows' sequence numbers in seqs): they may not be below the source's last
+// bound. For OVER windows it notes the watermarks a row earlier than one
+// before it rules out, and the rows newer than every one before.
+func (b *batchTimes) observe(ts, seqs []int64) error {
+	for i, t := range ts {
 		if t < b.bound {
 			return fmt.Errorf("volga: a row has event time %s, below %s, the least event time the source's metadata promised for the rows left (%T.LowerBound)",
 				time.UnixMilli(t).UTC().Format(time.RFC3339Nano), time.UnixMilli(b.bound).UTC().Format(time.RFC3339Nano), b.src)
 		}
-		if t >= b.newest {
+		switch {
+		case !b.ordered:
+			b.newest = max(b.newest, t)
+		case t > b.newest:
 			b.newest = t
-		} else if b.ordered {
+			b.marks = append(b.marks, seqMark{seqs[i], t})
+		case t < b.newest:
 			b.ruleOut(t, b.newest)
 		}
 	}
+	if len(seqs) > 0 {
+		b.nextSeq = seqs[len(seqs)-1] + 1
+	}
+	if len(b.marks) > maxMarks {
+		k := 0
+		for i := 0; i+1 < len(b.marks); i += 2 {
+			b.marks[k] = seqMark{b.marks[i].seq, b.marks[i+1].ts}
+			k++
+		}
+		if len(b.marks)%2 == 1 {
+			b.marks[k] = b.marks[len(b.marks)-1]
+			k++
+		}
+		b.marks = b.marks[:k]
+	}
 	return nil
 }
+
+// seqBound returns the sequence number of the first row read above the
+// last watermark watermark returned (the next row's when there is none):
+// the rows before it are the prefix of the input that watermark released.
+// (After marks were merged it may be earlier than that row.)
+func (b *batchTimes) seqBound() int64 { return b.seq }
 
 // ruleOut adds the gap [lo, hi), merged with those it overlaps or
 // touches. hi is the newest time read, at or above every gap's end, so
@@ -175,6 +232,15 @@ func (b *batchTimes) watermark() int64 {
 	}
 	if k > 0 {
 		b.gaps = append(b.gaps[:0], b.gaps[k:]...)
+	}
+	k = 0
+	for k < len(b.marks) && b.marks[k].ts <= wm {
+		k++
+	}
+	b.marks = append(b.marks[:0], b.marks[k:]...)
+	b.seq = b.nextSeq
+	if len(b.marks) > 0 {
+		b.seq = b.marks[0].seq
 	}
 	return wm
 }

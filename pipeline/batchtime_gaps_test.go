@@ -92,8 +92,12 @@ func TestBatchTimesPrefixWatermark(t *testing.T) {
 			for read := 0; read < len(ts); {
 				n := 1 + r.IntN(20)
 				batch := ts[read:min(read+n, len(ts))]
+				seqs := make([]int64, len(batch))
+				for i := range seqs {
+					seqs[i] = int64(read + i)
+				}
 				read += len(batch)
-				if err := bt.observe(batch); err != nil {
+				if err := bt.observe(batch, seqs); err != nil {
 					t.Fatalf("%s, seed %d: %v", name, seed, err)
 				}
 				bound := int64(math.MaxInt64)
@@ -121,6 +125,15 @@ func TestBatchTimesPrefixWatermark(t *testing.T) {
 				if got != want {
 					t.Fatalf("%s, seed %d, %d rows read, bound %d: watermark %d, want %d (times %v)", name, seed, read, bound, got, want, ts[:read])
 				}
+				if got != watermark.None {
+					first := slices.IndexFunc(ts[:read], func(t int64) bool { return t > got })
+					if first < 0 {
+						first = read
+					}
+					if sb := bt.seqBound(); sb != int64(first) {
+						t.Fatalf("%s, seed %d, watermark %d: first row out of the prefix %d, want %d", name, seed, got, sb, first)
+					}
+				}
 			}
 			if name == "ordered" && len(bt.gaps) != 0 {
 				t.Fatalf("ordered input left gaps %v", bt.gaps)
@@ -145,6 +158,10 @@ func TestBatchTimesRestore(t *testing.T) {
 	var resumed, blindOver, blindGroup *batchTimes
 	for read := 0; read < len(ts); read += 20 {
 		batch := ts[read : read+20]
+		seqs := make([]int64, len(batch))
+		for i := range seqs {
+			seqs[i] = int64(read + i)
+		}
 		if read == 200 {
 			js, err := json.Marshal(whole.state())
 			if err != nil {
@@ -163,7 +180,7 @@ func TestBatchTimesRestore(t *testing.T) {
 		}
 		for _, b := range []*batchTimes{whole, resumed, blindOver, blindGroup} {
 			if b != nil {
-				if err := b.observe(batch); err != nil {
+				if err := b.observe(batch, seqs); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -185,5 +202,49 @@ func TestBatchTimesRestore(t *testing.T) {
 		if got, wantGroup := blindGroup.watermark(), src.b-1; src.b != math.MaxInt64 && got != wantGroup {
 			t.Fatalf("%d rows read: GROUP BY watermark %d, want the bound's %d", read+20, got, wantGroup)
 		}
+	}
+}
+
+// TestBatchTimesSeqBoundMerged: with more rows newer than all before them
+// than it keeps marks for, batchTimes merges marks and its first row out of
+// a watermark's prefix is at or before the true one (what the merger may
+// rely on), and still moves on.
+func TestBatchTimesSeqBoundMerged(t *testing.T) {
+	const n = 20000
+	ts := make([]int64, n)
+	for i := range ts {
+		ts[i] = int64(i) * 7
+	}
+	src := &boundOf{b: math.MinInt64}
+	bt := newBatchTimes(src, "ts", true)
+	prev := int64(-1)
+	for read := 0; read < n; read += 100 {
+		seqs := make([]int64, 100)
+		for i := range seqs {
+			seqs[i] = int64(read + i)
+		}
+		if err := bt.observe(ts[read:read+100], seqs); err != nil {
+			t.Fatal(err)
+		}
+		if len(bt.marks) > maxMarks {
+			t.Fatalf("%d marks kept, at most %d", len(bt.marks), maxMarks)
+		}
+		if read+100 < 6000 {
+			continue // no bound yet: marks pile up past maxMarks
+		}
+		src.b = ts[read+100-5000]
+		wm := bt.watermark()
+		if wm == watermark.None {
+			continue
+		}
+		first := int64(slices.IndexFunc(ts, func(t int64) bool { return t > wm }))
+		sb := bt.seqBound()
+		if sb > first || sb <= prev {
+			t.Fatalf("watermark %d: first row out of the prefix %d (before: %d), the true one %d", wm, sb, prev, first)
+		}
+		prev = sb
+	}
+	if prev < n/2 {
+		t.Fatalf("the first row out of the prefix got only to %d of %d", prev, n)
 	}
 }

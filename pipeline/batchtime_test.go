@@ -155,21 +155,18 @@ func TestBatchFinishesTimeOrderedRowsEarly(t *testing.T) {
 }
 
 // TestBatchFinishesDisorderedRowsEarly: rows in arrival order, each a
-// little late (up to testutil.ModesMaxOutOfOrder, as testutil.ModesData
-// has them), are emitted before the whole input is read too, one task or
-// several, from Parquet row groups that overlap in time or from batches in
-// memory, with the output of the same rows from a source that knows no
-// bound. (There are 40 users so that every task has rows: a task that has
-// emitted nothing yet holds the batch output of the others back.)
+// little late (up to testutil.ModesMaxOutOfOrder), are emitted before the
+// whole input is read too, one task or several, from Parquet row groups
+// that overlap in time or from batches in memory, with the output of the
+// same rows from a source that knows no bound. There are two users (and
+// NULL) and three merchants (and NULL) to partition by, so that with
+// three or four tasks some have no rows: they do not hold the others'
+// output back.
 func TestBatchFinishesDisorderedRowsEarly(t *testing.T) {
 	defer pipeline.SetBatchReleaseRows(0)()
 	defer pipeline.SetMergeChunk(50)()
 	const rows = 3000
-	rng := testutil.Rand(9)
-	cfg := testutil.ModesEventConfig(rows)
-	cfg.Users = 40
-	tab := testutil.MLEvents(rng, cfg)
-	tab = tab.Subset(testutil.Shuffle(rng, tab, "ts", nil, testutil.ModesMaxOutOfOrder))
+	tab := testutil.ModesData(9, rows)
 	late, newest := 0, int64(math.MinInt64)
 	for i := range tab.Rows {
 		ts := tab.Value(i, "ts").(int64)
@@ -195,7 +192,7 @@ func TestBatchFinishesDisorderedRowsEarly(t *testing.T) {
 		},
 	}
 	for name, open := range open {
-		for _, par := range []int{1, 2, 3} {
+		for _, par := range []int{1, 2, 3, 4} {
 			src := open()
 			got := &firstWrite{Collector: sink.NewCollector(), first: make(chan struct{})}
 			gated := &gatedSource{boundedSource: src, gateAt: rows/37 - 2, first: got.first}
@@ -466,23 +463,19 @@ func TestBatchGroupWindowsResumeExactlyOnce(t *testing.T) {
 // in arrival order, each a little late, released as the input goes,
 // cancelled again and again and resumed from its latest checkpoint, writes
 // exactly the file of an uninterrupted run, rows in input order, with one
-// and two tasks: the times a late row ruled out before a checkpoint still
-// hold after it.
+// task, two, and four (some of which have no rows): the times a late row
+// ruled out before a checkpoint still hold after it.
 func TestBatchDisorderedResumeExactlyOnce(t *testing.T) {
 	defer pipeline.SetBatchReleaseRows(0)()
 	defer pipeline.SetMergeChunk(50)()
-	rng := testutil.Rand(31)
-	cfg := testutil.ModesEventConfig(3000)
-	cfg.Users = 40
-	tab := testutil.MLEvents(rng, cfg)
-	tab = tab.Subset(testutil.Shuffle(rng, tab, "ts", nil, testutil.ModesMaxOutOfOrder))
+	tab := testutil.ModesData(31, 3000)
 	batches := tab.Batches(testutil.Rand(32), 40)
 	defer func() {
 		for _, b := range batches {
 			b.Release()
 		}
 	}()
-	for _, par := range []int{1, 2} {
+	for _, par := range []int{1, 2, 4} {
 		dir := t.TempDir()
 		run := func(ctx context.Context, path string, after int, cancel context.CancelFunc, opts ...volga.Option) error {
 			out, err := sink.Open(path)

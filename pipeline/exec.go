@@ -307,6 +307,9 @@ type runner struct {
 	// in place, are the result types: the tasks then write the results
 	// into a window.Dest of each batch (resmerge.go).
 	resTypes []arrow.DataType
+	// prefixes maps the watermarks of a batch run to the input prefixes
+	// they release, for the merger (batchTimes.seqBound).
+	prefixes prefixLog
 }
 
 func (r *runner) run(ctx context.Context) error {
@@ -614,7 +617,8 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 			rowsSinceWM += prep.NumRows()
 		}
 		if bt != nil {
-			if err := bt.observe(prep.Column(r.c.Source.NumFields()).(*array.Int64).Int64Values()); err != nil {
+			nf := r.c.Source.NumFields()
+			if err := bt.observe(prep.Column(nf).(*array.Int64).Int64Values(), prep.Column(nf+1).(*array.Int64).Int64Values()); err != nil {
 				prep.Release()
 				return &operatorError{op: "source", err: err}
 			}
@@ -645,6 +649,7 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 		if bt != nil {
 			if wm := bt.watermark(); wm > lastWM {
 				lastWM = wm
+				r.prefixes.add(wm, bt.seqBound())
 				r.stats.watermark.Store(wm)
 				if err := broadcast(wm); err != nil {
 					return err
@@ -1299,6 +1304,10 @@ func (r *runner) merge(ctx context.Context, in chan msg, n int) (err error) {
 	m := &merger{n: n, tsCol: tsCol, seqCol: seqCol, batch: bySeq, comb: watermark.NewCombiner(n), mem: r.opt.Mem, schema: last,
 		proj: proj, out: pschema}
 	defer m.release()
+	if bySeq && !slices.ContainsFunc(c.stages, func(st *stage) bool { return st.group != nil }) {
+		// The last stage's sequence numbers are the reader's.
+		m.prefixes = &r.prefixes
+	}
 	if r.ck != nil && r.ck.restored != nil && n > 1 {
 		if err := m.restore(r.ck.restored[partMerger]); err != nil {
 			return err
@@ -1459,6 +1468,9 @@ type merger struct {
 	// last is, per task, the sequence number of the last row received
 	// (math.MinInt64: none yet; batch mode).
 	last []int64
+	// prefixes gives the input prefix every task has emitted once all
+	// have passed a watermark (batch mode).
+	prefixes *prefixLog
 }
 
 func (m *merger) add(from int, rec arrow.RecordBatch) {
@@ -1473,10 +1485,13 @@ func (m *merger) add(from int, rec arrow.RecordBatch) {
 // drain emits, in batch mode, the buffered rows no task can still send a
 // row before: every task's output is in sequence order, so rows up to the
 // smallest last sequence number received from a task that has not ended
-// are final. Merging as the tasks' output arrives, rather than all of it
-// once every task has ended, overlaps the merge with the tasks' emission
-// and lets their batches go early. It merges once mergeChunk rows have
-// arrived since it last did, so that the batches it emits stay large.
+// are final; and so are the rows of the input prefix that the watermark
+// every task has passed released (prefixLog), which frees the others'
+// rows when a task has had none for a while, or none at all. Merging as
+// the tasks' output arrives, rather than all of it once every task has
+// ended, overlaps the merge with the tasks' emission and lets their
+// batches go early. It merges once mergeChunk rows have arrived since it
+// last did, so that the batches it emits stay large.
 func (m *merger) drain(emit func(arrow.RecordBatch) error) error {
 	if !m.batch || m.pending < m.left+int64(mergeChunk) {
 		return nil
@@ -1494,9 +1509,6 @@ func (m *merger) drain(emit func(arrow.RecordBatch) error) error {
 		}
 		b := m.bufs[t]
 		last := m.last[t]
-		if len(b) == 0 && last == math.MinInt64 {
-			return nil // nothing known of task t yet
-		}
 		if len(b) > 0 {
 			rec := b[len(b)-1]
 			if rec.NumRows() > 0 {
@@ -1507,9 +1519,55 @@ func (m *merger) drain(emit func(arrow.RecordBatch) error) error {
 		m.last[t] = last
 		limit = min(limit, last)
 	}
+	if m.prefixes != nil {
+		if seq, ok := m.prefixes.at(m.comb.Current()); ok {
+			limit = max(limit, seq-1)
+		}
+	}
+	if limit == math.MinInt64 {
+		return nil // nothing known of some task yet
+	}
 	err := m.mergeUpTo(limit, emit)
 	m.left = m.pending
 	return err
+}
+
+// prefixLog records, for each watermark a batch run's reader sends, the
+// sequence number of the first row it did not release: once every task
+// of the last stage has passed the watermark, each has emitted its rows
+// of the prefix before it (a task forwards a watermark after the rows it
+// released). Safe for the reader and the merger at once.
+type prefixLog struct {
+	mu   sync.Mutex
+	wms  []int64 // ascending
+	seqs []int64
+}
+
+// add records that watermark wm releases the rows before sequence seq.
+func (l *prefixLog) add(wm, seq int64) {
+	l.mu.Lock()
+	l.wms = append(l.wms, wm)
+	l.seqs = append(l.seqs, seq)
+	l.mu.Unlock()
+}
+
+// at returns the sequence number before which the latest watermark at or
+// below wm released every row, and drops the records before it (wm only
+// grows).
+func (l *prefixLog) at(wm int64) (int64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i, found := slices.BinarySearch(l.wms, wm)
+	if !found {
+		i--
+	}
+	if i < 0 {
+		return 0, false
+	}
+	seq := l.seqs[i]
+	l.wms = append(l.wms[:0], l.wms[i:]...)
+	l.seqs = append(l.seqs[:0], l.seqs[i:]...)
+	return seq, true
 }
 
 func (m *merger) release() {
@@ -1540,12 +1598,12 @@ func (m *merger) advance(from int, wm int64, emit func(arrow.RecordBatch) error)
 	m.cur = w
 	if m.batch {
 		// Batch output is in sequence order: a watermark before the end
-		// (input in or near time order, see batchTimes) only says that rows were
-		// released, which drain merges as they arrive.
+		// (input in or near time order, see batchTimes) says that rows
+		// were released, which drain merges as they arrive.
 		if w == watermark.End {
 			return m.mergeAll(emit)
 		}
-		return nil
+		return m.drain(emit)
 	}
 	outs, err := m.collect(w)
 	if err != nil {
