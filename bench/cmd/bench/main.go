@@ -168,6 +168,18 @@ var workloads = map[string]workloadDef{
 		},
 		Ratios: durableRatios("duckdb", "volga-batch"),
 	},
+	"features-4-arrival": {
+		// features-4 in batch over the events in arrival order (each up
+		// to -max-out-of-order late, stream-4's input), as an export of
+		// a stream is: both engines read that file.
+		Engines: []string{"duckdb", "volga-batch"},
+		Prepare: prepareArrivalLog,
+		Run: map[string]engineFunc{
+			"duckdb":      runDuckDB,
+			"volga-batch": runVolgaBatch,
+		},
+		Ratios: func(wl string, done []measured) { printRatios(wl, "duckdb", done) },
+	},
 	"stream-4": {
 		// volga-stream-budget runs on request (-engines).
 		Engines: []string{"duckdb", "volga-stream", "volga-stream-ckpt"},
@@ -226,7 +238,7 @@ func main() {
 	var c config
 	child := flag.String("child", "", "internal: run one engine in this process and report JSON on stdout")
 	httpLoadSpec := flag.String("http-load", "", "internal: run an HTTP load (JSON spec) in this process and report JSON on stdout")
-	flag.StringVar(&c.Workload, "workload", "features-4", "workload to run: features-4, stream-4, ml-3, group-1, lookup, checkpoint")
+	flag.StringVar(&c.Workload, "workload", "features-4", "workload to run: features-4, features-4-arrival, stream-4, ml-3, group-1, lookup, checkpoint")
 	flag.IntVar(&c.Events, "events", 10_000_000, "number of generated events")
 	flag.Uint64Var(&c.Seed, "seed", 1, "generator seed")
 	flag.StringVar(&c.DataDir, "data-dir", defaultDataDir(), "directory caching the generated Parquet files")
@@ -551,6 +563,16 @@ func prepareFeatures4(c config) (input, error) {
 		fmt.Fprintf(os.Stderr, "# generated %s in %.1fs\n", path, time.Since(start).Seconds())
 	}
 	return input{Log: path}, nil
+}
+
+// prepareArrivalLog prepares the features-4 events in arrival order as
+// the log every engine reads (features-4-arrival).
+func prepareArrivalLog(c config) (input, error) {
+	in, err := prepareStream4(c)
+	if err != nil {
+		return input{}, err
+	}
+	return input{Log: in.Arrival}, nil
 }
 
 // prepareStream4 prepares the features-4 log (DuckDB's batch input) and
