@@ -323,6 +323,12 @@ func (r *runner) run(ctx context.Context) error {
 	if r.resMerge {
 		r.resTypes = r.destTypes()
 	}
+	// A batch run's merger orders its tasks' rows by sequence and frees
+	// them by the prefixes the watermarks release (see merger.drain) when
+	// every stage has OVER windows (sequence numbers are then the
+	// reader's) and the tasks send rows rather than results.
+	r.prefixes.on = r.opt.Mode == Batch && n > 1 && !r.resMerge && len(r.c.stages) > 0 &&
+		!slices.ContainsFunc(r.c.stages, func(st *stage) bool { return st.group != nil })
 	if err := r.recoverSink(ctx); err != nil {
 		return err
 	}
@@ -1304,8 +1310,7 @@ func (r *runner) merge(ctx context.Context, in chan msg, n int) (err error) {
 	m := &merger{n: n, tsCol: tsCol, seqCol: seqCol, batch: bySeq, comb: watermark.NewCombiner(n), mem: r.opt.Mem, schema: last,
 		proj: proj, out: pschema}
 	defer m.release()
-	if bySeq && !slices.ContainsFunc(c.stages, func(st *stage) bool { return st.group != nil }) {
-		// The last stage's sequence numbers are the reader's.
+	if r.prefixes.on {
 		m.prefixes = &r.prefixes
 	}
 	if r.ck != nil && r.ck.restored != nil && n > 1 {
@@ -1538,6 +1543,7 @@ func (m *merger) drain(emit func(arrow.RecordBatch) error) error {
 // of the prefix before it (a task forwards a watermark after the rows it
 // released). Safe for the reader and the merger at once.
 type prefixLog struct {
+	on   bool // set before the run starts when the merger reads it
 	mu   sync.Mutex
 	wms  []int64 // ascending
 	seqs []int64
@@ -1545,6 +1551,9 @@ type prefixLog struct {
 
 // add records that watermark wm releases the rows before sequence seq.
 func (l *prefixLog) add(wm, seq int64) {
+	if !l.on {
+		return
+	}
 	l.mu.Lock()
 	l.wms = append(l.wms, wm)
 	l.seqs = append(l.seqs, seq)
