@@ -210,7 +210,8 @@ func (b *batchTimes) watermark() int64 {
 	}
 	b.bound = max(b.bound, lb)
 	if b.bound == math.MaxInt64 || b.blind {
-		// Everything is read: the end of the input says it.
+		// Everything is read (or, blind, the rows before a checkpoint
+		// are unknown): the end of the input says it.
 		return watermark.None
 	}
 	wm := b.bound - 1
