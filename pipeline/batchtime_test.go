@@ -255,9 +255,11 @@ func TestBatchSourceBoundBroken(t *testing.T) {
 
 // TestBatchResultMergeSameAsOneTask: a batch run of one sliding-window
 // stage over several tasks merges the tasks' results onto the input
-// batches (no task copies its rows). Over time-ordered input released
-// early, merged a few rows at a time (every kind of frame and aggregate
-// of one partitioning), its output is that of one task, row for row; and
+// batches (no task copies its rows). Over input in time order, or in
+// arrival order with rows a little late, released early, merged a few
+// rows at a time (every kind of frame and aggregate of one partitioning;
+// two users and NULL, so that with three or four tasks some have no
+// rows), its output is that of one task, row for row; and
 // so it is when every result is a number the tasks write in place
 // (window.Dest), NULL results included.
 func TestBatchResultMergeSameAsOneTask(t *testing.T) {
@@ -269,7 +271,17 @@ func TestBatchResultMergeSameAsOneTask(t *testing.T) {
 			windows = append(windows, w)
 		}
 	}
-	tab := testutil.MLEvents(testutil.Rand(8), testutil.ModesEventConfig(3000))
+	for order, tab := range map[string]*testutil.Table{
+		"time order":    testutil.MLEvents(testutil.Rand(8), testutil.ModesEventConfig(3000)),
+		"arrival order": testutil.ModesData(8, 3000), // rows up to ModesMaxOutOfOrder late
+	} {
+		t.Run(order, func(t *testing.T) { checkResultMerge(t, tab, windows) })
+	}
+}
+
+// checkResultMerge is TestBatchResultMergeSameAsOneTask over the events
+// tab.
+func checkResultMerge(t *testing.T, tab *testutil.Table, windows []testutil.ModesWindow) {
 	path := writeEvents(t, tab, 100)
 	run := func(query string, src source.Source, par int) *sink.Collector {
 		t.Helper()
@@ -290,7 +302,7 @@ func TestBatchResultMergeSameAsOneTask(t *testing.T) {
 		for i, f := range schema.Fields() {
 			names[i] = f.Name
 		}
-		for _, par := range []int{2, 3} {
+		for _, par := range []int{2, 3, 4} {
 			for name, src := range map[string]source.Source{
 				"parquet":            must(source.NewParquetFiles([]string{path}, source.WithBatchSize(37))),
 				"memory":             source.NewMemory(tab.Schema, tab.Batches(testutil.Rand(3), 37)...),
