@@ -447,6 +447,7 @@ func runCases(t *testing.T, cases []aggCase) {
 			checkRetract(t, c)
 			checkEncoding(t, c)
 			checkReset(t, c)
+			checkNewStates(t, c)
 		})
 	}
 }
@@ -631,6 +632,36 @@ func checkReset(t *testing.T, c aggCase) {
 		wd, err2 := fresh.MarshalBinary()
 		if err1 != nil || err2 != nil || string(gd) != string(wd) {
 			t.Fatalf("seed %d: reset state encodes differently from a new one (%v, %v)", seed, err1, err2)
+		}
+	}
+}
+
+// checkNewStates checks that states made together by NewStates answer and
+// encode exactly like states made by NewState, each given its own rows
+// (the GROUP BY operator allocates its windows' states together).
+func checkNewStates(t *testing.T, c aggCase) {
+	f := c.bind(t)
+	for seed := range seeds(20) {
+		rng := rand.New(rand.NewPCG(seed, 29))
+		r := randRows(rng, 1+rng.IntN(120))
+		states := make([]State, 1+rng.IntN(5))
+		NewStates(f, states)
+		parts := make([][]int64, len(states))
+		for a := r.Base; a < r.End(); a++ {
+			k := rng.IntN(len(states))
+			parts[k] = append(parts[k], a)
+			states[k].Add(r, a)
+		}
+		for k, s := range states {
+			fresh := stateOf(f, r, parts[k])
+			if g, w := result(f, s), result(f, fresh); !approxEqual(g, w, 0) {
+				t.Fatalf("seed %d: state %d of NewStates %v, of NewState %v", seed, k, g, w)
+			}
+			gd, err1 := s.MarshalBinary()
+			wd, err2 := fresh.MarshalBinary()
+			if err1 != nil || err2 != nil || string(gd) != string(wd) {
+				t.Fatalf("seed %d: state %d of NewStates encodes differently from NewState's (%v, %v)", seed, k, err1, err2)
+			}
 		}
 	}
 }
