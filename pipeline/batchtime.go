@@ -63,6 +63,12 @@ type batchTimes struct {
 	// seq is the sequence number of the first row above wm: every row
 	// before it is at or below wm.
 	seq int64
+	// sinceWM counts the rows read since the last watermark returned;
+	// cutAt is, when the last call of watermark was held below the
+	// source's bound by a row out of order, the earliest time that row
+	// ruled out (else math.MinInt64).
+	sinceWM int64
+	cutAt   int64
 	// blind is set when the run resumed from a checkpoint that did not
 	// record the times read before it: for OVER windows no watermark is
 	// then known to release a prefix, until the end.
@@ -143,7 +149,14 @@ func (r *runner) batchTimes() *batchTimes {
 }
 
 func newBatchTimes(src source.LowerBounder, col string, ordered bool) *batchTimes {
-	return &batchTimes{src: src, col: col, ordered: ordered, newest: math.MinInt64, bound: math.MinInt64, wm: math.MinInt64}
+	return &batchTimes{src: src, col: col, ordered: ordered, newest: math.MinInt64, bound: math.MinInt64, wm: math.MinInt64, cutAt: math.MinInt64}
+}
+
+// heldByOrder returns how many rows were read since the last watermark
+// and the time below which the watermark is held, when it is held by
+// rows out of time order rather than by the source's bound.
+func (b *batchTimes) heldByOrder() (rows, below int64, ok bool) {
+	return b.sinceWM, b.cutAt, b.cutAt != math.MinInt64
 }
 
 // observe checks the event times of a batch read (in milliseconds, the
@@ -166,6 +179,7 @@ func (b *batchTimes) observe(ts, seqs []int64) error {
 			b.ruleOut(t, b.newest)
 		}
 	}
+	b.sinceWM += int64(len(ts))
 	if len(seqs) > 0 {
 		b.nextSeq = seqs[len(seqs)-1] + 1
 	}
@@ -218,13 +232,16 @@ func (b *batchTimes) watermark() int64 {
 	// The gaps are disjoint and not adjacent: below the one wm falls in
 	// (the last that starts at or below it) is a time no gap holds.
 	i, _ := slices.BinarySearchFunc(b.gaps, wm, func(g timeGap, t int64) int { return cmp.Compare(g.lo, t+1) })
+	b.cutAt = math.MinInt64
 	if i > 0 && b.gaps[i-1].hi > wm {
 		wm = b.gaps[i-1].lo - 1
+		b.cutAt = b.gaps[i-1].lo
 	}
 	if wm <= b.wm {
 		return watermark.None
 	}
 	b.wm = wm
+	b.sinceWM = 0
 	// Gaps wholly at or below wm rule out nothing to come: every row
 	// still to come is above it.
 	k := 0
@@ -245,6 +262,10 @@ func (b *batchTimes) watermark() int64 {
 	}
 	return wm
 }
+
+// disorderWarnRows is how many rows a batch run reads with its
+// watermark held by rows out of time order before it says so (once).
+var disorderWarnRows int64 = 1 << 20
 
 // batchReleaseRows is the least number of rows a window task of a batch
 // run lets wait before it releases them at a watermark before the end; it

@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -520,6 +521,49 @@ func TestBatchDisorderedResumeExactlyOnce(t *testing.T) {
 		got, _ := os.ReadFile(out)
 		if !bytes.Equal(got, want) {
 			t.Fatalf("parallelism %d: after %d interruptions the output differs from an uninterrupted run:\n%s", par, crashes, lineDiff(got, want))
+		}
+	}
+}
+
+// TestBatchDisorderWarning: a batch run whose OVER-window rows are held
+// back by input out of time order (here sorted by user) logs one warning
+// that says so; input in time order, or a little late, logs none.
+func TestBatchDisorderWarning(t *testing.T) {
+	defer pipeline.SetBatchReleaseRows(0)()
+	defer pipeline.SetDisorderWarnRows(300)()
+	sorted := testutil.MLEvents(testutil.Rand(41), testutil.ModesEventConfig(3000))
+	byUser := make([]int, len(sorted.Rows))
+	for i := range byUser {
+		byUser[i] = i
+	}
+	uc := sorted.Col("user_id")
+	slices.SortStableFunc(byUser, func(a, b int) int {
+		ua, _ := sorted.Rows[a][uc].(int64)
+		ub, _ := sorted.Rows[b][uc].(int64)
+		return cmp.Compare(ua, ub)
+	})
+	for name, c := range map[string]struct {
+		tab   *testutil.Table
+		warns int
+	}{
+		"time order":    {sorted, 0},
+		"arrival order": {testutil.ModesData(41, 3000), 0},
+		"by user":       {sorted.Subset(byUser), 1},
+	} {
+		var logs bytes.Buffer
+		p, err := volga.SQL(batchTimeQuery(), volga.WithSource("events", source.NewMemory(c.tab.Schema, c.tab.Batches(testutil.Rand(3), 37)...)),
+			volga.WithSink(sink.NewCollector()), volga.WithLogger(slogTo(&logs)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Run(context.Background()); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := strings.Count(logs.String(), "out of event-time order"); got != c.warns {
+			t.Fatalf("%s: %d warnings about the order, want %d:\n%s", name, got, c.warns, logs.String())
+		}
+		if c.warns > 0 && !strings.Contains(logs.String(), "level=WARN") {
+			t.Fatalf("%s: the warning is not at WARN level:\n%s", name, logs.String())
 		}
 	}
 }

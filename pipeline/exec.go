@@ -532,6 +532,7 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 		}
 	}
 	counted, _ := r.src.(interface{ DeadLetters() int64 })
+	warnedOrder := false // the disorder warning was logged (batchTimes.heldByOrder)
 	// wmDue reports whether a new watermark may be sent now (see
 	// RunOptions.WatermarkInterval and WatermarkMaxRows), and if so counts
 	// it as sent.
@@ -660,6 +661,13 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 				if err := broadcast(wm); err != nil {
 					return err
 				}
+			}
+			if rows, below, held := bt.heldByOrder(); held && rows >= disorderWarnRows && !warnedOrder {
+				warnedOrder = true
+				r.opt.Logger.LogAttrs(ctx, slog.LevelWarn, "volga: batch input is out of event-time order: OVER-window rows wait for every row read before them (output keeps input order)",
+					slog.String("pipeline", r.opt.Name), slog.Int64("rows_held", rows),
+					slog.String("held_from", time.UnixMilli(below).UTC().Format(time.RFC3339Nano)),
+					slog.String("hint", "input in event-time order, or each row a little late, runs in bounded memory; other orders wait for the end of the input"))
 			}
 		}
 		if streaming && r.c.timeIdx >= 0 {

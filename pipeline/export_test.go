@@ -35,3 +35,12 @@ func ResultMergeRuns() int64 { return resultMergeRuns.Load() }
 // DestRuns is the number of runs so far whose tasks wrote their results
 // in place (window.Dest).
 func DestRuns() int64 { return destRuns.Load() }
+
+// SetDisorderWarnRows sets how many rows a batch run reads with its
+// watermark held by rows out of order before it logs a warning, until the
+// returned function undoes it.
+func SetDisorderWarnRows(n int64) (undo func()) {
+	old := disorderWarnRows
+	disorderWarnRows = n
+	return func() { disorderWarnRows = old }
+}
