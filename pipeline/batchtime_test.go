@@ -434,14 +434,27 @@ func TestBatchGroupWindowsResumeExactlyOnce(t *testing.T) {
 	}()
 	query := groupQuery(testutil.GroupWindow{Keys: []string{"user_id"}, Time: "ts", Size: 120_000, Slide: 60_000},
 		[]testutil.Agg{{Func: "count"}, {Func: "sum", Arg: "amount"}, {Func: "last_value", Arg: "category"}})
+	want := checkBatchResume(t, query, tab.Schema, batches, 2, 23, 5)
+	if bytes.Count(want, []byte("\n")) < 100 {
+		t.Fatalf("only %d lines: too few windows for the test to tell", bytes.Count(want, []byte("\n")))
+	}
+}
+
+// checkBatchResume runs query in batch mode over batches, with
+// parallelism par, to a CSV file once without interruptions and once
+// cancelled n times (crashAndResume with seed) and resumed from its latest
+// checkpoint, and fails t unless the two files are the same; it returns
+// the file.
+func checkBatchResume(t *testing.T, query string, schema *arrow.Schema, batches []arrow.RecordBatch, par int, seed uint64, n int) []byte {
+	t.Helper()
 	dir := t.TempDir()
 	run := func(ctx context.Context, path string, after int, cancel context.CancelFunc, opts ...volga.Option) error {
 		out, err := sink.Open(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		src := testutil.NewInterrupting(tab.Schema, after, cancel, batches...)
-		p, err := volga.SQL(query, append([]volga.Option{volga.WithSource("events", src), volga.WithSink(out), volga.WithParallelism(2)}, opts...)...)
+		src := testutil.NewInterrupting(schema, after, cancel, batches...)
+		p, err := volga.SQL(query, append([]volga.Option{volga.WithSource("events", src), volga.WithSink(out), volga.WithParallelism(par)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -456,20 +469,18 @@ func TestBatchGroupWindowsResumeExactlyOnce(t *testing.T) {
 	defer bucket.Close()
 	out := filepath.Join(dir, "out.csv")
 	var ckpts atomic.Int64
-	crashes := crashAndResume(t, testutil.Rand(23), 5, len(batches)/2, func(ctx context.Context, after int, cancel context.CancelFunc) error {
+	crashes := crashAndResume(t, testutil.Rand(seed), n, len(batches)/2, func(ctx context.Context, after int, cancel context.CancelFunc) error {
 		return run(ctx, out, after, cancel, volga.WithCheckpointBucket(bucket, time.Millisecond),
 			volga.WithOnCheckpoint(func(volga.CheckpointInfo) { ckpts.Add(1) }))
 	})
 	if ckpts.Load() < 2 {
-		t.Fatalf("only %d checkpoints were taken", ckpts.Load())
+		t.Fatalf("parallelism %d: only %d checkpoints were taken", par, ckpts.Load())
 	}
 	got, _ := os.ReadFile(out)
 	if !bytes.Equal(got, want) {
-		t.Fatalf("after %d interruptions the output differs from an uninterrupted run:\n%s", crashes, lineDiff(got, want))
+		t.Fatalf("parallelism %d: after %d interruptions the output differs from an uninterrupted run:\n%s", par, crashes, lineDiff(got, want))
 	}
-	if bytes.Count(want, []byte("\n")) < 100 {
-		t.Fatalf("only %d lines: too few windows for the test to tell", bytes.Count(want, []byte("\n")))
-	}
+	return want
 }
 
 // TestBatchDisorderedResumeExactlyOnce: a checkpointed batch run over rows
@@ -489,39 +500,7 @@ func TestBatchDisorderedResumeExactlyOnce(t *testing.T) {
 		}
 	}()
 	for _, par := range []int{1, 2, 4} {
-		dir := t.TempDir()
-		run := func(ctx context.Context, path string, after int, cancel context.CancelFunc, opts ...volga.Option) error {
-			out, err := sink.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			src := testutil.NewInterrupting(tab.Schema, after, cancel, batches...)
-			p, err := volga.SQL(batchTimeQuery(), append([]volga.Option{volga.WithSource("events", src), volga.WithSink(out), volga.WithParallelism(par)}, opts...)...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return p.Run(ctx)
-		}
-		ref := filepath.Join(dir, "ref.csv")
-		if err := run(context.Background(), ref, 0, nil); err != nil {
-			t.Fatal(err)
-		}
-		want, _ := os.ReadFile(ref)
-		bucket := memblob.OpenBucket(nil)
-		out := filepath.Join(dir, "out.csv")
-		var ckpts atomic.Int64
-		crashes := crashAndResume(t, testutil.Rand(33+uint64(par)), 6, len(batches)/2, func(ctx context.Context, after int, cancel context.CancelFunc) error {
-			return run(ctx, out, after, cancel, volga.WithCheckpointBucket(bucket, time.Millisecond),
-				volga.WithOnCheckpoint(func(volga.CheckpointInfo) { ckpts.Add(1) }))
-		})
-		bucket.Close()
-		if ckpts.Load() < 2 {
-			t.Fatalf("parallelism %d: only %d checkpoints were taken", par, ckpts.Load())
-		}
-		got, _ := os.ReadFile(out)
-		if !bytes.Equal(got, want) {
-			t.Fatalf("parallelism %d: after %d interruptions the output differs from an uninterrupted run:\n%s", par, crashes, lineDiff(got, want))
-		}
+		checkBatchResume(t, batchTimeQuery(), tab.Schema, batches, par, 33+uint64(par), 6)
 	}
 }
 
