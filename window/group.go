@@ -152,11 +152,16 @@ func (g *GroupOperator) win(id int32, start, seq int64) *groupWin {
 	return w
 }
 
-// makeWins makes the next chunk of sw's windows, with fresh aggregate
-// states (agg.NewStates).
+// makeWins makes the next chunk of sw's windows.
 func (g *GroupOperator) makeWins(sw *startWins) {
 	n := min(max(sw.chunk*2, minWinChunk), maxWinChunk)
 	sw.chunk = n
+	sw.free = g.newWins(n)
+}
+
+// newWins returns n windows with fresh aggregate states, made together
+// (agg.NewStates).
+func (g *GroupOperator) newWins(n int) []groupWin {
 	ws := make([]groupWin, n)
 	na := len(g.cfg.Aggs)
 	var states []agg.State
@@ -177,20 +182,13 @@ func (g *GroupOperator) makeWins(sw *startWins) {
 			ws[i].states[a] = made[i]
 		}
 	}
-	sw.free = ws
+	return ws
 }
 
-// newWin returns a window with fresh aggregate states.
+// newWin returns a window with fresh aggregate states (a restored one).
 func (g *GroupOperator) newWin(minSeq int64) *groupWin {
-	w := &groupWin{minSeq: minSeq}
-	if n := len(g.cfg.Aggs); n <= len(w.inline) {
-		w.states = w.inline[:n]
-	} else {
-		w.states = make([]agg.State, n)
-	}
-	for a, f := range g.cfg.Aggs {
-		w.states[a] = f.NewState()
-	}
+	w := &g.newWins(1)[0]
+	w.minSeq = minSeq
 	return w
 }
 
