@@ -64,11 +64,9 @@ type batchTimes struct {
 	// before it is at or below wm.
 	seq int64
 	// sinceWM counts the rows read since the last watermark returned;
-	// cutAt is, when the last call of watermark was held below the
-	// source's bound by a row out of order, the earliest time that row
-	// ruled out (else math.MinInt64).
+	// bounded is set once the source gave a bound.
 	sinceWM int64
-	cutAt   int64
+	bounded bool
 	// blind is set when the run resumed from a checkpoint that did not
 	// record the times read before it: for OVER windows no watermark is
 	// then known to release a prefix, until the end.
@@ -149,14 +147,15 @@ func (r *runner) batchTimes() *batchTimes {
 }
 
 func newBatchTimes(src source.LowerBounder, col string, ordered bool) *batchTimes {
-	return &batchTimes{src: src, col: col, ordered: ordered, newest: math.MinInt64, bound: math.MinInt64, wm: math.MinInt64, cutAt: math.MinInt64}
+	return &batchTimes{src: src, col: col, ordered: ordered, newest: math.MinInt64, bound: math.MinInt64, wm: math.MinInt64}
 }
 
-// heldByOrder returns how many rows were read since the last watermark
-// and the time below which the watermark is held, when it is held by
-// rows out of time order rather than by the source's bound.
-func (b *batchTimes) heldByOrder() (rows, below int64, ok bool) {
-	return b.sinceWM, b.cutAt, b.cutAt != math.MinInt64
+// held returns how many rows were read since the last watermark, and
+// whether they hold OVER-window rows back: the source gives bounds, yet
+// none let rows go (its row groups overlap in time, or the rows read are
+// out of time order).
+func (b *batchTimes) held() (rows int64, ok bool) {
+	return b.sinceWM, b.ordered && b.bounded && !b.blind
 }
 
 // observe checks the event times of a batch read (in milliseconds, the
@@ -223,6 +222,7 @@ func (b *batchTimes) watermark() int64 {
 		return watermark.None
 	}
 	b.bound = max(b.bound, lb)
+	b.bounded = true
 	if b.bound == math.MaxInt64 || b.blind {
 		// Everything is read (or, blind, the rows before a checkpoint
 		// are unknown): the end of the input says it.
@@ -232,10 +232,8 @@ func (b *batchTimes) watermark() int64 {
 	// The gaps are disjoint and not adjacent: below the one wm falls in
 	// (the last that starts at or below it) is a time no gap holds.
 	i, _ := slices.BinarySearchFunc(b.gaps, wm, func(g timeGap, t int64) int { return cmp.Compare(g.lo, t+1) })
-	b.cutAt = math.MinInt64
 	if i > 0 && b.gaps[i-1].hi > wm {
 		wm = b.gaps[i-1].lo - 1
-		b.cutAt = b.gaps[i-1].lo
 	}
 	if wm <= b.wm {
 		return watermark.None
@@ -263,9 +261,9 @@ func (b *batchTimes) watermark() int64 {
 	return wm
 }
 
-// disorderWarnRows is how many rows a batch run reads with its
-// watermark held by rows out of time order before it says so (once).
-var disorderWarnRows int64 = 1 << 20
+// heldWarnRows is how many rows a batch run with OVER windows reads
+// without releasing any before it says so (once).
+var heldWarnRows int64 = 1 << 20
 
 // batchReleaseRows is the least number of rows a window task of a batch
 // run lets wait before it releases them at a watermark before the end; it

@@ -504,12 +504,12 @@ func TestBatchDisorderedResumeExactlyOnce(t *testing.T) {
 	}
 }
 
-// TestBatchDisorderWarning: a batch run whose OVER-window rows are held
-// back by input out of time order (here sorted by user) logs one warning
-// that says so; input in time order, or a little late, logs none.
-func TestBatchDisorderWarning(t *testing.T) {
+// TestBatchHeldWarning: a batch run whose OVER-window rows are held back
+// by input out of time order (here sorted by user) logs one warning that
+// says so; input in time order, or a little late, logs none.
+func TestBatchHeldWarning(t *testing.T) {
 	defer pipeline.SetBatchReleaseRows(0)()
-	defer pipeline.SetDisorderWarnRows(300)()
+	defer pipeline.SetHeldWarnRows(300)()
 	sorted := testutil.MLEvents(testutil.Rand(41), testutil.ModesEventConfig(3000))
 	byUser := make([]int, len(sorted.Rows))
 	for i := range byUser {
@@ -538,7 +538,7 @@ func TestBatchDisorderWarning(t *testing.T) {
 		if err := p.Run(context.Background()); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if got := strings.Count(logs.String(), "out of event-time order"); got != c.warns {
+		if got := strings.Count(logs.String(), "holds its OVER-window rows"); got != c.warns {
 			t.Fatalf("%s: %d warnings about the order, want %d:\n%s", name, got, c.warns, logs.String())
 		}
 		if c.warns > 0 && !strings.Contains(logs.String(), "level=WARN") {

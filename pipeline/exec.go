@@ -532,7 +532,7 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 		}
 	}
 	counted, _ := r.src.(interface{ DeadLetters() int64 })
-	warnedOrder := false // the disorder warning was logged (batchTimes.heldByOrder)
+	warnedHeld := false // the warning of batchTimes.held was logged
 	// wmDue reports whether a new watermark may be sent now (see
 	// RunOptions.WatermarkInterval and WatermarkMaxRows), and if so counts
 	// it as sent.
@@ -662,12 +662,11 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 					return err
 				}
 			}
-			if rows, below, held := bt.heldByOrder(); held && rows >= disorderWarnRows && !warnedOrder {
-				warnedOrder = true
-				r.opt.Logger.LogAttrs(ctx, slog.LevelWarn, "volga: batch input is out of event-time order: OVER-window rows wait for every row read before them (output keeps input order)",
-					slog.String("pipeline", r.opt.Name), slog.Int64("rows_held", rows),
-					slog.String("held_from", time.UnixMilli(below).UTC().Format(time.RFC3339Nano)),
-					slog.String("hint", "input in event-time order, or each row a little late, runs in bounded memory; other orders wait for the end of the input"))
+			if rows, held := bt.held(); held && rows >= heldWarnRows && !warnedHeld {
+				warnedHeld = true
+				r.opt.Logger.LogAttrs(ctx, slog.LevelWarn, "volga: batch run holds its OVER-window rows: none could go out for the rows read since the last that did; a row goes out once no row still to come can come before it in event time (the source's bound: Parquet row-group statistics) and every row read before it can go too (output keeps input order)",
+					slog.String("pipeline", r.opt.Name), slog.Int64("rows_read", rows),
+					slog.String("hint", "input in event-time order, or each row a little late, in row groups of bounded size, runs in bounded memory; other input waits for its end"))
 			}
 		}
 		if streaming && r.c.timeIdx >= 0 {

@@ -36,11 +36,10 @@ func ResultMergeRuns() int64 { return resultMergeRuns.Load() }
 // in place (window.Dest).
 func DestRuns() int64 { return destRuns.Load() }
 
-// SetDisorderWarnRows sets how many rows a batch run reads with its
-// watermark held by rows out of order before it logs a warning, until the
-// returned function undoes it.
-func SetDisorderWarnRows(n int64) (undo func()) {
-	old := disorderWarnRows
-	disorderWarnRows = n
-	return func() { disorderWarnRows = old }
+// SetHeldWarnRows sets how many rows a batch run reads without releasing
+// any before it logs a warning, until the returned function undoes it.
+func SetHeldWarnRows(n int64) (undo func()) {
+	old := heldWarnRows
+	heldWarnRows = n
+	return func() { heldWarnRows = old }
 }
