@@ -17,7 +17,10 @@
 //     itself (MarshalBinary / UnmarshalBinary; decoding never panics and
 //     rejects corrupt input with an error). A tile of the window operator
 //     is a State. States of retractable aggregates also implement
-//     [Retractor], which exactly undoes an Add.
+//     [Retractor], which exactly undoes an Add. [NewStates] makes many
+//     at once, in one allocation for the common aggregates
+//     ([StatesAllocator]), for operators that drop them together (GROUP
+//     BY windows).
 //   - a [Window] evaluates the aggregate over a sequence of frames that
 //     slide forward over the rows of one key, optionally leaving out the
 //     current row (EXCLUDE CURRENT ROW). Retractable aggregates use

@@ -60,3 +60,32 @@ func ExampleCompute() {
 	// Output:
 	// [1.118033988749895]
 }
+
+// NewStates makes the states of many groups at once (one allocation for
+// count, sum, avg, min and max), as the GROUP BY operator does for the
+// windows of a start: here max(amount) of three groups.
+func ExampleNewStates() {
+	amount, _ := agg.NewColumn(arrow.PrimitiveTypes.Int64)
+	in := array.NewInt64Builder(memory.DefaultAllocator)
+	in.AppendValues([]int64{5, 7, 3, 9, 1, 4}, nil)
+	arr := in.NewArray()
+	defer arr.Release()
+	amount.AppendArrow(arr, nil)
+	rows := &agg.Rows{Ts: []int64{1, 2, 3, 4, 5, 6}, Cols: []agg.Column{amount}}
+	group := []int{0, 1, 0, 2, 1, 2} // each row's group
+
+	f, _ := agg.Bind("max", []agg.Arg{{Type: arrow.PrimitiveTypes.Int64, Col: 0}})
+	states := make([]agg.State, 3)
+	agg.NewStates(f, states)
+	for a, g := range group {
+		states[g].Add(rows, int64(a))
+	}
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	defer b.Release()
+	for _, s := range states {
+		s.AppendResult(b)
+	}
+	fmt.Println(b.NewArray())
+	// Output:
+	// [5 7 9]
+}
