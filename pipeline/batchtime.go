@@ -165,7 +165,7 @@ func (b *batchTimes) held() (rows int64, ok bool) {
 func (b *batchTimes) observe(ts, seqs []int64) error {
 	for i, t := range ts {
 		if t < b.bound {
-			return fmt.Errorf("volga: a row has event time %s, below %s, the least event time the source's metadata promised for the rows left (%T.LowerBound)",
+			return fmt.Errorf("volga: a row has event time %s, below %s, the least event time the source promised for the rows left (%T.LowerBound: from its statistics, or source.WithTimeOrder)",
 				time.UnixMilli(t).UTC().Format(time.RFC3339Nano), time.UnixMilli(b.bound).UTC().Format(time.RFC3339Nano), b.src)
 		}
 		switch {
@@ -223,6 +223,9 @@ func (b *batchTimes) watermark() int64 {
 	}
 	b.bound = max(b.bound, lb)
 	b.bounded = true
+	if b.bound == math.MinInt64 {
+		return watermark.None // nothing is below it
+	}
 	if b.bound == math.MaxInt64 || b.blind {
 		// Everything is read (or, blind, the rows before a checkpoint
 		// are unknown): the end of the input says it.

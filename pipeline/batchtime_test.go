@@ -546,3 +546,52 @@ func TestBatchHeldWarning(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchTextTimeOrder: a CSV source promised in time order up to a
+// lateness (source.WithTimeOrder) lets a batch run emit rows before the
+// end of its input, with one task or two, and the output of the same
+// file read without the promise; a promise the rows break (lateness 0 for
+// rows up to ModesMaxOutOfOrder late) stops the run with an error that
+// names it.
+func TestBatchTextTimeOrder(t *testing.T) {
+	defer pipeline.SetBatchReleaseRows(0)()
+	defer pipeline.SetMergeChunk(50)()
+	const rows = 3000
+	tab := testutil.ModesData(51, rows)
+	path := filepath.Join(t.TempDir(), "events.csv")
+	out, err := sink.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := tab.Record(memory.DefaultAllocator, 0, len(tab.Rows))
+	if err := out.Write(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.Release()
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := sink.NewCollector()
+	if err := runBatch(t, must(source.NewCSV(path, source.WithBatchSize(37))), want, 1); err != nil {
+		t.Fatal(err)
+	}
+	late := time.Duration(testutil.ModesMaxOutOfOrder) * time.Millisecond
+	for _, par := range []int{1, 2} {
+		src := must(source.NewCSV(path, source.WithBatchSize(37), source.WithTimeOrder("ts", late)))
+		got := &firstWrite{Collector: sink.NewCollector(), first: make(chan struct{})}
+		gated := &gatedSource{boundedSource: src, gateAt: rows/37 - 2, first: got.first}
+		if err := runBatch(t, gated, got, par); err != nil {
+			t.Fatalf("parallelism %d: %v", par, err)
+		}
+		src.Close()
+		if d := testutil.Diff(nil, got.Rows(), want.Rows(), nil); d != "" {
+			t.Fatalf("parallelism %d: the promised order changed the output:\n%s", par, d)
+		}
+	}
+	src := must(source.NewCSV(path, source.WithBatchSize(37), source.WithTimeOrder("ts", 0)))
+	defer src.Close()
+	err = runBatch(t, src, sink.NewCollector(), 1)
+	if err == nil || !strings.Contains(err.Error(), "WithTimeOrder") {
+		t.Fatalf("err = %v, want one naming source.WithTimeOrder", err)
+	}
+}

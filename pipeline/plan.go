@@ -150,3 +150,16 @@ type Plan struct {
 	// Group is set for GROUP BY tumble/hop queries.
 	Group *GroupWindow
 }
+
+// OrderBy returns the event-time column the query names: the tumble/hop
+// time column, or the ORDER BY column of its first window ("" for a query
+// without windows). (Compiling checks that every window orders by it.)
+func (p *Plan) OrderBy() string {
+	if p.Group != nil {
+		return p.Group.TimeCol
+	}
+	if len(p.Windows) > 0 {
+		return p.Windows[0].OrderBy
+	}
+	return ""
+}

@@ -1,6 +1,8 @@
 package source
 
 import (
+	"time"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
@@ -27,6 +29,10 @@ type options struct {
 	name       string
 	decoders   int
 	columns    []string // WithColumns; nil: every column
+	// timeOrder is the column WithTimeOrder promises is in order, up to
+	// lateMs; "" when none.
+	timeOrder string
+	lateMs    int64
 }
 
 func newOptions(opts []Option) options {
@@ -35,6 +41,25 @@ func newOptions(opts []Option) options {
 		opt(&o)
 	}
 	return o
+}
+
+// WithTimeOrder promises that column col of a CSV or JSON-lines source
+// (int64, or a timestamp) is in ascending order up to lateness: no row's
+// value is more than lateness below the greatest value of the rows before
+// it (0: the column is sorted). The source then knows a lower bound of the
+// values still to come (LowerBounder: the greatest value read, in
+// milliseconds for a timestamp, minus lateness), with which a batch run
+// emits the rows of OVER windows ordered by col as it reads instead of at
+// the end of the input, and so runs in memory bounded by its windows. A
+// row that breaks the promise stops the run with an error that names its
+// time and the bound (results already written are those of the rows
+// before it). Parquet sources ignore it: their row groups' statistics give
+// the bound.
+func WithTimeOrder(col string, lateness time.Duration) Option {
+	return func(o *options) {
+		o.timeOrder = col
+		o.lateMs = max(lateness.Milliseconds(), 0)
+	}
 }
 
 // WithBatchSize sets the maximum number of rows per batch returned by

@@ -65,6 +65,10 @@ type textSource struct {
 	start  position // of the first data row
 	done   bool
 	closed bool
+	// newest is the greatest value of the WithTimeOrder column read
+	// (seen: there is one), for LowerBound.
+	newest int64
+	seen   bool
 
 	// step consumes one input row: it appends it to the builders and
 	// returns true, reports a dead letter and returns false, or returns
@@ -146,7 +150,11 @@ func (t *textSource) read(ctx context.Context) (rec arrow.RecordBatch, err error
 		// No columns (objects without keys): only the row count.
 		return array.NewRecordBatch(t.schema, nil, int64(n)), nil
 	}
-	return t.bld.NewRecordBatch(), nil
+	rec = t.bld.NewRecordBatch()
+	if t.opts.timeOrder != "" {
+		t.observeOrder(rec)
+	}
+	return rec, nil
 }
 
 // reset discards any partly built batch before a Seek.
@@ -154,6 +162,7 @@ func (t *textSource) reset() {
 	rec := t.bld.NewRecordBatch()
 	rec.Release()
 	t.done = false
+	t.seen = false // the rows before the new position are not known
 }
 
 // closeInput releases the builders and closes the file the constructor

@@ -16,7 +16,8 @@
 // # volga run
 //
 //	volga run --sql FILE --source NAME=PATH [--source ...] [--mode batch|stream]
-//	          [--max-out-of-order DURATION] [--watermark-interval DURATION [--watermark-max-rows N]]
+//	          [--time-order DURATION] [--max-out-of-order DURATION]
+//	          [--watermark-interval DURATION [--watermark-max-rows N]]
 //	          [--parallelism N] [--sink PATH]
 //	          [--checkpoints URL [--checkpoint-interval DURATION]]
 //	          [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS]
@@ -45,7 +46,17 @@
 //
 //	volga: dead letter: tx.csv:17: wrong number of fields: got 2, want 4
 //
-// and a summary line follows at the end of the run. In stream mode, rows
+// and a summary line follows at the end of the run.
+//
+// In batch mode (the default) every row gets its output row, in input
+// order. Rows of OVER windows go out, and their memory is freed, as soon as
+// no row still to come can precede them in event time: a Parquet file's
+// row-group statistics tell; for a CSV or JSON-lines file, --time-order
+// DURATION promises that each row is at most DURATION behind the newest
+// event time before it (0s: sorted), and a row that breaks the promise
+// stops the run. Without either, the rows wait for the end of the input.
+//
+// In stream mode, rows
 // that arrive more than --max-out-of-order behind the newest event time are
 // late: they are not emitted, and a summary line counts them (--late-sink
 // writes them to a file, --allowed-lateness applies them anyway).

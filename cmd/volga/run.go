@@ -22,7 +22,7 @@ import (
 	"github.com/volga-go/volga/source"
 )
 
-const runSynopsis = "run --sql FILE --source NAME=PATH [--source ...] [--mode batch|stream] [--max-out-of-order DURATION] [--watermark-interval DURATION [--watermark-max-rows N]] [--parallelism N] [--sink PATH] [--checkpoints URL [--checkpoint-interval DURATION]] [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS] [--log-level LEVEL]"
+const runSynopsis = "run --sql FILE --source NAME=PATH [--source ...] [--mode batch|stream] [--time-order DURATION] [--max-out-of-order DURATION] [--watermark-interval DURATION [--watermark-max-rows N]] [--parallelism N] [--sink PATH] [--checkpoints URL [--checkpoint-interval DURATION]] [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS] [--log-level LEVEL]"
 
 var runCommand = &command{
 	name:    "run",
@@ -37,6 +37,8 @@ type runConfig struct {
 	sources         bindings
 	mode            volga.Mode
 	maxOutOfOrder   time.Duration
+	timeOrder       time.Duration // --time-order, when timeOrderSet
+	timeOrderSet    bool
 	wm              watermarkFlags
 	allowedLateness time.Duration
 	parallelism     int
@@ -189,6 +191,7 @@ func newRunFlags(cfg *runConfig) *flag.FlagSet {
 	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to a .csv, .jsonl, .ndjson, .json or .parquet file, or a Kafka topic kafka://HOST:PORT/TOPIC?group=G&time_field=ts")
 	fs.Var(modeFlag{&cfg.mode}, "mode", "`batch|stream`: read to the end and keep input order, or emit rows as the watermark passes them (default batch)")
 	fs.Var(durationFlag{&cfg.maxOutOfOrder}, "max-out-of-order", "stream mode: how far behind the newest event time a row may arrive and still be on time (`DURATION`, e.g. 5s)")
+	fs.Var(durationFlag{&cfg.timeOrder}, "time-order", "batch mode, CSV or JSON-lines input: promise that each row is at most `DURATION` behind the newest event time before it (0s: sorted), so that OVER windows emit rows as the input is read rather than at its end; a row later than that stops the run (Parquet input needs no promise: its statistics bound the times to come)")
 	cfg.wm.register(fs)
 	fs.Var(durationFlag{&cfg.allowedLateness}, "allowed-lateness", "stream mode: apply late rows up to this `DURATION` behind the watermark instead of dropping them")
 	fs.IntVar(&cfg.parallelism, "parallelism", 1, "number of window tasks, rows hash-partitioned by key (`N` >= 1)")
@@ -242,6 +245,13 @@ func parseRunArgs(args []string) (*runConfig, error) {
 	}
 	if err := streamOnly("run", cfg.mode, fs, "max-out-of-order", "watermark-interval", "watermark-max-rows", "allowed-lateness", "late-sink"); err != nil {
 		return nil, err
+	}
+	fs.Visit(func(f *flag.Flag) { cfg.timeOrderSet = cfg.timeOrderSet || f.Name == "time-order" })
+	switch {
+	case cfg.timeOrderSet && cfg.mode == volga.Streaming:
+		return nil, usagef("run: --time-order applies to --mode batch only; in stream mode --max-out-of-order bounds how late rows may be")
+	case cfg.timeOrder < 0:
+		return nil, usagef("run: --time-order must not be negative, got %s", cfg.timeOrder)
 	}
 	if cfg.format != "" {
 		if cfg.sinkPath != "-" {
@@ -339,7 +349,15 @@ func runPipeline(ctx context.Context, e *env, cfg *runConfig) (err error) {
 		fmt.Fprintf(stderr, "volga: dead letter: %s: %s\n", where, oneLine(d.Reason))
 	}
 
-	src, err := openSource(bound.path, cfg.mode == volga.Batch, report, source.WithBatchSize(cfg.batchSize))
+	fileOpts := []source.Option{source.WithBatchSize(cfg.batchSize)}
+	if cfg.timeOrderSet {
+		col := plan.OrderBy()
+		if col == "" {
+			return fmt.Errorf("%s: --time-order: the query has no event-time column (no OVER window or tumble/hop)", queryName)
+		}
+		fileOpts = append(fileOpts, source.WithTimeOrder(col, cfg.timeOrder))
+	}
+	src, err := openSource(bound.path, cfg.mode == volga.Batch, report, fileOpts...)
 	if err != nil {
 		return err
 	}

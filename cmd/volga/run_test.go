@@ -398,3 +398,34 @@ func TestHelpAndVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestRunTimeOrder: --time-order lets a batch run over a CSV file promise
+// how late its rows are: kept, the promise changes nothing in the output;
+// broken (a row 2 s late against a promise of 1 s), the run stops with an
+// error; and the flag is refused in stream mode.
+func TestRunTimeOrder(t *testing.T) {
+	in := "user_id,ts,amount\nu1,1000,1\nu2,3000,2\nu1,2500,4\nu2,7000,8\nu1,5000,16\nu1,9000,32\n"
+	sql := `SELECT user_id, ts, sum(amount) OVER (PARTITION BY user_id ORDER BY ts
+	        RANGE BETWEEN INTERVAL '3' SECOND PRECEDING AND CURRENT ROW) AS s3 FROM tx`
+	dir := files(t, "q.sql", sql, "tx.csv", in)
+	args := []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--batch-size", "1"}
+	code, want, stderr := cli(t, context.Background(), dir, "", args...)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if want != "user_id,ts,s3\nu1,1000,1\nu2,3000,2\nu1,2500,5\nu2,7000,8\nu1,5000,20\nu1,9000,32\n" {
+		t.Fatalf("stdout without --time-order:\n%s", want)
+	}
+	code, got, stderr := cli(t, context.Background(), dir, "", append(args, "--time-order", "2s")...)
+	if code != 0 || got != want {
+		t.Fatalf("--time-order 2s: exit %d, stderr %q, stdout:\n%s\nwant:\n%s", code, stderr, got, want)
+	}
+	code, _, stderr = cli(t, context.Background(), dir, "", append(args, "--time-order", "1s")...)
+	if code == 0 || !strings.Contains(stderr, "below") || !strings.Contains(stderr, "WithTimeOrder") {
+		t.Fatalf("--time-order 1s: exit %d, stderr %q; want a failure naming the broken promise", code, stderr)
+	}
+	code, _, stderr = cli(t, context.Background(), dir, "", append(args, "--mode", "stream", "--time-order", "1s")...)
+	if code == 0 || !strings.Contains(stderr, "--time-order applies to --mode batch only") {
+		t.Fatalf("stream mode: exit %d, stderr %q", code, stderr)
+	}
+}

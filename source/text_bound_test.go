@@ -1,0 +1,82 @@
+package source_test
+
+import (
+	"context"
+	"io"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/volga-go/volga/source"
+)
+
+// TestTextTimeOrderBound: a CSV or JSON-lines source promised in order up
+// to a lateness (WithTimeOrder) bounds the values still to come by the
+// greatest value read minus the lateness (timestamps in milliseconds),
+// knows none before its first row, for other columns or without the
+// promise, and says math.MaxInt64 once every row is read.
+func TestTextTimeOrderBound(t *testing.T) {
+	csvIn := "id,ts\n1,2024-01-01T00:00:01Z\n2,2024-01-01T00:00:03Z\n3,2024-01-01T00:00:02Z\n4,2024-01-01T00:00:05Z\n"
+	jsonIn := `{"id":1,"ts":1000}` + "\n" + `{"id":2,"ts":3000}` + "\n" + `{"id":3,"ts":2000}` + "\n" + `{"id":4,"ts":5000}` + "\n"
+	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	type bounded interface {
+		source.Source
+		source.LowerBounder
+	}
+	open := map[string]func(opts ...source.Option) (bounded, int64){
+		"csv": func(opts ...source.Option) (bounded, int64) {
+			s, err := source.NewCSVReader(strings.NewReader(csvIn), opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s, base
+		},
+		"jsonl": func(opts ...source.Option) (bounded, int64) {
+			s, err := source.NewJSONLReader(strings.NewReader(jsonIn), opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s, 0
+		},
+	}
+	for name, open := range open {
+		s, zero := open(source.WithBatchSize(2), source.WithTimeOrder("ts", 500*time.Millisecond))
+		if _, ok := s.LowerBound("ts"); ok {
+			t.Fatalf("%s: a bound before the first row", name)
+		}
+		// The bound after each batch of two rows: the greatest time read
+		// (3 s, then 5 s) minus 500 ms; then the end.
+		for _, want := range []int64{zero + 2500, zero + 4500} {
+			rec, err := s.Read(context.Background())
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			rec.Release()
+			if got, ok := s.LowerBound("ts"); !ok || got != want {
+				t.Fatalf("%s: bound %d (%v), want %d", name, got, ok, want)
+			}
+			if _, ok := s.LowerBound("id"); ok {
+				t.Fatalf("%s: a bound for a column not promised", name)
+			}
+		}
+		if _, err := s.Read(context.Background()); err != io.EOF {
+			t.Fatalf("%s: err = %v, want io.EOF", name, err)
+		}
+		if got, ok := s.LowerBound("ts"); !ok || got != math.MaxInt64 {
+			t.Fatalf("%s: bound %d (%v) at the end, want math.MaxInt64", name, got, ok)
+		}
+		s.Close()
+
+		plain, _ := open(source.WithBatchSize(2))
+		rec, err := plain.Read(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+		if _, ok := plain.LowerBound("ts"); ok {
+			t.Fatalf("%s: a bound without WithTimeOrder", name)
+		}
+		plain.Close()
+	}
+}
