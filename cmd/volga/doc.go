@@ -102,7 +102,8 @@
 // # volga serve
 //
 //	volga serve --sql FILE --source NAME=PATH --listen ADDR [--mode batch|stream]
-//	            [--max-out-of-order DURATION] [--watermark-interval DURATION [--watermark-max-rows N]]
+//	            [--time-order DURATION] [--max-out-of-order DURATION]
+//	            [--watermark-interval DURATION [--watermark-max-rows N]]
 //	            [--parallelism N] [--max-body BYTES]
 //	            [--checkpoints URL [--checkpoint-interval DURATION]]
 //	            [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS]
@@ -111,7 +112,8 @@
 // on ADDR" on standard error, then serves POST /v1/features and GET
 // /healthz (package request documents the JSON). SIGINT or SIGTERM shuts
 // the server down gracefully, letting requests in flight finish, with exit
-// status 0.
+// status 0. --time-order promises the order of a CSV or JSON-lines input as
+// for volga run.
 //
 // # volga backfill
 //

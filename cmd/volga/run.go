@@ -37,8 +37,7 @@ type runConfig struct {
 	sources         bindings
 	mode            volga.Mode
 	maxOutOfOrder   time.Duration
-	timeOrder       time.Duration // --time-order, when timeOrderSet
-	timeOrderSet    bool
+	timeOrder       timeOrder
 	wm              watermarkFlags
 	allowedLateness time.Duration
 	parallelism     int
@@ -127,6 +126,55 @@ func streamOnly(cmd string, mode volga.Mode, fs *flag.FlagSet, names ...string) 
 	return nil
 }
 
+// timeOrder is --time-order: a batch run's promise of how late rows of a
+// CSV or JSON-lines input may be (source.WithTimeOrder).
+type timeOrder struct {
+	d   time.Duration
+	set bool
+}
+
+func (t *timeOrder) register(fs *flag.FlagSet) {
+	fs.Var(timeOrderFlag{t}, "time-order", "batch mode, CSV or JSON-lines input: promise that each row is at most `DURATION` behind the newest event time before it (0s: sorted), so that OVER windows emit rows as the input is read rather than at its end; a row later than that stops the run (Parquet input needs no promise: its statistics bound the times to come)")
+}
+
+// check refuses --time-order outside batch mode.
+func (t *timeOrder) check(cmd string, mode volga.Mode) error {
+	if t.set && mode != volga.Batch {
+		return usagef("%s: --time-order applies to --mode batch only; in stream mode --max-out-of-order bounds how late rows may be", cmd)
+	}
+	return nil
+}
+
+// options returns the source option of the promise for the event-time
+// column of plan (none when --time-order is not given).
+func (t *timeOrder) options(queryName string, plan *pipeline.Plan) ([]source.Option, error) {
+	if !t.set {
+		return nil, nil
+	}
+	col := plan.OrderBy()
+	if col == "" {
+		return nil, fmt.Errorf("%s: --time-order: the query has no event-time column (no OVER window or tumble/hop)", queryName)
+	}
+	return []source.Option{source.WithTimeOrder(col, t.d)}, nil
+}
+
+type timeOrderFlag struct{ t *timeOrder }
+
+func (f timeOrderFlag) String() string {
+	if f.t == nil {
+		return "0s"
+	}
+	return f.t.d.String()
+}
+
+func (f timeOrderFlag) Set(v string) error {
+	if err := (durationFlag{&f.t.d}).Set(v); err != nil {
+		return err
+	}
+	f.t.set = true
+	return nil
+}
+
 type durationFlag struct{ d *time.Duration }
 
 func (f durationFlag) String() string {
@@ -191,7 +239,7 @@ func newRunFlags(cfg *runConfig) *flag.FlagSet {
 	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to a .csv, .jsonl, .ndjson, .json or .parquet file, or a Kafka topic kafka://HOST:PORT/TOPIC?group=G&time_field=ts")
 	fs.Var(modeFlag{&cfg.mode}, "mode", "`batch|stream`: read to the end and keep input order, or emit rows as the watermark passes them (default batch)")
 	fs.Var(durationFlag{&cfg.maxOutOfOrder}, "max-out-of-order", "stream mode: how far behind the newest event time a row may arrive and still be on time (`DURATION`, e.g. 5s)")
-	fs.Var(durationFlag{&cfg.timeOrder}, "time-order", "batch mode, CSV or JSON-lines input: promise that each row is at most `DURATION` behind the newest event time before it (0s: sorted), so that OVER windows emit rows as the input is read rather than at its end; a row later than that stops the run (Parquet input needs no promise: its statistics bound the times to come)")
+	cfg.timeOrder.register(fs)
 	cfg.wm.register(fs)
 	fs.Var(durationFlag{&cfg.allowedLateness}, "allowed-lateness", "stream mode: apply late rows up to this `DURATION` behind the watermark instead of dropping them")
 	fs.IntVar(&cfg.parallelism, "parallelism", 1, "number of window tasks, rows hash-partitioned by key (`N` >= 1)")
@@ -246,12 +294,8 @@ func parseRunArgs(args []string) (*runConfig, error) {
 	if err := streamOnly("run", cfg.mode, fs, "max-out-of-order", "watermark-interval", "watermark-max-rows", "allowed-lateness", "late-sink"); err != nil {
 		return nil, err
 	}
-	fs.Visit(func(f *flag.Flag) { cfg.timeOrderSet = cfg.timeOrderSet || f.Name == "time-order" })
-	switch {
-	case cfg.timeOrderSet && cfg.mode == volga.Streaming:
-		return nil, usagef("run: --time-order applies to --mode batch only; in stream mode --max-out-of-order bounds how late rows may be")
-	case cfg.timeOrder < 0:
-		return nil, usagef("run: --time-order must not be negative, got %s", cfg.timeOrder)
+	if err := cfg.timeOrder.check("run", cfg.mode); err != nil {
+		return nil, err
 	}
 	if cfg.format != "" {
 		if cfg.sinkPath != "-" {
@@ -349,15 +393,11 @@ func runPipeline(ctx context.Context, e *env, cfg *runConfig) (err error) {
 		fmt.Fprintf(stderr, "volga: dead letter: %s: %s\n", where, oneLine(d.Reason))
 	}
 
-	fileOpts := []source.Option{source.WithBatchSize(cfg.batchSize)}
-	if cfg.timeOrderSet {
-		col := plan.OrderBy()
-		if col == "" {
-			return fmt.Errorf("%s: --time-order: the query has no event-time column (no OVER window or tumble/hop)", queryName)
-		}
-		fileOpts = append(fileOpts, source.WithTimeOrder(col, cfg.timeOrder))
+	fileOpts, err := cfg.timeOrder.options(queryName, plan)
+	if err != nil {
+		return err
 	}
-	src, err := openSource(bound.path, cfg.mode == volga.Batch, report, fileOpts...)
+	src, err := openSource(bound.path, cfg.mode == volga.Batch, report, append(fileOpts, source.WithBatchSize(cfg.batchSize))...)
 	if err != nil {
 		return err
 	}

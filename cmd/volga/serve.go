@@ -19,7 +19,7 @@ import (
 	"github.com/volga-go/volga/request"
 )
 
-const serveSynopsis = "serve --sql FILE --source NAME=PATH --listen ADDR [--mode batch|stream] [--max-out-of-order DURATION] [--watermark-interval DURATION [--watermark-max-rows N]] [--parallelism N] [--lookup-retention DURATION] [--max-body BYTES] [--checkpoints URL [--checkpoint-interval DURATION]] [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS] [--log-level LEVEL]"
+const serveSynopsis = "serve --sql FILE --source NAME=PATH --listen ADDR [--mode batch|stream] [--time-order DURATION] [--max-out-of-order DURATION] [--watermark-interval DURATION [--watermark-max-rows N]] [--parallelism N] [--lookup-retention DURATION] [--max-body BYTES] [--checkpoints URL [--checkpoint-interval DURATION]] [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS] [--log-level LEVEL]"
 
 var serveCommand = &command{
 	name:    "serve",
@@ -40,6 +40,7 @@ type serveConfig struct {
 	listen        string
 	mode          volga.Mode
 	maxOutOfOrder time.Duration
+	timeOrder     timeOrder
 	wm            watermarkFlags
 	parallelism   int
 	maxBody       int64
@@ -56,6 +57,7 @@ func newServeFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.listen, "listen", "localhost:8080", "`ADDR`ess to serve HTTP on, host:port (port 0 picks a free one)")
 	fs.Var(modeFlag{&cfg.mode}, "mode", "`batch|stream`: how the file is ingested; batch accepts any order, stream drops rows more than --max-out-of-order late (default batch)")
 	fs.Var(durationFlag{&cfg.maxOutOfOrder}, "max-out-of-order", "stream mode: how far behind the newest event time a row may arrive and still be on time (`DURATION`)")
+	cfg.timeOrder.register(fs)
 	cfg.wm.register(fs)
 	fs.IntVar(&cfg.parallelism, "parallelism", 1, "number of window tasks, rows hash-partitioned by key (`N` >= 1)")
 	fs.Int64Var(&cfg.maxBody, "max-body", request.DefaultMaxBodyBytes, "largest request body accepted, in `BYTES`")
@@ -90,6 +92,9 @@ func parseServeArgs(args []string) (*serveConfig, error) {
 		return nil, usagef("serve: --max-body must be at least 1, got %d", cfg.maxBody)
 	}
 	if err := streamOnly("serve", cfg.mode, fs, "max-out-of-order", "watermark-interval", "watermark-max-rows"); err != nil {
+		return nil, err
+	}
+	if err := cfg.timeOrder.check("serve", cfg.mode); err != nil {
 		return nil, err
 	}
 	if err := cfg.state.check("serve", fs); err != nil {
@@ -127,7 +132,11 @@ func serve(ctx context.Context, e *env, cfg *serveConfig, ready func(string)) er
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	dead := &deadLetters{e: e}
-	src, err := openSource(q.table.path, cfg.mode == volga.Batch, dead.report)
+	fileOpts, err := cfg.timeOrder.options(q.name, q.plan)
+	if err != nil {
+		return err
+	}
+	src, err := openSource(q.table.path, cfg.mode == volga.Batch, dead.report, fileOpts...)
 	if err != nil {
 		return err
 	}

@@ -236,6 +236,8 @@ func TestServeErrors(t *testing.T) {
 		{[]string{"serve", "--sql", "q.sql", "--source", "tx=tx.csv", "--max-out-of-order", "5s"}, exitUsage, "applies to --mode stream only"},
 		{[]string{"serve", "--sql", "q.sql", "--source", "tx=tx.csv", "--watermark-interval", "100ms"}, exitUsage, "--watermark-interval applies to --mode stream only"},
 		{[]string{"serve", "--sql", "q.sql", "--source", "tx=tx.csv", "--watermark-max-rows", "10"}, exitUsage, "--watermark-max-rows applies to --mode stream only"},
+		{[]string{"serve", "--sql", "q.sql", "--source", "tx=tx.csv", "--mode", "stream", "--time-order", "1s"}, exitUsage, "--time-order applies to --mode batch only"},
+		{[]string{"serve", "--sql", "q.sql", "--source", "tx=tx.csv", "--time-order", "-1s"}, exitUsage, "must not be negative"},
 		{[]string{"serve", "--sql", "q.sql", "--source", "tx=tx.csv", "--listen", "256.0.0.1:99999"}, exitFailure, "volga: serve: listen tcp"},
 		{[]string{"serve", "--sql", "group.sql", "--source", "tx=tx.csv"}, exitFailure, "needs a query with sliding windows"},
 		{[]string{"serve", "--sql", "q.sql", "--source", "tx=missing.csv"}, exitFailure, "missing.csv"},
