@@ -65,17 +65,22 @@ func minMillis(col arrow.Array) (int64, bool) {
 		if lo == math.MaxInt64 {
 			return lo, true
 		}
-		switch a.DataType().(*arrow.TimestampType).Unit {
-		case arrow.Second:
-			return lo * 1000, true
-		case arrow.Microsecond:
-			return floorDiv(lo, 1000), true
-		case arrow.Nanosecond:
-			return floorDiv(lo, 1000000), true
-		}
-		return lo, true
+		return toMillis(lo, a.DataType().(*arrow.TimestampType).Unit), true
 	}
 	return 0, false
+}
+
+// toMillis converts a timestamp of unit to milliseconds, rounded down.
+func toMillis(v int64, unit arrow.TimeUnit) int64 {
+	switch unit {
+	case arrow.Second:
+		return v * 1000
+	case arrow.Microsecond:
+		return floorDiv(v, 1000)
+	case arrow.Nanosecond:
+		return floorDiv(v, 1000000)
+	}
+	return v
 }
 
 // minValid returns the least of the values at the valid positions of col

@@ -47,11 +47,8 @@ func (t *textSource) observeOrder(rec arrow.RecordBatch) {
 		return
 	}
 	hi, ok := maxMillis(rec.Column(col))
-	if ok && hi != math.MinInt64 {
-		t.newest = max(t.newest, hi)
-		if !t.seen {
-			t.newest, t.seen = hi, true
-		}
+	if ok && hi != math.MinInt64 && (!t.seen || hi > t.newest) {
+		t.newest, t.seen = hi, true
 	}
 }
 
@@ -77,15 +74,7 @@ func maxMillis(col arrow.Array) (int64, bool) {
 		if hi == math.MinInt64 {
 			return hi, true
 		}
-		switch a.DataType().(*arrow.TimestampType).Unit {
-		case arrow.Second:
-			return hi * 1000, true
-		case arrow.Microsecond:
-			return floorDiv(hi, 1000), true
-		case arrow.Nanosecond:
-			return floorDiv(hi, 1000000), true
-		}
-		return hi, true
+		return toMillis(hi, a.DataType().(*arrow.TimestampType).Unit), true
 	}
 	return 0, false
 }
