@@ -593,9 +593,6 @@ func checkRetract(t *testing.T, c aggCase) {
 	}
 }
 
-// checkEncoding checks MarshalBinary/UnmarshalBinary round trips, that the
-// decoded state carries on like the original, and that truncated or
-// padded encodings are rejected.
 // checkReset checks that a state emptied by Reset, then given more rows,
 // answers and encodes exactly like a new state given those rows alone
 // (the GROUP BY operator recycles the states of emitted windows).
@@ -624,15 +621,22 @@ func checkReset(t *testing.T, c aggCase) {
 		for _, a := range after {
 			s.Add(r, a)
 		}
-		fresh := stateOf(f, r, after)
-		if g, w := result(f, s), result(f, fresh); !approxEqual(g, w, 0) {
-			t.Fatalf("seed %d: reset state %v, new state %v", seed, g, w)
-		}
-		gd, err1 := s.MarshalBinary()
-		wd, err2 := fresh.MarshalBinary()
-		if err1 != nil || err2 != nil || string(gd) != string(wd) {
-			t.Fatalf("seed %d: reset state encodes differently from a new one (%v, %v)", seed, err1, err2)
-		}
+		sameAsFresh(t, f, s, stateOf(f, r, after), fmt.Sprintf("seed %d: reset state", seed))
+	}
+}
+
+// sameAsFresh fails t (naming got as what) unless state got answers and
+// encodes exactly like fresh, a state made by NewState and given the same
+// rows.
+func sameAsFresh(t *testing.T, f Func, got, fresh State, what string) {
+	t.Helper()
+	if g, w := result(f, got), result(f, fresh); !approxEqual(g, w, 0) {
+		t.Fatalf("%s: %v, a new state %v", what, g, w)
+	}
+	gd, err1 := got.MarshalBinary()
+	wd, err2 := fresh.MarshalBinary()
+	if err1 != nil || err2 != nil || string(gd) != string(wd) {
+		t.Fatalf("%s encodes differently from a new state (%v, %v)", what, err1, err2)
 	}
 }
 
@@ -653,19 +657,14 @@ func checkNewStates(t *testing.T, c aggCase) {
 			states[k].Add(r, a)
 		}
 		for k, s := range states {
-			fresh := stateOf(f, r, parts[k])
-			if g, w := result(f, s), result(f, fresh); !approxEqual(g, w, 0) {
-				t.Fatalf("seed %d: state %d of NewStates %v, of NewState %v", seed, k, g, w)
-			}
-			gd, err1 := s.MarshalBinary()
-			wd, err2 := fresh.MarshalBinary()
-			if err1 != nil || err2 != nil || string(gd) != string(wd) {
-				t.Fatalf("seed %d: state %d of NewStates encodes differently from NewState's (%v, %v)", seed, k, err1, err2)
-			}
+			sameAsFresh(t, f, s, stateOf(f, r, parts[k]), fmt.Sprintf("seed %d: state %d of NewStates", seed, k))
 		}
 	}
 }
 
+// checkEncoding checks MarshalBinary/UnmarshalBinary round trips, that the
+// decoded state carries on like the original, and that truncated or
+// padded encodings are rejected.
 func checkEncoding(t *testing.T, c aggCase) {
 	f := c.bind(t)
 	for seed := range seeds(40) {
