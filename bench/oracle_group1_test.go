@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -43,15 +44,28 @@ func TestGroupChecksum(t *testing.T) {
 	if want.Lengths != want.Windows*3_600_000 {
 		t.Fatalf("DuckDB windows are not an hour long: %s", want)
 	}
+	checkVolgaChecksum(t, ctx, "group-1", workload.GroupQuery, recs, want)
+}
+
+// checkVolgaChecksum runs query in batch mode over recs (the features-4
+// events as table tx) with one task and with two, folding the output into
+// a checksum of type C, and fails t unless each agrees with want
+// (DuckDB's); name names the workload in the message.
+func checkVolgaChecksum[C fmt.Stringer, P interface {
+	*C
+	AddRecord(arrow.RecordBatch) error
+	Agrees(C) bool
+}](t *testing.T, ctx context.Context, name, query string, recs []arrow.RecordBatch, want C) {
+	t.Helper()
 	for _, par := range []int{1, 2} {
-		var got workload.GroupChecksum
-		err := volgarun.Run(ctx, workload.GroupQuery, "tx", volgarun.Memory(gen.Features4Schema, recs), volgarun.Options{Parallelism: par},
-			func(_ context.Context, rec arrow.RecordBatch) error { return got.AddRecord(rec) })
+		var got C
+		err := volgarun.Run(ctx, query, "tx", volgarun.Memory(gen.Features4Schema, recs), volgarun.Options{Parallelism: par},
+			func(_ context.Context, rec arrow.RecordBatch) error { return P(&got).AddRecord(rec) })
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !got.Agrees(want) {
-			t.Errorf("volga batch (parallelism %d) group-1 checksum differs from DuckDB's:\n got  %s\n want %s", par, got, want)
+		if !P(&got).Agrees(want) {
+			t.Errorf("volga batch (parallelism %d) %s checksum differs from DuckDB's:\n got  %s\n want %s", par, name, got, want)
 		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/volga-go/volga/bench/internal/duck"
 	"github.com/volga-go/volga/bench/internal/gen"
 	"github.com/volga-go/volga/bench/internal/goloop"
-	"github.com/volga-go/volga/bench/internal/volgarun"
 	"github.com/volga-go/volga/bench/internal/workload"
 )
 
@@ -106,15 +105,5 @@ func TestML3Checksum(t *testing.T) {
 		t.Errorf("go-loop ml-3 checksum differs from DuckDB's:\n got  %s\n want %s", got, want)
 	}
 
-	for _, par := range []int{1, 2} {
-		var got workload.ML3Checksum
-		err := volgarun.Run(ctx, workload.ML3Query, "tx", volgarun.Memory(gen.Features4Schema, recs), volgarun.Options{Parallelism: par},
-			func(_ context.Context, rec arrow.RecordBatch) error { return got.AddRecord(rec) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !got.Agrees(want) {
-			t.Errorf("volga batch (parallelism %d) ml-3 checksum differs from DuckDB's:\n got  %s\n want %s", par, got, want)
-		}
-	}
+	checkVolgaChecksum(t, ctx, "ml-3", workload.ML3Query, recs, want)
 }
