@@ -449,16 +449,7 @@ func checkBatchResume(t *testing.T, query string, schema *arrow.Schema, batches 
 	t.Helper()
 	dir := t.TempDir()
 	run := func(ctx context.Context, path string, after int, cancel context.CancelFunc, opts ...volga.Option) error {
-		out, err := sink.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		src := testutil.NewInterrupting(schema, after, cancel, batches...)
-		p, err := volga.SQL(query, append([]volga.Option{volga.WithSource("events", src), volga.WithSink(out), volga.WithParallelism(par)}, opts...)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p.Run(ctx)
+		return runBatchToFile(ctx, t, query, schema, batches, par, path, after, cancel, opts...)
 	}
 	ref := filepath.Join(dir, "ref.csv")
 	if err := run(context.Background(), ref, 0, nil); err != nil {
@@ -481,6 +472,27 @@ func checkBatchResume(t *testing.T, query string, schema *arrow.Schema, batches 
 		t.Fatalf("parallelism %d: after %d interruptions the output differs from an uninterrupted run:\n%s", par, crashes, lineDiff(got, want))
 	}
 	return want
+}
+
+// runBatchToFile runs query in batch mode over batches with parallelism
+// par into a CSV file (sink.Open) and returns the run's error. With after
+// > 0 the source interrupts the run once it has read after batches: it
+// calls cancel, or when cancel is nil stops the run gracefully.
+func runBatchToFile(ctx context.Context, t *testing.T, query string, schema *arrow.Schema, batches []arrow.RecordBatch, par int, path string, after int, cancel context.CancelFunc, opts ...volga.Option) error {
+	t.Helper()
+	out, err := sink.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := testutil.NewInterrupting(schema, after, cancel, batches...)
+	p, err := volga.SQL(query, append([]volga.Option{volga.WithSource("events", src), volga.WithSink(out), volga.WithParallelism(par)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cancel == nil {
+		src.Interrupt = p.Stop
+	}
+	return p.Run(ctx)
 }
 
 // TestBatchDisorderedResumeExactlyOnce: a checkpointed batch run over rows

@@ -105,8 +105,11 @@ const (
 const (
 	partReader = "reader"
 	partMerger = "merger"
-	partSink   = "sink"
-	partLate   = "late-sink"
+	// partResults replaces partMerger in runs that merge results onto
+	// their input (resmerge.go).
+	partResults = "results-merger"
+	partSink    = "sink"
+	partLate    = "late-sink"
 )
 
 func partOperator(stage, task int) string { return fmt.Sprintf("op-%d-%d", stage, task) }
@@ -585,13 +588,20 @@ func (m *merger) restore(data []byte) error {
 	return nil
 }
 
+// mergerPart is the merger of a run's output (merger, or resMerger when
+// results are merged onto the input), which saves its state in a
+// checkpoint.
+type mergerPart interface {
+	checkpoint() ([]byte, error)
+}
+
 // completeCheckpoint runs on the merger's goroutine once the barrier of
 // epoch has arrived from every task: it saves the merger's state and ends
 // the sink's epoch. The store backup and the upload follow once every
 // window task has delivered its part, that is, has written its key states
 // for the epoch (checkpointReady). The upload's result arrives on cr.done.
 // A final checkpoint is completed here, after the one in progress.
-func (r *runner) completeCheckpoint(ctx context.Context, epoch uint64, m *merger, final bool) error {
+func (r *runner) completeCheckpoint(ctx context.Context, epoch uint64, m mergerPart, final bool) error {
 	cr := r.ck
 	if w := cr.waiting; final && w != nil {
 		// Every task has delivered its part of the checkpoint in progress
@@ -617,7 +627,11 @@ func (r *runner) completeCheckpoint(ctx context.Context, epoch uint64, m *merger
 	if err != nil {
 		return fmt.Errorf("volga: checkpoint %d: merger: %w", epoch, err)
 	}
-	cr.addPart(epoch, partMerger, mb)
+	part := partMerger
+	if r.resMerge {
+		part = partResults
+	}
+	cr.addPart(epoch, part, mb)
 	if c, ok := r.out.(sink.Committer); ok {
 		sb, err := c.PrepareCommit(ctx, epoch)
 		if err != nil {
@@ -800,9 +814,7 @@ func (a *aligner) release() []msg {
 // discard releases the batches still held (a run that ends early).
 func (a *aligner) discard() {
 	for _, m := range a.held {
-		if m.rec != nil {
-			m.rec.Release()
-		}
+		m.release()
 	}
 	a.held = nil
 }
@@ -813,9 +825,7 @@ func replay(h []msg, dispatch func(msg) error) error {
 	for k, m := range h {
 		if err := dispatch(m); err != nil {
 			for _, x := range h[k+1:] {
-				if x.rec != nil {
-					x.rec.Release()
-				}
+				x.release()
 			}
 			return err
 		}

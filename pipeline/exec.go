@@ -3,6 +3,7 @@ package pipeline
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -516,7 +517,16 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 		if err != nil || epoch == 0 {
 			return err
 		}
-		return bcast(msg{wm: watermark.None, barrier: epoch, final: final})
+		m := msg{wm: watermark.None, barrier: epoch, final: final}
+		if err := bcast(m); err != nil {
+			return err
+		}
+		if r.resMerge {
+			// The merger has the batches sent before the barrier.
+			m.from = r.n
+			return send(ctx, direct, m)
+		}
+		return nil
 	}
 	// checkpointDue injects a barrier when the checkpoint interval has
 	// passed.
@@ -641,7 +651,7 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 				}
 			}
 			prep.Retain()
-			if err := send(ctx, direct, msg{rec: prep, wm: watermark.None, input: true, dst: dst}); err != nil {
+			if err := send(ctx, direct, msg{rec: prep, wm: watermark.None, input: true, dst: dst, from: r.n}); err != nil {
 				prep.Release()
 				return err
 			}
@@ -1320,29 +1330,43 @@ func (r *runner) merge(ctx context.Context, in chan msg, n int) (err error) {
 	if r.prefixes.on {
 		m.prefixes = &r.prefixes
 	}
+	var rm *resMerger
+	var part mergerPart = m
+	senders := n
+	if r.resMerge {
+		rm = newResMerger(r, c.stages[0], proj, pschema)
+		defer rm.release()
+		part = rm
+		// The reader's batches come with the tasks' results, behind the
+		// same barriers (sender n).
+		senders = n + 1
+	}
 	if r.ck != nil && r.ck.restored != nil && n > 1 {
-		if err := m.restore(r.ck.restored[partMerger]); err != nil {
+		var err error
+		if rm != nil {
+			err = rm.restore(r.ck.restored[partResults])
+		} else if _, ok := r.ck.restored[partResults]; ok {
+			err = errors.New("volga: checkpoint: taken by a run that merged results onto its input (a batch run of one OVER-window stage over several tasks); this run does not, so it cannot resume it")
+		} else {
+			err = m.restore(r.ck.restored[partMerger])
+		}
+		if err != nil {
 			return err
 		}
 	}
-	al := newAligner(n)
+	al := newAligner(senders)
 	defer al.discard()
 	var done chan uploadResult
 	var ready chan struct{}
 	if r.checkpointing() {
 		done, ready = r.ck.done, r.ck.ready
 	}
-	var rm *resMerger
-	if r.resMerge {
-		rm = newResMerger(r, c.stages[0], proj, pschema)
-		defer rm.release()
-	}
 	var dispatch func(mm msg) error
 	handle := func(mm msg) error {
 		if mm.late {
 			return writeLate(mm.rec)
 		}
-		if rm != nil {
+		if rm != nil && mm.barrier == 0 {
 			switch {
 			case mm.input:
 				rm.input(mm.rec, mm.dst)
@@ -1375,7 +1399,7 @@ func (r *runner) merge(ctx context.Context, in chan msg, n int) (err error) {
 					return ctx.Err()
 				}
 			}
-			if err := r.completeCheckpoint(ctx, mm.barrier, m, mm.final); err != nil {
+			if err := r.completeCheckpoint(ctx, mm.barrier, part, mm.final); err != nil {
 				return err
 			}
 			return replay(al.release(), dispatch)

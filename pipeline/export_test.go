@@ -43,3 +43,12 @@ func SetHeldWarnRows(n int64) (undo func()) {
 	heldWarnRows = n
 	return func() { heldWarnRows = old }
 }
+
+// SetResultMerging turns merging results onto the input on or off (as
+// runs of an earlier version did not), until the returned function undoes
+// it.
+func SetResultMerging(on bool) (undo func()) {
+	old := resultMergingOn
+	resultMergingOn = on
+	return func() { resultMergingOn = old }
+}

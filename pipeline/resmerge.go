@@ -1,8 +1,11 @@
 package pipeline
 
 import (
+	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -40,10 +43,16 @@ import (
 
 // resultMerging reports whether the run merges results onto its input
 // (see above): a batch run of one sliding-window stage over several tasks,
-// without checkpoints (whose merger state is the tasks' whole output).
+// unless it resumes a checkpoint whose merger merged whole rows (taken by
+// an earlier version), which it then resumes the same way.
 func (r *runner) resultMerging() bool {
-	if r.opt.Mode != Batch || r.n < 2 || len(r.c.stages) != 1 || r.checkpointing() {
+	if r.opt.Mode != Batch || r.n < 2 || len(r.c.stages) != 1 || !resultMergingOn {
 		return false
+	}
+	if r.ck != nil && r.ck.restored != nil {
+		if _, ok := r.ck.restored[partResults]; !ok {
+			return false
+		}
 	}
 	st := r.c.stages[0]
 	ok := st.group == nil && st.out.NumFields() == st.in.NumFields()+len(st.cfg.ResultNames)
@@ -58,13 +67,15 @@ func (r *runner) resultMerging() bool {
 var resultMergeRuns, destRuns atomic.Int64
 
 // resultsInPlace lets runs write results in place (a variable for
-// benchmarks of the gather it replaces).
-var resultsInPlace = true
+// benchmarks of the gather it replaces), and resultMergingOn merge results
+// onto the input (for tests of checkpoints taken without).
+var resultsInPlace, resultMergingOn = true, true
 
 // destTypes returns the result types of the first stage when every one
-// can be written in place, else nil.
+// can be written in place, else nil. Runs with checkpoints gather their
+// results: rows done in place are not in a form a checkpoint can save.
 func (r *runner) destTypes() []arrow.DataType {
-	if !resultsInPlace {
+	if !resultsInPlace || r.checkpointing() {
 		return nil
 	}
 	st := r.c.stages[0]
@@ -91,6 +102,9 @@ type resMerger struct {
 	nIn    int // input columns; output column nIn+a is aggregate a
 	proj   []int
 	out    *arrow.Schema
+	// inSchema is the layout of the input batches, full the stage's
+	// output (input columns, then results): what checkpoints save.
+	inSchema, full *arrow.Schema
 	// inputs are the input batches not yet written, in order; the rows of
 	// inputs[0] before pos are.
 	inputs []arrow.RecordBatch
@@ -143,7 +157,7 @@ func (e *resEntry) sources(gen uint64) []int32 {
 }
 
 func newResMerger(r *runner, st *stage, proj []int, out *arrow.Schema) *resMerger {
-	return &resMerger{mem: r.opt.Mem, seqCol: st.seqCol, nIn: st.in.NumFields(), proj: proj, out: out,
+	return &resMerger{mem: r.opt.Mem, seqCol: st.seqCol, nIn: st.in.NumFields(), proj: proj, out: out, inSchema: st.in, full: st.out,
 		queue: make([][]*resEntry, r.n), at: make([]int, r.n), ended: make([]bool, r.n), inPlace: r.resTypes != nil}
 }
 
@@ -415,4 +429,186 @@ func (m *resMerger) release() {
 		r.Release()
 	}
 	m.done = nil
+}
+
+// Checkpoints of a result merger.
+//
+// At an aligned barrier the merger has every input batch the reader sent
+// before it, and every result the tasks released before it; the rows of
+// those batches not yet written are either among those results or still
+// waiting in a task (whose part of the checkpoint has them). So the
+// merger's part is the unwritten input rows, and per task the results it
+// sent that are not written yet (sequence numbers and result columns),
+// which a resumed merger takes back as they were. Results written in
+// place (window.Dest) have no such form: runs with checkpoints gather
+// them (destTypes).
+
+// resMergerState is the JSON header of a result merger's part.
+type resMergerState struct {
+	Kind  string `json:"kind"`
+	Tasks int    `json:"tasks"`
+}
+
+// resMergerKind tells a result merger's part from an output merger's.
+const resMergerKind = "results"
+
+// resultSchema is the layout in which a checkpoint saves a task's
+// results: the sequence number, then the result columns.
+func (m *resMerger) resultSchema() *arrow.Schema {
+	fields := []arrow.Field{{Name: seqColName, Type: arrow.PrimitiveTypes.Int64}}
+	for k := m.nIn; k < m.full.NumFields(); k++ {
+		fields = append(fields, m.full.Field(k))
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+// checkpoint returns the merger's part of a checkpoint (see above).
+func (m *resMerger) checkpoint() (_ []byte, err error) {
+	if m.inPlace {
+		return nil, errors.New("volga: internal error: a checkpoint of results written in place")
+	}
+	var keep []arrow.RecordBatch
+	defer func() {
+		arrowutil.ReleaseAll(keep)
+	}()
+	inputs := make([]arrow.RecordBatch, 0, len(m.inputs))
+	for k, in := range m.inputs {
+		if k == 0 && m.pos > 0 {
+			in = in.NewSlice(int64(m.pos), in.NumRows())
+			keep = append(keep, in)
+		}
+		inputs = append(inputs, in)
+	}
+	rschema := m.resultSchema()
+	groups := make([][]arrow.RecordBatch, len(m.queue))
+	for t, q := range m.queue {
+		for k, e := range q {
+			from := 0
+			if k == 0 {
+				from = m.at[t]
+			}
+			rec, err := m.savedResults(rschema, e.r, from)
+			if err != nil {
+				return nil, err
+			}
+			keep = append(keep, rec)
+			groups[t] = append(groups[t], rec)
+		}
+	}
+	js, err := json.Marshal(resMergerState{Kind: resMergerKind, Tasks: len(m.queue)})
+	if err != nil {
+		return nil, err
+	}
+	in, err := encodeBatches(m.inSchema, [][]arrow.RecordBatch{inputs})
+	if err != nil {
+		return nil, err
+	}
+	res, err := encodeBatches(rschema, groups)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	for _, b := range [][]byte{js, in, res} {
+		out = binary.AppendUvarint(out, uint64(len(b)))
+		out = append(out, b...)
+	}
+	return out, nil
+}
+
+// savedResults gathers rows from.. of r into one batch of the layout
+// rschema.
+func (m *resMerger) savedResults(rschema *arrow.Schema, r *window.Results, from int) (arrow.RecordBatch, error) {
+	n := r.Len() - from
+	segs := make([]arrowutil.Seg, 0, n)
+	for k := from; k < r.Len(); k++ {
+		segs = arrowutil.AppendSeg(segs, r.Chunk[k], r.Row[k])
+	}
+	cols := make([]arrow.Array, rschema.NumFields())
+	defer arrowutil.ReleaseAll(cols)
+	b := array.NewInt64Builder(m.mem)
+	b.AppendValues(r.Seq[from:], nil)
+	cols[0] = b.NewArray()
+	b.Release()
+	arrs := make([]arrow.Array, len(r.Cols))
+	for a := 1; a < len(cols); a++ {
+		for c := range r.Cols {
+			arrs[c] = r.Cols[c][a-1]
+		}
+		g, err := arrowutil.Gather(m.mem, rschema.Field(a).Type, arrs, segs)
+		if err != nil {
+			return nil, err
+		}
+		cols[a] = g
+	}
+	return array.NewRecordBatch(rschema, cols, int64(n)), nil
+}
+
+// restore takes back the state a checkpoint saved (see checkpoint).
+func (m *resMerger) restore(data []byte) (err error) {
+	var parts [3][]byte
+	for i := range parts {
+		n, k := binary.Uvarint(data)
+		if k <= 0 || uint64(len(data)-k) < n {
+			return errors.New("volga: checkpoint: results merger part is damaged")
+		}
+		parts[i], data = data[k:k+int(n)], data[k+int(n):]
+	}
+	var st resMergerState
+	if err := json.Unmarshal(parts[0], &st); err != nil {
+		return fmt.Errorf("volga: checkpoint: results merger part: %w", err)
+	}
+	if st.Kind != resMergerKind || st.Tasks != len(m.queue) {
+		return fmt.Errorf("volga: checkpoint: results merger part is of kind %q with %d tasks, want %q with %d", st.Kind, st.Tasks, resMergerKind, len(m.queue))
+	}
+	in, err := decodeBatches(m.mem, m.inSchema, parts[1])
+	if err != nil {
+		return fmt.Errorf("volga: checkpoint: results merger part: input rows: %w", err)
+	}
+	res, err := decodeBatches(m.mem, m.resultSchema(), parts[2])
+	if err != nil {
+		for _, g := range in {
+			arrowutil.ReleaseAll(g)
+		}
+		return fmt.Errorf("volga: checkpoint: results merger part: results: %w", err)
+	}
+	defer func() {
+		for _, g := range res {
+			arrowutil.ReleaseAll(g)
+		}
+	}()
+	if len(in) != 1 || len(res) != len(m.queue) {
+		for _, g := range in {
+			arrowutil.ReleaseAll(g)
+		}
+		return fmt.Errorf("volga: checkpoint: results merger part has %d input groups and %d result groups, want 1 and %d", len(in), len(res), len(m.queue))
+	}
+	m.inputs = in[0]
+	m.pos = 0
+	for t, g := range res {
+		for _, rec := range g {
+			m.results(t, restoredResults(rec))
+		}
+	}
+	return nil
+}
+
+// restoredResults makes a task's Results of a batch saved by savedResults
+// (which keeps its own reference to it).
+func restoredResults(rec arrow.RecordBatch) *window.Results {
+	n := int(rec.NumRows())
+	r := &window.Results{
+		Seq:   slices.Clone(rec.Column(0).(*array.Int64).Int64Values()),
+		Chunk: make([]int32, n),
+		Row:   make([]int32, n),
+		Cols:  [][]arrow.Array{make([]arrow.Array, rec.NumCols()-1)},
+	}
+	for k := range r.Row {
+		r.Row[k] = int32(k)
+	}
+	for a := range r.Cols[0] {
+		col := rec.Column(a + 1)
+		col.Retain()
+		r.Cols[0][a] = col
+	}
+	return r
 }
