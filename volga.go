@@ -128,6 +128,24 @@ func WithWatermarkMaxRows(n int) Option {
 // hash-partitioned by key. Results are identical for every n.
 func WithParallelism(n int) Option { return func(c *config) { c.run.Parallelism = n } }
 
+// WithClusteredBy promises that a batch input comes clustered by the
+// columns cols: every row with given values of them before any row with
+// other values, as in an export sorted by user (the order of each key's
+// rows is free). The first OVER windows must partition by them (and maybe
+// more). Input in that order is far from time order, so without the
+// promise a batch run holds every row to the end of the input; with it,
+// each key's rows go out, and its state is dropped, once the input has
+// moved on to another key: memory is bounded by the keys being read, not
+// by the input. Lookup then answers a finished key with
+// window.ErrKeyDropped (with a state store, as with WithCheckpoints or
+// WithMemoryBudget, states are kept). A key that comes back after another
+// key's rows stops the run with an error wrapping window.ErrNotClustered.
+// For CSV and JSON lines in time order, see source.WithTimeOrder instead;
+// Parquet row groups in time order need nothing.
+func WithClusteredBy(cols ...string) Option {
+	return func(c *config) { c.run.ClusteredBy = cols }
+}
+
 // WithLateSink receives late rows that were not applied, with the
 // source's columns, in the order they come from the window tasks. With
 // checkpoints (WithCheckpoints) a transactional sink (sink.Committer, such

@@ -443,9 +443,9 @@ func TestBatchGroupWindowsResumeExactlyOnce(t *testing.T) {
 // checkBatchResume runs query in batch mode over batches, with
 // parallelism par, to a CSV file once without interruptions and once
 // cancelled n times (crashAndResume with seed) and resumed from its latest
-// checkpoint, and fails t unless the two files are the same; it returns
-// the file.
-func checkBatchResume(t *testing.T, query string, schema *arrow.Schema, batches []arrow.RecordBatch, par int, seed uint64, n int) []byte {
+// checkpoint (with opts too), and fails t unless the two files are the
+// same; it returns the file.
+func checkBatchResume(t *testing.T, query string, schema *arrow.Schema, batches []arrow.RecordBatch, par int, seed uint64, n int, opts ...volga.Option) []byte {
 	t.Helper()
 	dir := t.TempDir()
 	run := func(ctx context.Context, path string, after int, cancel context.CancelFunc, opts ...volga.Option) error {
@@ -461,8 +461,8 @@ func checkBatchResume(t *testing.T, query string, schema *arrow.Schema, batches 
 	out := filepath.Join(dir, "out.csv")
 	var ckpts atomic.Int64
 	crashes := crashAndResume(t, testutil.Rand(seed), n, len(batches)/2, func(ctx context.Context, after int, cancel context.CancelFunc) error {
-		return run(ctx, out, after, cancel, volga.WithCheckpointBucket(bucket, time.Millisecond),
-			volga.WithOnCheckpoint(func(volga.CheckpointInfo) { ckpts.Add(1) }))
+		return run(ctx, out, after, cancel, append(opts, volga.WithCheckpointBucket(bucket, time.Millisecond),
+			volga.WithOnCheckpoint(func(volga.CheckpointInfo) { ckpts.Add(1) }))...)
 	})
 	if ckpts.Load() < 2 {
 		t.Fatalf("parallelism %d: only %d checkpoints were taken", par, ckpts.Load())

@@ -130,6 +130,9 @@ type readerState struct {
 	// Batch is what a batch run's batchTimes knows of the rows read (nil
 	// in streaming runs and batch runs without a time bound).
 	Batch *batchTimesState `json:"batch,omitempty"`
+	// Cluster is where the key still being read started, in batch runs
+	// over input clustered by key (RunOptions.ClusteredBy).
+	Cluster *clusterState `json:"cluster,omitempty"`
 }
 
 // checkpointRun is the checkpoint state of one run, shared by its

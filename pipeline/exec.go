@@ -140,6 +140,18 @@ type RunOptions struct {
 	// as if the source had ended, and every pending row is emitted. Run
 	// then returns nil.
 	Stop <-chan struct{}
+	// ClusteredBy promises that the input of a batch run comes clustered
+	// by these columns: every row with given values of them comes before
+	// any row with other values (sorted by them, for one; the order within
+	// each is free). The first OVER windows must partition by (at least)
+	// them. Such input, far from time order, would be held to its end; with
+	// the promise, the rows of each key are released, and the key's state
+	// dropped, once the input has moved on: Live.Lookup answers such a key
+	// with window.ErrKeyDropped (with a state store, as with Checkpoints or
+	// MemoryBudget, states are kept). A row whose key came before another
+	// key's rows stops the run with an error wrapping
+	// window.ErrNotClustered.
+	ClusteredBy []string
 	// StateDir is the directory of the run's state store (Badger), used
 	// with Checkpoints or MemoryBudget. It is emptied when the run starts
 	// (the state comes from the checkpoint). Empty: a temporary
@@ -227,6 +239,10 @@ type msg struct {
 	// dst, on a batch sent to the merger and the tasks, is where the
 	// tasks write its results (resmerge.go); the merger owns it.
 	dst *window.Dest
+	// fin, when > 0, tells the first stage's tasks that every row before
+	// that sequence number has come with all the rows of its key (input
+	// clustered by key; see cluster.go).
+	fin int64
 	// late marks rec as late rows that were not applied (the source's
 	// columns), on their way to the late-row sink: they travel with the
 	// output, behind the same checkpoint barriers, so that the late-row
@@ -270,7 +286,11 @@ func (c *Compiled) Run(ctx context.Context, src source.Source, out sink.Sink, op
 	if opt.Name == "" {
 		opt.Name = DefaultName
 	}
-	r := &runner{c: c, opt: opt, src: src, out: out, stats: opt.Stats}
+	cluster, finStages, err := c.clusterCols(opt)
+	if err != nil {
+		return err
+	}
+	r := &runner{c: c, opt: opt, src: src, out: out, stats: opt.Stats, cluster: cluster, finStages: finStages}
 	switch {
 	case opt.Checkpoints != nil:
 		if err := r.openCheckpoints(ctx); err != nil {
@@ -281,7 +301,7 @@ func (c *Compiled) Run(ctx context.Context, src source.Source, out sink.Sink, op
 			return err
 		}
 	}
-	err := r.runObserved(ctx)
+	err = r.runObserved(ctx)
 	if r.ck != nil {
 		if cerr := r.ck.close(); cerr != nil && err == nil {
 			err = fmt.Errorf("volga: closing the state store: %w", cerr)
@@ -311,6 +331,11 @@ type runner struct {
 	// prefixes maps the watermarks of a batch run to the input prefixes
 	// they release, for the merger (batchTimes.seqBound).
 	prefixes prefixLog
+	// cluster are the columns the input is clustered by
+	// (RunOptions.ClusteredBy), in the prepared batches; finStages the
+	// stages, from the first, whose keys include them (cluster.go).
+	cluster   []int
+	finStages int
 }
 
 func (r *runner) run(ctx context.Context) error {
@@ -476,6 +501,11 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 	}
 	broadcast := func(wm int64) error { return bcast(msg{wm: wm}) }
 	bt := r.batchTimes()
+	var runs *keyRuns
+	var fin int64 // the last msg.fin sent
+	if r.cluster != nil {
+		runs = &keyRuns{cols: r.cluster}
+	}
 	rs, err := r.restoreReader(nparts)
 	if err != nil {
 		return err
@@ -483,6 +513,10 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 	if rs != nil {
 		if bt != nil {
 			bt.restore(rs.Batch)
+		}
+		if runs != nil {
+			runs.restore(rs.Cluster)
+			fin = runs.open
 		}
 		r.seq = rs.Seq
 		for p, mx := range rs.Max {
@@ -512,6 +546,9 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 		}
 		if bt != nil {
 			st.Batch = bt.state()
+		}
+		if runs != nil {
+			st.Cluster = runs.state()
 		}
 		epoch, err := r.ck.inject(st, final)
 		if err != nil || epoch == 0 {
@@ -660,8 +697,21 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 			if err := send(ctx, direct, msg{rec: prep, wm: watermark.None}); err != nil {
 				return err
 			}
-		} else if err := r.partition(ctx, prep, tasks, dst); err != nil {
-			return err
+		} else {
+			var open int64
+			if runs != nil {
+				// Read before the batch goes: the tasks own it then.
+				open = runs.observe(prep, prep.Column(r.c.Source.NumFields()+1).(*array.Int64).Int64Values())
+			}
+			if err := r.partition(ctx, prep, tasks, dst); err != nil {
+				return err
+			}
+			if open > fin {
+				fin = open
+				if err := bcast(msg{wm: watermark.None, fin: fin}); err != nil {
+					return err
+				}
+			}
 		}
 		if bt != nil {
 			if wm := bt.watermark(); wm > lastWM {
@@ -672,11 +722,11 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 					return err
 				}
 			}
-			if rows, held := bt.held(); held && rows >= heldWarnRows && !warnedHeld {
+			if rows, held := bt.held(); held && runs == nil && rows >= heldWarnRows && !warnedHeld {
 				warnedHeld = true
 				r.opt.Logger.LogAttrs(ctx, slog.LevelWarn, "volga: batch run holds its OVER-window rows: none could go out for the rows read since the last that did; a row goes out once no row still to come can come before it in event time (the source's bound: Parquet row-group statistics) and every row read before it can go too (output keeps input order)",
 					slog.String("pipeline", r.opt.Name), slog.Int64("rows_read", rows),
-					slog.String("hint", "input in event-time order, or each row a little late, in row groups of bounded size, runs in bounded memory; other input waits for its end"))
+					slog.String("hint", "input in event-time order, or each row a little late, in row groups of bounded size, runs in bounded memory; so does input sorted or clustered by the PARTITION BY key, once promised (RunOptions.ClusteredBy, volga.WithClusteredBy, volga run --clustered-by); other input waits for its end"))
 			}
 		}
 		if streaming && r.c.timeIdx >= 0 {
@@ -1120,13 +1170,14 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 	if r.resMerge && (resultsOp == nil || rowsOp == nil || (r.resTypes != nil && destOp == nil)) {
 		return fmt.Errorf("volga: internal error: stage %d's operator %T cannot send results alone", s, op)
 	}
+	fins := r.newFinTracker(ctx, s, id, senders, next, final)
 	advance := func(wm int64) error {
 		if r.resMerge {
 			err := resultsOp.AdvanceResults(ctx, wm, func(res *window.Results) error {
 				return send(ctx, final, msg{res: res, wm: watermark.None, from: id})
 			})
 			if err != nil && ctx.Err() == nil {
-				return &operatorError{op: "window", stage: s, task: id, err: fmt.Errorf("volga: window operator: %w", err)}
+				return r.windowErr(s, id, err)
 			}
 			return err
 		}
@@ -1140,13 +1191,13 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 				return ferr
 			}
 			if err != nil {
-				return &operatorError{op: "window", stage: s, task: id, err: fmt.Errorf("volga: window operator: %w", err)}
+				return r.windowErr(s, id, err)
 			}
 			return nil
 		}
 		outs, err := op.Advance(ctx, wm)
 		if err != nil {
-			return &operatorError{op: "window", stage: s, task: id, err: fmt.Errorf("volga: window operator: %w", err)}
+			return r.windowErr(s, id, err)
 		}
 		return forward(outs)
 	}
@@ -1181,7 +1232,7 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 			}
 			m.rec.Release()
 			if err != nil {
-				return &operatorError{op: "window", stage: s, task: id, err: fmt.Errorf("volga: window operator: %w", err)}
+				return r.windowErr(s, id, err)
 			}
 			if r.resMerge && (len(outs) > 0 || lateRec != nil) {
 				// Batch runs have no late rows (see batchTimes).
@@ -1201,11 +1252,32 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 				return err
 			}
 		}
+		if m.fin > 0 {
+			if fin := fins.update(m.from, m.fin); fin > fins.told {
+				f, ok := op.(finisher)
+				if !ok {
+					return fmt.Errorf("volga: internal error: stage %d's operator %T cannot finish keys", s, op)
+				}
+				fins.told = fin
+				f.FinishBefore(fin, true)
+				if !deferFinish(op) {
+					if err := advance(cur); err != nil {
+						return err
+					}
+					if err := fins.forward(); err != nil {
+						return err
+					}
+				}
+			}
+		}
 		if m.wm != watermark.None {
 			wm := comb.Update(m.from, m.wm)
 			if wm > cur && !r.deferRelease(op, wm) {
 				cur = wm
 				if err := advance(wm); err != nil {
+					return err
+				}
+				if err := fins.forward(); err != nil {
 					return err
 				}
 				if next == nil {
@@ -1416,6 +1488,15 @@ func (r *runner) merge(ctx context.Context, in chan msg, n int) (err error) {
 				return err
 			}
 		}
+		if mm.fin > 0 {
+			if m.fins == nil {
+				m.fins = make([]int64, n)
+			}
+			m.fins[mm.from] = max(m.fins[mm.from], mm.fin)
+			if err := m.drain(writeMerged); err != nil {
+				return err
+			}
+		}
 		if mm.wm != watermark.None {
 			return m.advance(mm.from, mm.wm, writeMerged)
 		}
@@ -1507,6 +1588,9 @@ type merger struct {
 	// prefixes gives the input prefix every task has emitted once all
 	// have passed a watermark (batch mode).
 	prefixes *prefixLog
+	// fins are, per task, the latest msg.fin it sent: it has emitted its
+	// rows before it (batch runs over input clustered by key).
+	fins []int64
 }
 
 func (m *merger) add(from int, rec arrow.RecordBatch) {
@@ -1559,6 +1643,9 @@ func (m *merger) drain(emit func(arrow.RecordBatch) error) error {
 		if seq, ok := m.prefixes.at(m.comb.Current()); ok {
 			limit = max(limit, seq-1)
 		}
+	}
+	if m.fins != nil {
+		limit = max(limit, slices.Min(m.fins)-1)
 	}
 	if limit == math.MinInt64 {
 		return nil // nothing known of some task yet

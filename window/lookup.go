@@ -72,6 +72,9 @@ func (o *Operator) LookupWith(key []byte, t int64, cand *agg.Rows, bld []array.B
 	var ks *keyState
 	if id, ok := o.keys.find(key); ok {
 		ks = o.states[id]
+		if ks == nil && o.cfg.Store == nil {
+			return o.wm, ErrKeyDropped
+		}
 		if ks == nil {
 			// Evicted: decode a private copy; ingest, which could
 			// change the store, waits for the shared lock.

@@ -232,6 +232,15 @@ type Operator struct {
 	// chunkRows, when > 0, is the result chunk size instead of resChunk
 	// (tests make chunks small).
 	chunkRows int
+
+	// Input clustered by key (FinishBefore): every pending row before
+	// sequence number finBelow is released at the next advance; finDone
+	// is finBelow at the last release. finished has the bit of every key
+	// whose rows were all released that way (no row of it may come
+	// again); forget drops those keys' states.
+	finBelow, finDone int64
+	finished          []uint64
+	forget            bool
 }
 
 type keyState struct {
@@ -650,6 +659,11 @@ func (o *Operator) push(rec arrow.RecordBatch, sel []int32, dst *Dest) (out []ar
 	if err != nil {
 		return nil, nil, err
 	}
+	if o.finished != nil {
+		if err := o.checkUnfinished(ids, seq, sel); err != nil {
+			return nil, nil, err
+		}
+	}
 	id := o.nextID
 	o.nextID++
 	hb := &heldBatch{rec: rec, sel: sel, dst: dst}
@@ -890,14 +904,23 @@ func (o *Operator) advance(ctx context.Context, wm int64, scatter bool, emit fun
 			o.mu.Unlock()
 		}
 	}()
-	if wm <= o.wm {
+	fin := o.finBelow > o.finDone
+	if wm <= o.wm && !fin {
 		return nil
 	}
+	wm = max(wm, o.wm)
 	prev := o.wm
 	o.wm = wm
+	finBelow := o.finBelow
+	o.finDone = finBelow
 	rel := o.release(wm)
 	if len(rel) == 0 {
 		return nil
+	}
+	if fin {
+		if err := o.checkFinished(rel, finBelow); err != nil {
+			return err
+		}
 	}
 	// yield lets waiting lookups in. o.wm is wm while the lock is held
 	// here (processKey's lateness edge reads it) and prev whenever it is
@@ -1003,6 +1026,9 @@ func (o *Operator) advance(ctx context.Context, wm int64, scatter bool, emit fun
 			o.processKeyProbes(rel, s, e)
 		} else {
 			o.processKey(rel, s, e, final)
+		}
+		if fin && rel[s].seq < finBelow {
+			o.finish(rel[s].key)
 		}
 		if o.paging != nil && !final && o.mayWrite() {
 			if pwb == nil {
@@ -1238,9 +1264,10 @@ func (o *Operator) release(wm int64) []pendRow {
 		cnt = make([]int32, nk+1)
 	}
 	released := 0
+	fin := o.finBelow
 	for _, ch := range o.pend.chunks {
 		for _, p := range ch {
-			if p.ts <= wm {
+			if p.ts <= wm || p.seq < fin {
 				released++
 				if counting {
 					cnt[p.key+1]++
@@ -1270,7 +1297,7 @@ func (o *Operator) release(wm int64) []pendRow {
 		keep := ch[:0]
 		for _, p := range ch {
 			switch {
-			case p.ts > wm:
+			case p.ts > wm && p.seq >= fin:
 				keep = append(keep, p)
 			case counting:
 				rel[cnt[p.key]] = p

@@ -1,0 +1,165 @@
+package pipeline_test
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/volga-go/volga"
+	"github.com/volga-go/volga/internal/arrowutil"
+	"github.com/volga-go/volga/internal/testutil"
+	"github.com/volga-go/volga/pipeline"
+	"github.com/volga-go/volga/sink"
+	"github.com/volga-go/volga/source"
+	"github.com/volga-go/volga/window"
+)
+
+// byUser returns tab's rows sorted by user (stable: each user's rows in
+// their order in tab).
+func byUser(tab *testutil.Table) *testutil.Table {
+	idx := upTo(len(tab.Rows))
+	uc := tab.Col("user_id")
+	slices.SortStableFunc(idx, func(a, b int) int {
+		ua, _ := tab.Rows[a][uc].(int64)
+		ub, _ := tab.Rows[b][uc].(int64)
+		return cmp.Compare(ua, ub)
+	})
+	return tab.Subset(idx)
+}
+
+// upTo returns 0, 1, ..., n-1.
+func upTo(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// runQuery runs query in batch mode (unless opts say otherwise) over src
+// into out.
+func runQuery(query string, src source.Source, out sink.Sink, opts ...volga.Option) error {
+	p, err := volga.SQL(query, append([]volga.Option{volga.WithSource("events", src), volga.WithSink(out)}, opts...)...)
+	if err != nil {
+		return err
+	}
+	return p.Run(context.Background())
+}
+
+// TestBatchClusteredByKey: a batch run over input sorted by user, promised
+// clustered by user (WithClusteredBy), emits rows before it has read its
+// input (which, far from time order, is otherwise held to the end), with
+// one task or several, and exactly the rows of a run without the promise,
+// in the same order: for one stage over user_id, for two stages over
+// user_id and over user_id and merchant, and for the cross-mode query,
+// whose first stage is over user_id and later ones over other keys (which
+// hold their rows to the end).
+func TestBatchClusteredByKey(t *testing.T) {
+	defer pipeline.SetBatchReleaseRows(0)()
+	defer pipeline.SetMergeChunk(50)()
+	const rows = 3000
+	tab := byUser(testutil.ModesData(81, rows))
+	batches := tab.Batches(testutil.Rand(82), 40)
+	defer arrowutil.ReleaseAll(batches)
+	var byUserMerchant []testutil.ModesWindow
+	for _, w := range testutil.ModesLookupWindows {
+		if slices.Contains(w.Keys, "user_id") {
+			w.Keys = []string{"user_id", "merchant"}
+			byUserMerchant = append(byUserMerchant, w)
+		}
+	}
+	for name, c := range map[string]struct {
+		query string
+		early bool
+	}{
+		"one stage":    {userWindowsQuery(true), true},
+		"user stages":  {testutil.ModesSQL("events", slices.Concat(testutil.ModesLookupWindows[:2], byUserMerchant[2:])), true},
+		"other stages": {batchTimeQuery(), false},
+	} {
+		want := sink.NewCollector()
+		if err := runQuery(c.query, source.NewMemory(tab.Schema, batches...), want); err != nil {
+			t.Fatal(err)
+		}
+		for _, par := range []int{1, 2, 3} {
+			got := &firstWrite{Collector: sink.NewCollector(), first: make(chan struct{})}
+			var src source.Source = source.NewMemory(tab.Schema, batches...)
+			if c.early {
+				src = &gatedSource{boundedSource: source.NewMemory(tab.Schema, batches...), gateAt: len(batches) - 2, first: got.first}
+			}
+			if err := runQuery(c.query, src, got, volga.WithParallelism(par), volga.WithClusteredBy("user_id")); err != nil {
+				t.Fatalf("%s, parallelism %d: %v", name, par, err)
+			}
+			if d := testutil.Diff(nil, got.Rows(), want.Rows(), nil); d != "" {
+				t.Fatalf("%s, parallelism %d: the promise changed the output:\n%s", name, par, d)
+			}
+		}
+	}
+}
+
+// TestBatchClusteredByResumeExactlyOnce: a checkpointed batch run over
+// input clustered by user, cancelled again and again and resumed from its
+// latest checkpoint, writes the file of an uninterrupted run.
+func TestBatchClusteredByResumeExactlyOnce(t *testing.T) {
+	defer pipeline.SetBatchReleaseRows(0)()
+	defer pipeline.SetMergeChunk(50)()
+	tab := byUser(testutil.ModesData(83, 3000))
+	batches := tab.Batches(testutil.Rand(84), 40)
+	defer arrowutil.ReleaseAll(batches)
+	for _, par := range []int{1, 2} {
+		checkBatchResume(t, userWindowsQuery(true), tab.Schema, batches, par, 85+uint64(par), 6, volga.WithClusteredBy("user_id"))
+	}
+}
+
+// TestBatchClusteredByBroken: input promised clustered by user in which a
+// user comes back after other users' rows stops the run with an error that
+// names the promise, whether the user comes back in a later batch or in the
+// batch where the next user starts.
+func TestBatchClusteredByBroken(t *testing.T) {
+	defer pipeline.SetBatchReleaseRows(0)()
+	tab := byUser(testutil.ModesData(87, 600))
+	// The first row again, after everything (a later batch), and after
+	// the first rows of the second user (the same batch).
+	second := slices.IndexFunc(tab.Rows, func(r []any) bool { return r[tab.Col("user_id")] != tab.Rows[0][tab.Col("user_id")] })
+	for name, order := range map[string][]int{
+		"later batch": append(upTo(len(tab.Rows)), 0),
+		"same batch":  slices.Concat(upTo(second+2), []int{0}, upTo(len(tab.Rows))[second+2:]),
+	} {
+		bad := tab.Subset(order)
+		for _, par := range []int{1, 2} {
+			batches := bad.Batches(testutil.Rand(88), 20)
+			err := runQuery(userWindowsQuery(false), source.NewMemory(bad.Schema, batches...), sink.NewCollector(),
+				volga.WithParallelism(par), volga.WithClusteredBy("user_id"))
+			arrowutil.ReleaseAll(batches)
+			if !errors.Is(err, window.ErrNotClustered) || !strings.Contains(err.Error(), "ClusteredBy") {
+				t.Fatalf("%s, parallelism %d: %v, want an error saying the input is not clustered as promised", name, par, err)
+			}
+		}
+	}
+}
+
+// TestBatchClusteredByRefused: a promise the run cannot use is refused
+// with a message saying why.
+func TestBatchClusteredByRefused(t *testing.T) {
+	tab := byUser(testutil.ModesData(89, 100))
+	batches := tab.Batches(testutil.Rand(90), 5)
+	defer arrowutil.ReleaseAll(batches)
+	for _, c := range []struct {
+		query string
+		opts  []volga.Option
+		want  string
+	}{
+		{userWindowsQuery(false), []volga.Option{volga.WithMode(volga.Streaming), volga.WithClusteredBy("user_id")}, "batch runs only"},
+		{userWindowsQuery(false), []volga.Option{volga.WithClusteredBy("merchant")}, `column "merchant" is not among the PARTITION BY columns`},
+		{userWindowsQuery(false), []volga.Option{volga.WithClusteredBy("nope")}, `no column "nope"`},
+		{groupQuery(testutil.GroupWindow{Keys: []string{"user_id"}, Time: "ts", Size: 60_000, Slide: 60_000}, []testutil.Agg{{Func: "count"}}),
+			[]volga.Option{volga.WithClusteredBy("user_id")}, "needs OVER windows"},
+	} {
+		err := runQuery(c.query, source.NewMemory(tab.Schema, batches...), sink.NewCollector(), c.opts...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error with %q", c.opts, err, c.want)
+		}
+	}
+}

@@ -1,0 +1,134 @@
+package window_test
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/volga-go/volga/internal/testutil"
+	"github.com/volga-go/volga/watermark"
+	"github.com/volga-go/volga/window"
+)
+
+// clustered returns tab's rows reordered key by key (by the value of
+// column by, in order of first appearance), each key's rows in time order
+// or, with shuffle, in no order.
+func clustered(tab *testutil.Table, by string, shuffle bool, seed uint64) *testutil.Table {
+	first := map[any]int{}
+	idx := make([]int, len(tab.Rows))
+	for i := range idx {
+		idx[i] = i
+		if _, ok := first[tab.Value(i, by)]; !ok {
+			first[tab.Value(i, by)] = i
+		}
+	}
+	if shuffle {
+		rng := testutil.Rand(seed)
+		rng.Shuffle(len(idx), func(a, b int) { idx[a], idx[b] = idx[b], idx[a] })
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		return cmp.Compare(first[tab.Value(a, by)], first[tab.Value(b, by)])
+	})
+	return tab.Subset(idx)
+}
+
+// TestFinishBeforeMatchesReference: over input clustered by the first key
+// column, an operator told after each batch where the key still being read
+// starts (FinishBefore) releases at once exactly the rows before it, in
+// input order, whatever their times; all its output equals the
+// brute-force reference, with the states of finished keys dropped or
+// kept; and it holds only the rows of the keys still open.
+func TestFinishBeforeMatchesReference(t *testing.T) {
+	for _, seed := range testutil.Seeds(3) {
+		for _, keys := range keySets {
+			for _, c := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+				forget, shuffle := c[0], c[1]
+				t.Run(fmt.Sprintf("seed=%d/keys=%v/forget=%v/shuffle=%v", seed, keys, forget, shuffle), func(t *testing.T) {
+					t.Parallel()
+					rng := testutil.Rand(seed)
+					events := testutil.Events(rng, testutil.DefaultEvents(testutil.Scale(300)))
+					tab := clustered(events, keys[0], shuffle, seed) // row i has seq i
+					want := make([][][]any, len(testutil.Frames))
+					for f, fr := range testutil.Frames {
+						want[f] = testutil.Compute(tab, testutil.Window{Keys: keys, Time: "ts", Frame: fr}, testutil.StandardAggs)
+					}
+					h := newHarness(t, seed, keys, testutil.Frames, testutil.StandardAggs, 0, true)
+					var out [][]any
+					open := 0 // the first row of the key still being read
+					for lo := 0; lo < len(tab.Rows); {
+						hi := min(len(tab.Rows), lo+1+rng.IntN(40))
+						h.push(tab, span(lo, hi), seqs(lo, hi))
+						for i := open + 1; i < hi; i++ {
+							if tab.Value(i, keys[0]) != tab.Value(i-1, keys[0]) {
+								open = i
+							}
+						}
+						lo = hi
+						h.op.FinishBefore(int64(open), forget)
+						rel := h.advance(watermark.None)
+						if got, wantIDs := ids(rel), ids(tab.Rows[len(out):open]); !slices.Equal(got, wantIDs) {
+							t.Fatalf("rows %d-%d pushed, key open from %d: released ids %v, want %v", 0, hi, open, got, wantIDs)
+						}
+						out = append(out, rel...)
+						st := h.op.Stats()
+						if st.Pending != hi-open {
+							t.Fatalf("rows %d-%d pushed, key open from %d: %d rows pending, want %d", 0, hi, open, st.Pending, hi-open)
+						}
+						if forget {
+							// Only keys with rows pending (at most one a
+							// row) keep a state.
+							if st.ResidentKeys > hi-open {
+								t.Fatalf("rows %d-%d pushed, key open from %d: %d key states resident, want at most %d", 0, hi, open, st.ResidentKeys, hi-open)
+							}
+						}
+					}
+					out = append(out, h.advance(watermark.End)...)
+					if got := ids(out); !slices.Equal(got, ids(tab.Rows)) {
+						t.Fatalf("output ids %v, want %v", got, ids(tab.Rows))
+					}
+					h.check("finished early", out, tab, nil, func(f int) [][]any { return want[f] })
+				})
+			}
+		}
+	}
+}
+
+// TestFinishBeforeNotClustered: a row of a key whose rows were finished
+// (FinishBefore) is refused with ErrNotClustered, whether it comes in a
+// later batch (Push) or was pushed already, after another key's rows
+// (the advance that would finish the key).
+func TestFinishBeforeNotClustered(t *testing.T) {
+	rng := testutil.Rand(7)
+	events := testutil.Events(rng, testutil.DefaultEvents(200))
+	tab := clustered(events, "user_id", false, 7)
+	n := 0 // rows of the first user
+	for n < len(tab.Rows) && tab.Value(n, "user_id") == tab.Value(0, "user_id") {
+		n++
+	}
+	if n < 2 || n+1 >= len(tab.Rows) {
+		t.Fatalf("first user has %d rows of %d", n, len(tab.Rows))
+	}
+	keys := []string{"user_id"}
+
+	// The first user, the second's first row, then the first user again.
+	h := newHarness(t, 7, keys, testutil.Frames, testutil.StandardAggs, 0, true)
+	h.push(tab, span(0, n+1), seqs(0, n+1))
+	h.op.FinishBefore(int64(n), true)
+	h.advance(watermark.None)
+	rec := record(tab, []int{0}, []int64{int64(n + 1)})
+	defer rec.Release()
+	if _, _, err := h.op.Push(rec); !errors.Is(err, window.ErrNotClustered) {
+		t.Fatalf("Push of a finished key's row: %v, want ErrNotClustered", err)
+	}
+
+	// The same, all pushed before the advance.
+	h = newHarness(t, 7, keys, testutil.Frames, testutil.StandardAggs, 0, true)
+	h.push(tab, append(span(0, n+1), 0), seqs(0, n+2))
+	h.op.FinishBefore(int64(n+1), true) // wrongly: the first user comes again at n+1
+	if _, err := h.op.Advance(context.Background(), watermark.None); !errors.Is(err, window.ErrNotClustered) {
+		t.Fatalf("Advance finishing a key with a row pending after another key's: %v, want ErrNotClustered", err)
+	}
+}
