@@ -16,7 +16,7 @@
 // # volga run
 //
 //	volga run --sql FILE --source NAME=PATH [--source ...] [--mode batch|stream]
-//	          [--time-order DURATION] [--max-out-of-order DURATION]
+//	          [--time-order DURATION] [--clustered-by COLS] [--max-out-of-order DURATION]
 //	          [--watermark-interval DURATION [--watermark-max-rows N]]
 //	          [--parallelism N] [--sink PATH]
 //	          [--checkpoints URL [--checkpoint-interval DURATION]]
@@ -54,7 +54,12 @@
 // row-group statistics tell; for a CSV or JSON-lines file, --time-order
 // DURATION promises that each row is at most DURATION behind the newest
 // event time before it (0s: sorted), and a row that breaks the promise
-// stops the run. Without either, the rows wait for the end of the input.
+// stops the run. An input sorted or clustered by key instead (all rows of
+// a user before the next user's, as training-set exports often are) is
+// promised so with --clustered-by user_id: each key's rows go out, and its
+// state is freed, once the input has moved on to the next key; a key that
+// comes back stops the run. Without any of these, the rows wait for the end
+// of the input.
 //
 // In stream mode, rows
 // that arrive more than --max-out-of-order behind the newest event time are

@@ -22,7 +22,7 @@ import (
 	"github.com/volga-go/volga/source"
 )
 
-const runSynopsis = "run --sql FILE --source NAME=PATH [--source ...] [--mode batch|stream] [--time-order DURATION] [--max-out-of-order DURATION] [--watermark-interval DURATION [--watermark-max-rows N]] [--parallelism N] [--sink PATH] [--checkpoints URL [--checkpoint-interval DURATION]] [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS] [--log-level LEVEL]"
+const runSynopsis = "run --sql FILE --source NAME=PATH [--source ...] [--mode batch|stream] [--time-order DURATION] [--clustered-by COLS] [--max-out-of-order DURATION] [--watermark-interval DURATION [--watermark-max-rows N]] [--parallelism N] [--sink PATH] [--checkpoints URL [--checkpoint-interval DURATION]] [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS] [--log-level LEVEL]"
 
 var runCommand = &command{
 	name:    "run",
@@ -38,6 +38,7 @@ type runConfig struct {
 	mode            volga.Mode
 	maxOutOfOrder   time.Duration
 	timeOrder       timeOrder
+	clusteredBy     string
 	wm              watermarkFlags
 	allowedLateness time.Duration
 	parallelism     int
@@ -240,6 +241,7 @@ func newRunFlags(cfg *runConfig) *flag.FlagSet {
 	fs.Var(modeFlag{&cfg.mode}, "mode", "`batch|stream`: read to the end and keep input order, or emit rows as the watermark passes them (default batch)")
 	fs.Var(durationFlag{&cfg.maxOutOfOrder}, "max-out-of-order", "stream mode: how far behind the newest event time a row may arrive and still be on time (`DURATION`, e.g. 5s)")
 	cfg.timeOrder.register(fs)
+	fs.StringVar(&cfg.clusteredBy, "clustered-by", "", "batch mode: promise that the input comes key by key, clustered by the comma-separated `COLS` (sorted by them, say; the first OVER windows must partition by them), so that each key's rows go out, and its state is freed, once the input moves on to another key rather than at its end; a key that comes back stops the run")
 	cfg.wm.register(fs)
 	fs.Var(durationFlag{&cfg.allowedLateness}, "allowed-lateness", "stream mode: apply late rows up to this `DURATION` behind the watermark instead of dropping them")
 	fs.IntVar(&cfg.parallelism, "parallelism", 1, "number of window tasks, rows hash-partitioned by key (`N` >= 1)")
@@ -296,6 +298,9 @@ func parseRunArgs(args []string) (*runConfig, error) {
 	}
 	if err := cfg.timeOrder.check("run", cfg.mode); err != nil {
 		return nil, err
+	}
+	if cfg.clusteredBy != "" && cfg.mode != volga.Batch {
+		return nil, usagef("run: --clustered-by applies to --mode batch only")
 	}
 	if cfg.format != "" {
 		if cfg.sinkPath != "-" {
@@ -427,6 +432,13 @@ func runPipeline(ctx context.Context, e *env, cfg *runConfig) (err error) {
 		volga.WithLogger(newLogger(stderr, cfg.logLevel)),
 	}
 	opts = append(opts, cfg.state.options()...)
+	if cfg.clusteredBy != "" {
+		cols := strings.Split(cfg.clusteredBy, ",")
+		for i := range cols {
+			cols[i] = strings.TrimSpace(cols[i])
+		}
+		opts = append(opts, volga.WithClusteredBy(cols...))
+	}
 	if cfg.mode == volga.Streaming {
 		opts = append(opts, volga.WithMaxOutOfOrder(cfg.maxOutOfOrder), volga.WithAllowedLateness(cfg.allowedLateness),
 			volga.WithWatermarkInterval(cfg.wm.interval), volga.WithWatermarkMaxRows(cfg.wm.maxRows))

@@ -429,3 +429,35 @@ func TestRunTimeOrder(t *testing.T) {
 		t.Fatalf("stream mode: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// TestRunClusteredBy: --clustered-by promises an input sorted by user; the
+// output is that of a run without it; a user that comes back after
+// another's rows stops the run with a message naming the promise; the
+// flag is refused in stream mode.
+func TestRunClusteredBy(t *testing.T) {
+	in := "user_id,ts,amount\nu1,5000,1\nu1,1000,2\nu1,9000,4\nu2,3000,8\nu2,2500,16\nu3,7000,32\nu3,8000,64\n"
+	sql := `SELECT user_id, ts, sum(amount) OVER (PARTITION BY user_id ORDER BY ts
+	        RANGE BETWEEN INTERVAL '3' SECOND PRECEDING AND CURRENT ROW) AS s3 FROM tx`
+	dir := files(t, "q.sql", sql, "tx.csv", in, "bad.csv", in+"u1,9500,128\n")
+	args := []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--batch-size", "2"}
+	code, want, stderr := cli(t, context.Background(), dir, "", args...)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if want != "user_id,ts,s3\nu1,5000,1\nu1,1000,2\nu1,9000,4\nu2,3000,24\nu2,2500,16\nu3,7000,32\nu3,8000,96\n" {
+		t.Fatalf("stdout without --clustered-by:\n%s", want)
+	}
+	code, got, stderr := cli(t, context.Background(), dir, "", append(args, "--clustered-by", "user_id")...)
+	if code != 0 || got != want {
+		t.Fatalf("--clustered-by user_id: exit %d, stderr %q, stdout:\n%s\nwant:\n%s", code, stderr, got, want)
+	}
+	bad := []string{"run", "--sql", "q.sql", "--source", "tx=bad.csv", "--batch-size", "2", "--clustered-by", "user_id"}
+	code, _, stderr = cli(t, context.Background(), dir, "", bad...)
+	if code == 0 || !strings.Contains(stderr, "not clustered by [user_id] as promised") {
+		t.Fatalf("a user coming back: exit %d, stderr %q; want a failure naming the broken promise", code, stderr)
+	}
+	code, _, stderr = cli(t, context.Background(), dir, "", append(args, "--mode", "stream", "--clustered-by", "user_id")...)
+	if code == 0 || !strings.Contains(stderr, "--clustered-by applies to --mode batch only") {
+		t.Fatalf("stream mode: exit %d, stderr %q", code, stderr)
+	}
+}
