@@ -17,13 +17,28 @@ import (
 // runVolgaBatch runs the query in volga's batch mode over the Parquet file,
 // with a callback sink that folds every output row into the checksum.
 func runVolgaBatch(ctx context.Context, c config) (result, error) {
+	o := volgarun.Options{Parallelism: c.Parallelism, ChannelDepth: c.ChannelDepth}
+	if c.Workload == "features-4-by-user" {
+		// The input is sorted by user: promised so.
+		o.ClusteredBy = []string{"user_id"}
+	}
+	return runVolgaBatchWith(ctx, c, o)
+}
+
+// runVolgaBatchHeld is volga-batch over features-4-by-user's input
+// without the promise of its order: rows wait for the end of the input.
+func runVolgaBatchHeld(ctx context.Context, c config) (result, error) {
+	return runVolgaBatchWith(ctx, c, volgarun.Options{Parallelism: c.Parallelism, ChannelDepth: c.ChannelDepth})
+}
+
+func runVolgaBatchWith(ctx context.Context, c config, o volgarun.Options) (result, error) {
 	start := time.Now()
 	src, err := volgarun.Parquet(c.Decoders, c.Input.Log)
 	if err != nil {
 		return result{}, err
 	}
 	var sum workload.Features4Checksum
-	err = volgarun.Run(ctx, workload.Features4Query, "tx", src, volgarun.Options{Parallelism: c.Parallelism, ChannelDepth: c.ChannelDepth},
+	err = volgarun.Run(ctx, workload.Features4Query, "tx", src, o,
 		func(_ context.Context, rec arrow.RecordBatch) error { return sum.AddRecord(rec) })
 	if err != nil {
 		return result{}, err

@@ -180,6 +180,21 @@ var workloads = map[string]workloadDef{
 		},
 		Ratios: func(wl string, done []measured) { printRatios(wl, "duckdb", done) },
 	},
+	"features-4-by-user": {
+		// features-4 in batch over the events sorted by user (each
+		// user's in time order), as a training-set export by entity is:
+		// both engines read that file; volga is promised the order
+		// (volga.WithClusteredBy). volga-batch-held, on request
+		// (-engines), runs without the promise.
+		Engines: []string{"duckdb", "volga-batch"},
+		Prepare: prepareByUserLog,
+		Run: map[string]engineFunc{
+			"duckdb":           runDuckDB,
+			"volga-batch":      runVolgaBatch,
+			"volga-batch-held": runVolgaBatchHeld,
+		},
+		Ratios: func(wl string, done []measured) { printRatios(wl, "duckdb", done) },
+	},
 	"stream-4": {
 		// volga-stream-budget runs on request (-engines).
 		Engines: []string{"duckdb", "volga-stream", "volga-stream-ckpt"},
@@ -238,7 +253,7 @@ func main() {
 	var c config
 	child := flag.String("child", "", "internal: run one engine in this process and report JSON on stdout")
 	httpLoadSpec := flag.String("http-load", "", "internal: run an HTTP load (JSON spec) in this process and report JSON on stdout")
-	flag.StringVar(&c.Workload, "workload", "features-4", "workload to run: features-4, features-4-arrival, stream-4, ml-3, group-1, lookup, checkpoint")
+	flag.StringVar(&c.Workload, "workload", "features-4", "workload to run: features-4, features-4-arrival, features-4-by-user, stream-4, ml-3, group-1, lookup, checkpoint")
 	flag.IntVar(&c.Events, "events", 10_000_000, "number of generated events")
 	flag.Uint64Var(&c.Seed, "seed", 1, "generator seed")
 	flag.StringVar(&c.DataDir, "data-dir", defaultDataDir(), "directory caching the generated Parquet files")
@@ -573,6 +588,23 @@ func prepareArrivalLog(c config) (input, error) {
 		return input{}, err
 	}
 	return input{Log: in.Arrival}, nil
+}
+
+// prepareByUserLog prepares the features-4 events sorted by user as the
+// log every engine reads (features-4-by-user).
+func prepareByUserLog(c config) (input, error) {
+	if _, err := prepareFeatures4(c); err != nil {
+		return input{}, err
+	}
+	start := time.Now()
+	path, created, err := gen.EnsureByUserParquet(c.DataDir, gen.NewFeatures4(c.Events, c.Seed))
+	if err != nil {
+		return input{}, err
+	}
+	if created {
+		fmt.Fprintf(os.Stderr, "# generated %s in %.1fs\n", path, time.Since(start).Seconds())
+	}
+	return input{Log: path}, nil
 }
 
 // prepareStream4 prepares the features-4 log (DuckDB's batch input) and

@@ -293,7 +293,31 @@ var arrivalSchema = arrow.NewSchema(Features4Schema.Fields()[:4], nil)
 // prepares the input, keeps its buffers out of the measured engine's peak
 // RSS.
 func EnsureArrivalParquet(dir string, c Features4, bound time.Duration) (path string, created bool, err error) {
-	name := fmt.Sprintf("%s-arrival-%dms.parquet", c.FileName()[:len(c.FileName())-len(".parquet")], bound.Milliseconds())
+	return ensureReordered(dir, c, fmt.Sprintf("arrival-%dms", bound.Milliseconds()), func(_, tss []int64) []int {
+		return ArrivalOrder(tss, bound, c.Seed)
+	})
+}
+
+// EnsureByUserParquet is EnsureArrivalParquet with the events sorted by
+// user, each user's in time order: a training-set export by entity.
+func EnsureByUserParquet(dir string, c Features4) (path string, created bool, err error) {
+	return ensureReordered(dir, c, "by-user", func(users, _ []int64) []int {
+		perm := make([]int, len(users))
+		for i := range perm {
+			perm[i] = i
+		}
+		// The log is in time order: a stable sort keeps each user's.
+		slices.SortStableFunc(perm, func(x, y int) int { return cmp.Compare(users[x], users[y]) })
+		return perm
+	})
+}
+
+// ensureReordered returns the path of a Parquet file in dir, named after
+// the log with suffix, holding its (id, user_id, ts, amount) columns in
+// the row order order returns for the users and event times of its rows,
+// generating it (and the log) unless cached.
+func ensureReordered(dir string, c Features4, suffix string, order func(users, tss []int64) []int) (path string, created bool, err error) {
+	name := fmt.Sprintf("%s-%s.parquet", c.FileName()[:len(c.FileName())-len(".parquet")], suffix)
 	path = filepath.Join(dir, name)
 	if _, err := os.Stat(path); err == nil {
 		return path, false, nil
@@ -318,7 +342,7 @@ func EnsureArrivalParquet(dir string, c Features4, bound time.Duration) (path st
 	if err != nil {
 		return "", false, err
 	}
-	perm := ArrivalOrder(tss, bound, c.Seed)
+	perm := order(users, tss)
 
 	tmp, err := os.CreateTemp(dir, name+".tmp*")
 	if err != nil {

@@ -38,6 +38,8 @@ type Options struct {
 	// ChannelDepth is volga.WithChannelDepth; 0 keeps the engine's
 	// default.
 	ChannelDepth int
+	// ClusteredBy is volga.WithClusteredBy (batch only).
+	ClusteredBy []string
 }
 
 // Run compiles query with src bound to table and runs it, handing every
@@ -78,6 +80,9 @@ func compile(query, table string, src source.Source, o Options, fn func(context.
 	}
 	if o.LookupRetention > 0 {
 		opts = append(opts, volga.WithLookupRetention(o.LookupRetention))
+	}
+	if len(o.ClusteredBy) > 0 {
+		opts = append(opts, volga.WithClusteredBy(o.ClusteredBy...))
 	}
 	return volga.SQL(query, opts...)
 }
