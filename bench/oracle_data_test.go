@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -154,6 +155,16 @@ func shuffled(rs []oracleRow, perm []int) []oracleRow {
 		out[i] = rs[r]
 	}
 	return out
+}
+
+// userOrder returns the positions of rs sorted by user (stable).
+func userOrder(rs []oracleRow) []int {
+	perm := make([]int, len(rs))
+	for i := range perm {
+		perm[i] = i
+	}
+	slices.SortStableFunc(perm, func(a, b int) int { return cmp.Compare(rs[a].user, rs[b].user) })
+	return perm
 }
 
 // timestamps returns the event times of rs.

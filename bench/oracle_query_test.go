@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -94,6 +95,17 @@ type oracleQuery struct {
 	// nativeFirstLast renders first_value/last_value unchanged for DuckDB
 	// (only meaningful on data without peers).
 	nativeFirstLast bool
+}
+
+// partitionsBy reports whether every window of q partitions by col (and
+// maybe more).
+func (q oracleQuery) partitionsBy(col string) bool {
+	for _, f := range q.features {
+		if !slices.Contains(strings.Split(f.win.partition, ", "), col) {
+			return false
+		}
+	}
+	return len(q.features) > 0
 }
 
 // volga renders the query in volga's dialect.
