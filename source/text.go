@@ -152,7 +152,10 @@ func (t *textSource) read(ctx context.Context) (rec arrow.RecordBatch, err error
 	}
 	rec = t.bld.NewRecordBatch()
 	if t.opts.timeOrder != "" {
-		t.observeOrder(rec)
+		if err := t.observeOrder(rec); err != nil {
+			rec.Release()
+			return nil, err
+		}
 	}
 	return rec, nil
 }

@@ -1,8 +1,10 @@
 package source
 
 import (
+	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -33,9 +35,10 @@ func (t *textSource) LowerBound(col string) (int64, bool) {
 	return t.newest - t.opts.lateMs, true
 }
 
-// observeOrder notes the greatest value of the WithTimeOrder column in
-// rec.
-func (t *textSource) observeOrder(rec arrow.RecordBatch) {
+// observeOrder checks the WithTimeOrder column of rec against the
+// promise, row by row (no value more than the lateness below the greatest
+// value before it), and notes the greatest value.
+func (t *textSource) observeOrder(rec arrow.RecordBatch) error {
 	col := -1
 	for i, f := range rec.Schema().Fields() {
 		if strings.EqualFold(f.Name, t.opts.timeOrder) {
@@ -44,37 +47,37 @@ func (t *textSource) observeOrder(rec arrow.RecordBatch) {
 		}
 	}
 	if col < 0 {
-		return
+		return nil
 	}
-	hi, ok := maxMillis(rec.Column(col))
-	if ok && hi != math.MinInt64 && (!t.seen || hi > t.newest) {
-		t.newest, t.seen = hi, true
+	c := rec.Column(col)
+	var millis func(i int) int64
+	switch a := c.(type) {
+	case *array.Int64:
+		millis = a.Value
+	case *array.Timestamp:
+		unit := a.DataType().(*arrow.TimestampType).Unit
+		millis = func(i int) int64 { return toMillis(int64(a.Value(i)), unit) }
+	default:
+		return nil
 	}
+	for i := range c.Len() {
+		if c.IsNull(i) {
+			continue
+		}
+		ms := millis(i)
+		if t.seen && ms < t.newest-t.opts.lateMs {
+			return fmt.Errorf("source: %s: %s = %s is %s below the newest value before it, %s: more than the %s of lateness promised (WithTimeOrder)",
+				t.name, rec.Schema().Field(col).Name, fmtMillis(ms), time.Duration(t.newest-ms)*time.Millisecond,
+				fmtMillis(t.newest), time.Duration(t.opts.lateMs)*time.Millisecond)
+		}
+		if !t.seen || ms > t.newest {
+			t.newest, t.seen = ms, true
+		}
+	}
+	return nil
 }
 
-// maxMillis returns the greatest non-null value of an int64 column, or of
-// a timestamp column in milliseconds rounded down (math.MinInt64 when all
-// are null); false for other types.
-func maxMillis(col arrow.Array) (int64, bool) {
-	var hi int64 = math.MinInt64
-	switch a := col.(type) {
-	case *array.Int64:
-		for i, v := range a.Int64Values() {
-			if v > hi && a.IsValid(i) {
-				hi = v
-			}
-		}
-		return hi, true
-	case *array.Timestamp:
-		for i, v := range a.TimestampValues() {
-			if int64(v) > hi && a.IsValid(i) {
-				hi = int64(v)
-			}
-		}
-		if hi == math.MinInt64 {
-			return hi, true
-		}
-		return toMillis(hi, a.DataType().(*arrow.TimestampType).Unit), true
-	}
-	return 0, false
+// fmtMillis formats milliseconds since the epoch as an RFC 3339 time.
+func fmtMillis(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/volga-go/volga/source"
 )
 
@@ -15,7 +17,8 @@ import (
 // to a lateness (WithTimeOrder) bounds the values still to come by the
 // greatest value read minus the lateness (timestamps in milliseconds),
 // knows none before its first row, for other columns or without the
-// promise, and says math.MaxInt64 once every row is read.
+// promise, and says math.MaxInt64 once every row is read; a row further
+// behind than promised fails the Read that meets it.
 func TestTextTimeOrderBound(t *testing.T) {
 	csvIn := "id,ts\n1,2024-01-01T00:00:01Z\n2,2024-01-01T00:00:03Z\n3,2024-01-01T00:00:02Z\n4,2024-01-01T00:00:05Z\n"
 	jsonIn := `{"id":1,"ts":1000}` + "\n" + `{"id":2,"ts":3000}` + "\n" + `{"id":3,"ts":2000}` + "\n" + `{"id":4,"ts":5000}` + "\n"
@@ -41,13 +44,13 @@ func TestTextTimeOrderBound(t *testing.T) {
 		},
 	}
 	for name, open := range open {
-		s, zero := open(source.WithBatchSize(2), source.WithTimeOrder("ts", 500*time.Millisecond))
+		s, zero := open(source.WithBatchSize(2), source.WithTimeOrder("ts", 1500*time.Millisecond))
 		if _, ok := s.LowerBound("ts"); ok {
 			t.Fatalf("%s: a bound before the first row", name)
 		}
 		// The bound after each batch of two rows: the greatest time read
-		// (3 s, then 5 s) minus 500 ms; then the end.
-		for _, want := range []int64{zero + 2500, zero + 4500} {
+		// (3 s, then 5 s) minus 1.5 s; then the end.
+		for _, want := range []int64{zero + 1500, zero + 3500} {
 			rec, err := s.Read(context.Background())
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
@@ -67,6 +70,23 @@ func TestTextTimeOrderBound(t *testing.T) {
 			t.Fatalf("%s: bound %d (%v) at the end, want math.MaxInt64", name, got, ok)
 		}
 		s.Close()
+
+		// The third row is 1 s below the second: a promise of 500 ms is
+		// broken, within a batch or across two.
+		for _, batch := range []int{2, 4} {
+			s, _ := open(source.WithBatchSize(batch), source.WithTimeOrder("ts", 500*time.Millisecond))
+			var err error
+			for err == nil {
+				var rec arrow.RecordBatch
+				if rec, err = s.Read(context.Background()); err == nil {
+					rec.Release()
+				}
+			}
+			if err == io.EOF || !strings.Contains(err.Error(), "1s below") || !strings.Contains(err.Error(), "WithTimeOrder") {
+				t.Fatalf("%s, batches of %d: %v, want the broken promise", name, batch, err)
+			}
+			s.Close()
+		}
 
 		plain, _ := open(source.WithBatchSize(2))
 		rec, err := plain.Read(context.Background())
