@@ -51,6 +51,17 @@ type countingSource struct {
 	done atomic.Bool
 }
 
+// LowerBound passes on the bound of the source under it
+// (source.LowerBounder), which a batch run needs to let rows go before the
+// end of its input: hidden by the counter, a run drawing its progress held
+// every row to the end.
+func (c *countingSource) LowerBound(col string) (int64, bool) {
+	if lb, ok := c.Source.(source.LowerBounder); ok {
+		return lb.LowerBound(col)
+	}
+	return 0, false
+}
+
 func (c *countingSource) Read(ctx context.Context) (arrow.RecordBatch, error) {
 	rec, err := c.Source.Read(ctx)
 	if rec != nil {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/volga-go/volga/source"
 )
 
 func TestProgressLine(t *testing.T) {
@@ -87,5 +89,33 @@ func TestRunProgressOnTerminal(t *testing.T) {
 	last := stderr[strings.LastIndex(stderr, "\r")+1:]
 	if !strings.HasPrefix(last, "volga: run: 3000 rows read") || !strings.Contains(last, "100%") || !strings.HasSuffix(last, "\n") {
 		t.Errorf("final progress line %q in %q", last, stderr)
+	}
+}
+
+// TestCountingSourceKeepsBound: the progress counter passes on the bound
+// of the times to come of the source under it (a batch run drawing its
+// progress otherwise held every row to the end), and knows none over a
+// source without one.
+func TestCountingSourceKeepsBound(t *testing.T) {
+	in := "id,ts\n1,1000\n2,3000\n3,5000\n"
+	s, err := source.NewCSVReader(strings.NewReader(in), source.WithBatchSize(2), source.WithTimeOrder("ts", time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &countingSource{Source: s}
+	rec, err := c.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Release()
+	if got, ok := c.LowerBound("ts"); !ok || got != 2000 || c.rows.Load() != 2 {
+		t.Fatalf("bound %d (%v) after %d rows, want 2000 after 2", got, ok, c.rows.Load())
+	}
+	plain, err := source.NewCSVReader(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := (&countingSource{Source: plain}).LowerBound("ts"); ok {
+		t.Fatal("a bound over a source without one")
 	}
 }
