@@ -196,8 +196,14 @@ func WithStrict(strict bool) Option { return func(c *config) { c.strict = strict
 // The output, written to out (which Backfill closes), has the spine's
 // columns in spine order, then one column per windowed aggregate of the
 // query in SELECT order, one row per spine row, in spine order. Bind the
-// events to the query's table with WithSource. It is one sort-merge pass
-// over events and spine, not one lookup per spine row.
+// events to the query's table with WithSource. It is one pass over events
+// and spine, not one lookup per spine row. When both sources bound the
+// times still to come (source.LowerBounder: Parquet row groups, in-memory
+// batches, CSV and JSON lines with source.WithTimeOrder), they are read
+// side by side, lowest bound first, and the rows of a spine in time order
+// go out as they are read, in memory bounded by the windows (a sort-merge);
+// otherwise the events are read first, then the spine, and everything
+// waits for the end.
 func Backfill(ctx context.Context, query string, spine source.Source, out sink.Sink, opts ...Option) error {
 	plan, err := pipeline.ParseSQL(query)
 	if err != nil {

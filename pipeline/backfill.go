@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -107,7 +108,13 @@ func Backfill(ctx context.Context, plan *Plan, events, spine source.Source, out 
 		mem = memory.DefaultAllocator
 	}
 	src := &unionSource{schema: union, parts: []source.Source{events, spine}, mem: mem,
-		spineTime: fieldIndexFold(ss, c.TimeColumn), timeName: c.TimeColumn}
+		spineTime: fieldIndexFold(ss, c.TimeColumn), timeName: c.TimeColumn,
+		timeNames: []string{es.Field(fieldIndexFold(es, c.TimeColumn)).Name, ss.Field(fieldIndexFold(ss, c.TimeColumn)).Name}}
+	src.interleave = interleaveBackfill
+	for _, p := range src.parts {
+		_, ok := p.(source.LowerBounder)
+		src.interleave = src.interleave && ok
+	}
 	closeOut = false
 	return c.Run(ctx, src, out, opt)
 }
@@ -124,14 +131,31 @@ func fieldIndexFold(s *arrow.Schema, name string) int {
 	return -1
 }
 
-// unionSource reads its parts one after the other, laying every batch out
-// in the union schema: columns a part lacks are NULL, and the last column
-// flags the rows of the last part (the spine) as probes.
+// unionSource reads its parts, laying every batch out in the union
+// schema: columns a part lacks are NULL, and the last column flags the
+// rows of the last part (the spine) as probes.
+//
+// When every part bounds the event times it has still to give
+// (source.LowerBounder: Parquet row groups, in-memory batches, text files
+// promised in time order), it reads next from the part whose bound is
+// the lowest, and bounds its own times by the least of theirs: events and
+// spine in time order then make an input in time order (or nearly: a
+// batch may reach past the other's next rows), which a batch run finishes
+// as it reads, in memory bounded by the windows rather than by the
+// events. Otherwise it reads the events, then the spine, and every row
+// waits for the end. Either way the output is the same: the window
+// operators order rows by time, and output keeps spine order.
 type unionSource struct {
 	schema *arrow.Schema
 	parts  []source.Source
 	cur    int
 	mem    memory.Allocator
+	// interleave: read from the part of the lowest bound (see above);
+	// timeNames are the time column's name in each part, done the parts
+	// that have ended.
+	interleave bool
+	timeNames  []string
+	done       [2]bool
 	// spineTime is the index of the time column in the spine's batches
 	// (timeName its name), and spineRows the spine rows read so far: a
 	// spine row without a time is an error, not a row silently missing
@@ -143,18 +167,64 @@ type unionSource struct {
 
 func (u *unionSource) Schema() *arrow.Schema { return u.schema }
 
+// interleaveBackfill lets backfills read events and spine interleaved
+// (a variable for tests of the sequential order).
+var interleaveBackfill = true
+
+// next returns the part to read next, len(parts) when all have ended.
+func (u *unionSource) next() int {
+	for u.cur < len(u.parts) && u.done[u.cur] {
+		u.cur++
+	}
+	if !u.interleave || u.cur >= len(u.parts)-1 {
+		return u.cur
+	}
+	// Both parts are open: the one of the lower bound (the events on a
+	// tie, or when a bound is not known).
+	eb, eok := u.parts[0].(source.LowerBounder).LowerBound(u.timeNames[0])
+	sb, sok := u.parts[1].(source.LowerBounder).LowerBound(u.timeNames[1])
+	if eok && sok && sb < eb {
+		return 1
+	}
+	return 0
+}
+
+// LowerBound implements source.LowerBounder for the time column when the
+// parts are read interleaved: the least of their bounds.
+func (u *unionSource) LowerBound(col string) (int64, bool) {
+	if !u.interleave || !strings.EqualFold(col, u.timeName) {
+		return 0, false
+	}
+	bound := int64(math.MaxInt64)
+	for i, p := range u.parts {
+		if u.done[i] {
+			continue
+		}
+		b, ok := p.(source.LowerBounder).LowerBound(u.timeNames[i])
+		if !ok {
+			return 0, false
+		}
+		bound = min(bound, b)
+	}
+	return bound, true
+}
+
 func (u *unionSource) Read(ctx context.Context) (arrow.RecordBatch, error) {
-	for u.cur < len(u.parts) {
-		rec, err := u.parts[u.cur].Read(ctx)
+	for {
+		k := u.next()
+		if k >= len(u.parts) {
+			break
+		}
+		rec, err := u.parts[k].Read(ctx)
 		if err == io.EOF {
-			u.cur++
+			u.done[k] = true
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
 		defer rec.Release()
-		probe := u.cur == len(u.parts)-1
+		probe := k == len(u.parts)-1
 		if probe {
 			if col := rec.Column(u.spineTime); col.NullN() > 0 {
 				for i := 0; i < col.Len(); i++ {

@@ -11,6 +11,7 @@ import (
 	"github.com/volga-go/volga/internal/testutil"
 	"github.com/volga-go/volga/pipeline"
 	"github.com/volga-go/volga/sink"
+	"github.com/volga-go/volga/source"
 )
 
 var spineSchema = arrow.NewSchema([]arrow.Field{
@@ -23,7 +24,9 @@ var spineSchema = arrow.NewSchema([]arrow.Field{
 // the aggregate over the frame a row at its (key, time) would have without
 // itself (SPEC section 6), over the events that pass WHERE; strict mode
 // leaves out the events at the spine row's own time. Labels pass through
-// and the output keeps spine order, for parallelism 1 and 2.
+// and the output keeps spine order, for parallelism 1 and 2, from sources
+// that bound the times to come (read interleaved) and from sources that
+// do not (events, then spine).
 func TestBackfillMatchesDefinition(t *testing.T) {
 	frames := append(lookupFrames, testutil.Frame{Unbounded: true}, testutil.Frame{Unbounded: true, EndPreceding: 1500})
 	var items, names []string
@@ -36,7 +39,8 @@ func TestBackfillMatchesDefinition(t *testing.T) {
 	}
 	query := "SELECT id, " + strings.Join(items, ", ") + " FROM events WHERE amount IS NULL OR amount > -40"
 	for _, seed := range testutil.Seeds(2) {
-		for _, strict := range []bool{false, true} {
+		for _, c := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+			strict, bounded := c[0], c[1]
 			for _, par := range []int{1, 2} {
 				rng := testutil.Rand(seed)
 				cfg := testutil.DefaultEvents(testutil.Scale(300))
@@ -61,10 +65,12 @@ func TestBackfillMatchesDefinition(t *testing.T) {
 					t.Fatal(err)
 				}
 				out := sink.NewCollector()
-				err = pipeline.Backfill(context.Background(), plan,
-					testutil.NewSource(tab.Schema, tab.Batches(rng, 40)...),
-					testutil.NewSource(spineSchema, spine.Batches(rng, 16)...),
-					out, "", strict, pipeline.RunOptions{Parallelism: par})
+				eb, sb := tab.Batches(rng, 40), spine.Batches(rng, 16)
+				var events, spineSrc source.Source = testutil.NewSource(tab.Schema, eb...), testutil.NewSource(spineSchema, sb...)
+				if bounded {
+					events, spineSrc = source.NewMemory(tab.Schema, eb...), source.NewMemory(spineSchema, sb...)
+				}
+				err = pipeline.Backfill(context.Background(), plan, events, spineSrc, out, "", strict, pipeline.RunOptions{Parallelism: par})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -98,11 +104,56 @@ func TestBackfillMatchesDefinition(t *testing.T) {
 					}
 					for k, w := range want {
 						if !testutil.Equal(row[3+k], w) {
-							t.Fatalf("seed %d strict %v par %d: spine row %v: %s = %v, want %v", seed, strict, par, srow, names[k], row[3+k], w)
+							t.Fatalf("seed %d strict %v bounded %v par %d: spine row %v: %s = %v, want %v", seed, strict, bounded, par, srow, names[k], row[3+k], w)
 						}
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestBackfillFinishesEarly: a backfill over events and a spine in time
+// order, from sources that bound the times to come, writes training rows
+// before it has read all the events (rather than holding every event to
+// the end), with one task or two, and the rows a backfill reading the
+// events, then the spine, writes.
+func TestBackfillFinishesEarly(t *testing.T) {
+	defer pipeline.SetBatchReleaseRows(0)()
+	defer pipeline.SetMergeChunk(20)()
+	rng := testutil.Rand(31)
+	tab := testutil.Events(rng, testutil.DefaultEvents(3000))
+	spine := &testutil.Table{Schema: spineSchema}
+	for i := 0; i < len(tab.Rows); i += 7 {
+		spine.Rows = append(spine.Rows, []any{fmt.Sprintf("s%d", i), tab.Value(i, "ts").(int64) + 1, tab.Value(i, "user_id")})
+	}
+	eb, sb := tab.Batches(rng, 40), spine.Batches(rng, 10)
+	plan, err := pipeline.ParseSQL(`SELECT sum(amount) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '2' SECOND PRECEDING AND CURRENT ROW) AS s2,
+	count(*) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 3 PRECEDING AND CURRENT ROW) AS c3 FROM events`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(events source.Source, out sink.Sink, par int) error {
+		return pipeline.Backfill(context.Background(), plan, events, source.NewMemory(spineSchema, sb...), out, "", false, pipeline.RunOptions{Parallelism: par})
+	}
+	undo := pipeline.SetInterleaveBackfill(false)
+	want := sink.NewCollector()
+	err = run(source.NewMemory(tab.Schema, eb...), want, 1)
+	undo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want.Rows()) != len(spine.Rows) {
+		t.Fatalf("%d rows for %d spine rows", len(want.Rows()), len(spine.Rows))
+	}
+	for _, par := range []int{1, 2} {
+		got := &firstWrite{Collector: sink.NewCollector(), first: make(chan struct{})}
+		gated := &gatedSource{boundedSource: source.NewMemory(tab.Schema, eb...), gateAt: len(eb) - 2, first: got.first}
+		if err := run(gated, got, par); err != nil {
+			t.Fatalf("parallelism %d: %v", par, err)
+		}
+		if d := testutil.Diff(nil, got.Rows(), want.Rows(), nil); d != "" {
+			t.Fatalf("parallelism %d: interleaved, the output differs:\n%s", par, d)
 		}
 	}
 }

@@ -52,3 +52,11 @@ func SetResultMerging(on bool) (undo func()) {
 	resultMergingOn = on
 	return func() { resultMergingOn = old }
 }
+
+// SetInterleaveBackfill lets backfills read events and spine interleaved
+// or not, until the returned function undoes it.
+func SetInterleaveBackfill(on bool) (undo func()) {
+	old := interleaveBackfill
+	interleaveBackfill = on
+	return func() { interleaveBackfill = old }
+}

@@ -11,7 +11,7 @@ import (
 	"github.com/volga-go/volga/source"
 )
 
-const backfillSynopsis = "backfill --sql FILE --source NAME=PATH --spine PATH [--sink PATH] [--strict] [--parallelism N]"
+const backfillSynopsis = "backfill --sql FILE --source NAME=PATH --spine PATH [--sink PATH] [--strict] [--time-order DURATION] [--parallelism N]"
 
 var backfillCommand = &command{
 	name:    "backfill",
@@ -27,6 +27,7 @@ type backfillConfig struct {
 	sinkPath    string
 	format      string
 	strict      bool
+	timeOrder   timeOrder
 	parallelism int
 }
 
@@ -39,6 +40,7 @@ func newBackfillFlags(cfg *backfillConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.sinkPath, "sink", "-", "output `PATH`: .csv, .jsonl, .ndjson or .parquet, or a Kafka topic kafka://HOST:PORT/TOPIC?key=COLS; - is standard output")
 	fs.StringVar(&cfg.format, "format", "", "`csv|jsonl`: the format of standard output (default csv)")
 	fs.BoolVar(&cfg.strict, "strict", false, "count only events strictly before each spine row's time (ts < t), not those at it")
+	cfg.timeOrder.registerUsage(fs, "CSV or JSON-lines events and spine: promise that in each file every row is at most `DURATION` behind the newest time before it (0s: sorted), so that events and spine are read side by side and training rows go out as they are read, in memory bounded by the windows rather than by the events; a row later than that stops the backfill (Parquet files need no promise: their statistics bound the times to come)")
 	fs.IntVar(&cfg.parallelism, "parallelism", 1, "number of window tasks, rows hash-partitioned by key (`N` >= 1)")
 	return fs
 }
@@ -98,12 +100,16 @@ func backfill(ctx context.Context, e *env, cfg *backfillConfig) error {
 	}
 	dead := &deadLetters{e: e}
 	defer dead.summary()
-	events, err := openSource(q.table.path, true, dead.report)
+	fileOpts, err := cfg.timeOrder.options(q.name, q.plan)
+	if err != nil {
+		return err
+	}
+	events, err := openSource(q.table.path, true, dead.report, fileOpts...)
 	if err != nil {
 		return err
 	}
 	defer events.Close()
-	spine, err := openSource(cfg.spine, true, dead.report)
+	spine, err := openSource(cfg.spine, true, dead.report, fileOpts...)
 	if err != nil {
 		return err
 	}

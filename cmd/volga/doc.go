@@ -123,11 +123,16 @@
 // # volga backfill
 //
 //	volga backfill --sql FILE --source NAME=PATH --spine PATH [--sink PATH] [--strict]
+//	               [--time-order DURATION] [--parallelism N]
 //
 // For each row of the spine file (the query's key columns and time column,
 // plus labels), the features as of that row's time: one output row per
 // spine row, in spine order, the spine's columns first. --strict counts
-// only events strictly before the row's time.
+// only events strictly before the row's time. Events and spine in time
+// order (Parquet files, whose statistics say so; CSV or JSON lines promised
+// with --time-order DURATION, as for volga run) are read side by side, and
+// training rows go out as they are read, in memory bounded by the windows;
+// otherwise the events are read first and held until the spine is.
 //
 // # volga check
 //

@@ -135,7 +135,12 @@ type timeOrder struct {
 }
 
 func (t *timeOrder) register(fs *flag.FlagSet) {
-	fs.Var(timeOrderFlag{t}, "time-order", "batch mode, CSV or JSON-lines input: promise that each row is at most `DURATION` behind the newest event time before it (0s: sorted), so that OVER windows emit rows as the input is read rather than at its end; a row later than that stops the run (Parquet input needs no promise: its statistics bound the times to come)")
+	t.registerUsage(fs, "batch mode, CSV or JSON-lines input: promise that each row is at most `DURATION` behind the newest event time before it (0s: sorted), so that OVER windows emit rows as the input is read rather than at its end; a row later than that stops the run (Parquet input needs no promise: its statistics bound the times to come)")
+}
+
+// registerUsage registers --time-order with the help text usage.
+func (t *timeOrder) registerUsage(fs *flag.FlagSet, usage string) {
+	fs.Var(timeOrderFlag{t}, "time-order", usage)
 }
 
 // check refuses --time-order outside batch mode.

@@ -268,11 +268,19 @@ func TestBackfill(t *testing.T) {
 		t.Fatal(err)
 	}
 	differ := 0
-	for _, strict := range []bool{false, true} {
+	for _, c := range []struct {
+		strict    bool
+		timeOrder string
+	}{{false, ""}, {true, ""}, {false, "24h"}, {true, "24h"}} {
+		strict := c.strict
 		dir := files(t, "q.sql", spendSQL, "tx.csv", txCSV, "spine.csv", spineCSV)
 		args := []string{"backfill", "--sql", "q.sql", "--source", "tx=tx.csv", "--spine", "spine.csv", "--sink", "out.csv"}
 		if strict {
 			args = append(args, "--strict")
+		}
+		if c.timeOrder != "" {
+			// Events and spine read side by side.
+			args = append(args, "--time-order", c.timeOrder)
 		}
 		code, stdout, stderr := cli(t, context.Background(), dir, "", args...)
 		if code != 0 || stderr != "" || stdout != "" {
@@ -313,9 +321,17 @@ func TestBackfill(t *testing.T) {
 			}
 		}
 	}
-	// The spine rows at u1's 00:30, 01:15 and 00:00 and u2's 01:20 events.
-	if differ != 4 {
-		t.Errorf("strict and not differ on %d rows, want the 4 at event times", differ)
+	// The spine rows at u1's 00:30, 01:15 and 00:00 and u2's 01:20 events
+	// (twice: with and without --time-order).
+	if differ != 8 {
+		t.Errorf("strict and not differ on %d rows, want the 4 at event times, twice", differ)
+	}
+	// The spine is not in time order: a promise that it is stops the
+	// backfill, naming it.
+	dir := files(t, "q.sql", spendSQL, "tx.csv", txCSV, "spine.csv", spineCSV)
+	code, _, stderr := cli(t, context.Background(), dir, "", "backfill", "--sql", "q.sql", "--source", "tx=tx.csv", "--spine", "spine.csv", "--sink", "out.csv", "--time-order", "0s")
+	if code == 0 || !strings.Contains(stderr, "WithTimeOrder") {
+		t.Errorf("--time-order 0s over a spine out of order: exit %d, stderr %q", code, stderr)
 	}
 }
 
