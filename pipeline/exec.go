@@ -950,7 +950,9 @@ func (r *runner) deadLetter(rec arrow.RecordBatch, row int, reason string) {
 // is where the tasks write the results of rec's rows.
 func (r *runner) partition(ctx context.Context, rec arrow.RecordBatch, tasks []chan msg, dst *window.Dest) error {
 	if len(tasks) == 1 {
-		return send(ctx, tasks[0], msg{rec: rec, wm: watermark.None})
+		// The only task takes every row; marked split when the run
+		// merges results onto the input, so that it sends only results.
+		return send(ctx, tasks[0], msg{rec: rec, wm: watermark.None, split: r.resMerge, dst: dst})
 	}
 	// Every task reads rec: settle what Arrow would compute lazily.
 	arrowutil.CountNulls(rec)
@@ -966,6 +968,20 @@ func (r *runner) partition(ctx context.Context, rec arrow.RecordBatch, tasks []c
 		}
 	}
 	return nil
+}
+
+// taskRows returns the rows of rec (a batch sent split) that task id of
+// stage st takes: all of them, without hashing, when it is the only task
+// (window.Operator.PushRows keeps no list of every row).
+func (r *runner) taskRows(h *keyHasher, rec arrow.RecordBatch, st *stage, id int) []int32 {
+	if r.n > 1 {
+		return ownRowsOf(h, rec, st.keyCols(), id, r.n)
+	}
+	n := int(rec.NumRows())
+	for len(h.all) < n {
+		h.all = append(h.all, int32(len(h.all)))
+	}
+	return h.all[:n]
 }
 
 // ownRowsOf returns the rows of rec whose key (keyCols) goes to task id
@@ -1222,11 +1238,11 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 			var err error
 			if m.split && m.dst != nil {
 				// ... and writes their results into the batch's Dest.
-				outs, lateRec, err = destOp.PushRowsTo(m.rec, ownRowsOf(&hasher, m.rec, st.keyCols(), id, r.n), m.dst)
+				outs, lateRec, err = destOp.PushRowsTo(m.rec, r.taskRows(&hasher, m.rec, st, id), m.dst)
 			} else if m.split && rowsOp != nil {
 				// The operator takes its rows of the shared batch as they
 				// are (no copy).
-				outs, lateRec, err = rowsOp.PushRows(m.rec, ownRowsOf(&hasher, m.rec, st.keyCols(), id, r.n))
+				outs, lateRec, err = rowsOp.PushRows(m.rec, r.taskRows(&hasher, m.rec, st, id))
 			} else {
 				outs, lateRec, err = op.Push(m.rec)
 			}
@@ -1413,12 +1429,12 @@ func (r *runner) merge(ctx context.Context, in chan msg, n int) (err error) {
 		// same barriers (sender n).
 		senders = n + 1
 	}
-	if r.ck != nil && r.ck.restored != nil && n > 1 {
+	if r.ck != nil && r.ck.restored != nil && (n > 1 || rm != nil) {
 		var err error
 		if rm != nil {
 			err = rm.restore(r.ck.restored[partResults])
 		} else if _, ok := r.ck.restored[partResults]; ok {
-			err = errors.New("volga: checkpoint: taken by a run that merged results onto its input (a batch run of one OVER-window stage over several tasks); this run does not, so it cannot resume it")
+			err = errors.New("volga: checkpoint: taken by a run that merged results onto its input (a batch run of one OVER-window stage); this run does not, so it cannot resume it")
 		} else {
 			err = m.restore(r.ck.restored[partMerger])
 		}

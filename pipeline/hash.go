@@ -43,6 +43,8 @@ type keyHasher struct {
 	buf []byte
 	hs  []uint64
 	idx []int32
+	// all is 0, 1, 2, ...: every row of a batch (runner.taskRows).
+	all []int32
 }
 
 // hash returns the hash of row i's key tuple. A single int64 key hashes

@@ -19,9 +19,9 @@ import (
 
 // Merging results onto the input.
 //
-// A batch run with several tasks of one sliding-window stage sends every
-// prepared batch whole to each task, which takes its own rows of it
-// (window.Operator.PushRows). Each input row gives exactly one output row:
+// A batch run of one sliding-window stage sends every prepared batch whole
+// to each task, which takes its own rows of it (window.Operator.PushRows;
+// a single task takes them all). Each input row gives exactly one output row:
 // the row's own columns followed by its results. So rather than have every
 // task copy its rows, gather its output into arrival order and have the
 // merger interleave the tasks' output, the reader hands the prepared
@@ -39,14 +39,16 @@ import (
 // the merger writes a batch with the Dest's columns once every row is
 // done. Results are computed key by key: written in place, each goes
 // once from the task's result array to its row, in parallel over the
-// tasks, where a gather on the merger read every row out of cache.
+// tasks, where a gather on the merger read every row out of cache. With
+// one task this spares it gathering its output rows into arrival order
+// (features-4 at parallelism 1: 12 % less time).
 
 // resultMerging reports whether the run merges results onto its input
-// (see above): a batch run of one sliding-window stage over several tasks,
+// (see above): a batch run of one sliding-window stage,
 // unless it resumes a checkpoint whose merger merged whole rows (taken by
 // an earlier version), which it then resumes the same way.
 func (r *runner) resultMerging() bool {
-	if r.opt.Mode != Batch || r.n < 2 || len(r.c.stages) != 1 || !resultMergingOn {
+	if r.opt.Mode != Batch || len(r.c.stages) != 1 || !resultMergingOn {
 		return false
 	}
 	if r.ck != nil && r.ck.restored != nil {

@@ -19,10 +19,10 @@ import (
 )
 
 // userWindowsQuery is the cross-mode query's windows over user_id only:
-// one stage, whose batch runs over several tasks merge results onto the
-// input. all keeps every aggregate (lists, maps and strings among them);
-// otherwise only those whose results are numbers or times, which runs
-// without checkpoints write in place.
+// one stage, whose batch runs merge results onto the input. all keeps
+// every aggregate (lists, maps and strings among them); otherwise only
+// those whose results are numbers or times, which runs without
+// checkpoints write in place.
 func userWindowsQuery(all bool) string {
 	var ws []testutil.ModesWindow
 	for _, w := range slices.Concat(testutil.ModesLookupWindows, testutil.ModesUnboundedWindows) {
@@ -41,8 +41,8 @@ func userWindowsQuery(all bool) string {
 }
 
 // TestBatchResultMergeResumeExactlyOnce: a batch run of one OVER-window
-// stage over several tasks, which merges the tasks' results onto its input
-// batches, cancelled again and again and resumed from its latest
+// stage, over one task or several, which merges the tasks' results onto
+// its input batches, cancelled again and again and resumed from its latest
 // checkpoint, writes exactly the file of an uninterrupted run: its
 // checkpoints hold the input rows not written yet and the results the
 // tasks sent for them (lists, maps and strings too), over input a little
@@ -55,7 +55,7 @@ func TestBatchResultMergeResumeExactlyOnce(t *testing.T) {
 	batches := tab.Batches(testutil.Rand(62), 40)
 	defer arrowutil.ReleaseAll(batches)
 	for _, all := range []bool{true, false} {
-		for _, par := range []int{2, 3} {
+		for _, par := range []int{1, 2, 3} {
 			merged, dests := pipeline.ResultMergeRuns(), pipeline.DestRuns()
 			checkBatchResume(t, userWindowsQuery(all), tab.Schema, batches, par, 63+uint64(par), 6)
 			if pipeline.ResultMergeRuns()-merged < 2 {
