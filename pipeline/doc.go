@@ -22,7 +22,11 @@
 // to the merger, which writes each with its own columns unchanged and its
 // rows' results, sent alone by the tasks (window.Operator.AdvanceResults),
 // gathered once, or written by the tasks in place into the batch's
-// window.Dest when every result is a fixed-width number. Goroutines are joined by bounded channels that carry
+// window.Dest when every result is a fixed-width number. A batch run
+// lets rows go before the end of its input as far as the source's bound
+// of the times to come and the input's order allow (batchtime.go), or,
+// over input promised clustered by key, key by key (cluster.go).
+// Goroutines are joined by bounded channels that carry
 // batches and watermarks in-band, so a slow sink slows the source down,
 // and errors and cancellation stop every goroutine (errgroup).
 //

@@ -15,7 +15,9 @@
 // (Config.PageRows) the longest frame's middle rows wait in the state
 // store, so a key's memory grows with frame length / tile length, not
 // with its events. Batch mode is the same operator released
-// once by the End watermark (or as time-ordered input goes). PushRows
+// once by the End watermark (or as time-ordered input goes); over input
+// clustered by key, FinishBefore releases the keys the input has moved
+// past whatever their times, and drops their states. PushRows
 // takes some rows of a batch other operators share, without copying them
 // (string arguments are interned, one owned copy per distinct value, for
 // as long as a column's values keep repeating); AdvanceResults hands over
