@@ -12,7 +12,7 @@ import (
 	"github.com/volga-go/volga/request"
 )
 
-const checkSynopsis = "check --sql FILE --source NAME=PATH --log PATH [--tolerance X] [--examples N]"
+const checkSynopsis = "check --sql FILE --source NAME=PATH --log PATH [--tolerance X] [--examples N] [--time-order DURATION]"
 
 var checkCommand = &command{
 	name:    "check",
@@ -27,6 +27,7 @@ type checkConfig struct {
 	log       string
 	tolerance float64
 	examples  int
+	timeOrder timeOrder
 }
 
 func newCheckFlags(cfg *checkConfig) *flag.FlagSet {
@@ -37,6 +38,7 @@ func newCheckFlags(cfg *checkConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.log, "log", "", "`PATH` of the logged lookups: responses of volga serve, one JSON object per line (- reads standard input)")
 	fs.Float64Var(&cfg.tolerance, "tolerance", 1e-9, "largest relative difference between two numbers that still `X` matches")
 	fs.IntVar(&cfg.examples, "examples", 10, "how many differences to list (`N`)")
+	cfg.timeOrder.registerUsage(fs, "CSV or JSON-lines events: promise that each row is at most `DURATION` behind the newest event time before it (0s: sorted), so that the events are read side by side with the logged lookups and let go as they are, in memory bounded by the windows; a row later than that stops the check (Parquet events need no promise)")
 	return fs
 }
 
@@ -108,7 +110,11 @@ func check(ctx context.Context, e *env, cfg *checkConfig) (*request.Report, erro
 	}
 	dead := &deadLetters{e: e}
 	defer dead.summary()
-	events, err := openSource(q.table.path, true, dead.report)
+	fileOpts, err := cfg.timeOrder.options(q.name, q.plan)
+	if err != nil {
+		return nil, err
+	}
+	events, err := openSource(q.table.path, true, dead.report, fileOpts...)
 	if err != nil {
 		return nil, err
 	}

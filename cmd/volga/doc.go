@@ -137,6 +137,7 @@
 // # volga check
 //
 //	volga check --sql FILE --source NAME=PATH --log PATH [--tolerance X]
+//	            [--examples N] [--time-order DURATION]
 //
 // Recomputes logged lookups (responses of volga serve, one per line) with
 // a backfill and prints how many feature values match; exit status 1 when

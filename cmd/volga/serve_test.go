@@ -383,11 +383,14 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	code, stdout, stderr := cli(t, context.Background(), dir, "", "check", "--sql", "q.sql", "--source", "tx=tx.csv", "--log", "honest.jsonl")
-	if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "consistent: 8 lookups checked; feature values: 24 matched, 0 mismatched, 0 missing, 0 extra\n") {
-		t.Errorf("honest: exit %d, stderr %q, stdout:\n%s", code, stderr, stdout)
+	// With --time-order the events are read side by side with the log.
+	for _, extra := range [][]string{nil, {"--time-order", "2h"}} {
+		code, stdout, stderr := cli(t, context.Background(), dir, "", append([]string{"check", "--sql", "q.sql", "--source", "tx=tx.csv", "--log", "honest.jsonl"}, extra...)...)
+		if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "consistent: 8 lookups checked; feature values: 24 matched, 0 mismatched, 0 missing, 0 extra\n") {
+			t.Errorf("honest %v: exit %d, stderr %q, stdout:\n%s", extra, code, stderr, stdout)
+		}
 	}
-	code, stdout, stderr = cli(t, context.Background(), dir, "", "check", "--sql", "q.sql", "--source", "tx=tx.csv", "--log", "tampered.jsonl")
+	code, stdout, stderr := cli(t, context.Background(), dir, "", "check", "--sql", "q.sql", "--source", "tx=tx.csv", "--log", "tampered.jsonl")
 	if code != exitFailure || stderr != "" || !strings.HasPrefix(stdout, "INCONSISTENT: 8 lookups checked; feature values: 23 matched, 1 mismatched") ||
 		!strings.Contains(stdout, `spend_1h: served 4.6, recomputed 4.5`) {
 		t.Errorf("tampered: exit %d, stderr %q, stdout:\n%s", code, stderr, stdout)
