@@ -387,6 +387,12 @@ func (r *runner) run(ctx context.Context) error {
 	if len(inputs) > 0 {
 		firstChans = inputs[0]
 	}
+	// reading is done once the reader has returned: when the run merges
+	// results onto the input, it sends its batches on final too, which
+	// must stay open until then (tasks that stopped early on an error
+	// would otherwise close it under a reader still sending).
+	var reading sync.WaitGroup
+	reading.Add(1)
 	g.Go(func() error {
 		defer func() {
 			for _, ch := range firstChans {
@@ -395,6 +401,7 @@ func (r *runner) run(ctx context.Context) error {
 			if firstChans == nil {
 				close(first)
 			}
+			reading.Done()
 		}()
 		return r.read(ctx, firstChans, first)
 	})
@@ -423,6 +430,9 @@ func (r *runner) run(ctx context.Context) error {
 					close(ch)
 				}
 			} else {
+				if r.resMerge {
+					reading.Wait()
+				}
 				close(final)
 			}
 			return nil
