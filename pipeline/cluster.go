@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -46,14 +47,15 @@ func (c *Compiled) clusterCols(opt RunOptions) ([]int, int, error) {
 	st := c.stages[0]
 	cols := make([]int, 0, len(opt.ClusteredBy))
 	for _, name := range opt.ClusteredBy {
-		k := c.Source.FieldIndices(name)
-		if len(k) == 0 {
+		// Names compare without case, as SQL's do.
+		k := fieldIndexFold(c.Source, name)
+		if k < 0 {
 			return nil, 0, fmt.Errorf("volga: ClusteredBy: no column %q in the source", name)
 		}
-		if !slices.Contains(st.cfg.KeyCols, k[0]) {
+		if !slices.Contains(st.cfg.KeyCols, k) {
 			return nil, 0, fmt.Errorf("volga: ClusteredBy: column %q is not among the PARTITION BY columns of the first windows (%v): only keys that include the clustering columns are finished as the input moves on", name, st.keys)
 		}
-		cols = append(cols, k[0])
+		cols = append(cols, k)
 	}
 	stages := 1
 	for _, st := range c.stages[1:] {
@@ -69,7 +71,7 @@ func (c *Compiled) clusterCols(opt RunOptions) ([]int, int, error) {
 // column of names (and maybe more).
 func keysInclude(st *stage, names []string) bool {
 	for _, name := range names {
-		if !slices.ContainsFunc(st.cfg.KeyCols, func(k int) bool { return st.in.Field(k).Name == name }) {
+		if !slices.ContainsFunc(st.cfg.KeyCols, func(k int) bool { return strings.EqualFold(st.in.Field(k).Name, name) }) {
 			return false
 		}
 	}
