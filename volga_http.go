@@ -103,7 +103,7 @@ func (s pipelineService) Lookup(ctx context.Context, key map[string]any, at time
 		return request.Features{}, request.Unavailable(err)
 	case errors.Is(err, window.ErrTooOld), errors.Is(err, pipeline.ErrCandidateKey):
 		return request.Features{}, request.Invalid(err)
-	case errors.Is(err, window.ErrUnboundedLookup), errors.Is(err, pipeline.ErrNoLookup):
+	case errors.Is(err, window.ErrUnboundedLookup), errors.Is(err, pipeline.ErrNoLookup), errors.Is(err, window.ErrKeyDropped):
 		return request.Features{}, request.Unsupported(err)
 	default:
 		return request.Features{}, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -24,6 +25,7 @@ import (
 	"github.com/volga-go/volga/internal/testutil"
 	"github.com/volga-go/volga/request"
 	"github.com/volga-go/volga/source"
+	"github.com/volga-go/volga/window"
 )
 
 // httpEvent is one transaction of the HTTP tests.
@@ -498,5 +500,59 @@ WINDOW w AS (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '1' DAY PRE
 		if w.Status != 200 {
 			b.Fatalf("status %d: %s", w.Status, w.Body)
 		}
+	}
+}
+
+// TestLookupKeyDroppedByClusteredRun: after a batch run over input
+// clustered by user (WithClusteredBy), which drops each user's state once
+// the input moves on, a lookup of a finished user answers
+// window.ErrKeyDropped in process and 501 over HTTP (a loopback listener),
+// not features computed from an empty state; the last user, still open
+// at the end, is answered.
+func TestLookupKeyDroppedByClusteredRun(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "user_id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "ts", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "amount", Type: arrow.PrimitiveTypes.Float64},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	for user := range 3 {
+		for k := range 4 {
+			b.Field(0).(*array.Int64Builder).Append(int64(user))
+			b.Field(1).(*array.Int64Builder).Append(int64(k * 60_000))
+			b.Field(2).(*array.Float64Builder).Append(float64(user*10 + k))
+		}
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	defer rec.Release()
+	p, err := volga.SQL(`SELECT user_id, sum(amount) OVER (PARTITION BY user_id ORDER BY ts
+		RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW) AS s FROM tx`,
+		volga.WithSource("tx", source.NewMemory(schema, rec.NewSlice(0, 5), rec.NewSlice(5, 12))),
+		volga.WithClusteredBy("user_id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	at := time.UnixMilli(200_000)
+	if _, err := p.Lookup(context.Background(), map[string]any{"user_id": int64(0)}, at, nil); !errors.Is(err, window.ErrKeyDropped) {
+		t.Fatalf("lookup of a finished user: %v, want ErrKeyDropped", err)
+	}
+	res, err := p.Lookup(context.Background(), map[string]any{"user_id": int64(2)}, at, nil)
+	if err != nil || res.Values[0] != 20.0+21+22+23 {
+		t.Fatalf("lookup of the last user: %v, %v; want 86", res.Values, err)
+	}
+	srv := httptest.NewServer(p.Handler())
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+"/v1/features", "application/json", strings.NewReader(`{"key": {"user_id": 1}, "at": "1970-01-01T00:03:20Z"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotImplemented || !strings.Contains(string(body), "dropped") {
+		t.Fatalf("HTTP lookup of a finished user: %d %s", resp.StatusCode, body)
 	}
 }
