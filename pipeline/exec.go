@@ -1441,13 +1441,16 @@ func (r *runner) merge(ctx context.Context, in chan msg, n int) (err error) {
 		// same barriers (sender n).
 		senders = n + 1
 	}
-	if r.ck != nil && r.ck.restored != nil && (n > 1 || rm != nil) {
+	if r.ck != nil && r.ck.restored != nil {
 		var err error
-		if rm != nil {
+		_, results := r.ck.restored[partResults]
+		switch {
+		case rm != nil:
 			err = rm.restore(r.ck.restored[partResults])
-		} else if _, ok := r.ck.restored[partResults]; ok {
+		case results:
+			// Its input rows not written yet are in that part only.
 			err = errors.New("volga: checkpoint: taken by a run that merged results onto its input (a batch run of one OVER-window stage); this run does not, so it cannot resume it")
-		} else {
+		case n > 1:
 			err = m.restore(r.ck.restored[partMerger])
 		}
 		if err != nil {

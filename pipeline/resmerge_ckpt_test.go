@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"gocloud.dev/blob/memblob"
 
 	"github.com/volga-go/volga"
@@ -72,17 +74,25 @@ func TestBatchResultMergeResumeExactlyOnce(t *testing.T) {
 // TestBatchResumeOtherMerger: a checkpoint whose merger merged whole rows
 // (as every batch run's did before results were merged with checkpoints)
 // is resumed the same way, to the same output; one whose merger merged
-// results cannot be resumed by a run that merges whole rows, and says so.
+// results cannot be resumed by a run that merges whole rows, and says so;
+// with one task and with two.
 func TestBatchResumeOtherMerger(t *testing.T) {
 	defer pipeline.SetBatchReleaseRows(0)()
 	defer pipeline.SetMergeChunk(50)()
 	tab := testutil.ModesData(71, 2000)
 	batches := tab.Batches(testutil.Rand(72), 30)
 	defer arrowutil.ReleaseAll(batches)
+	for _, par := range []int{1, 2} {
+		t.Run(fmt.Sprintf("par%d", par), func(t *testing.T) { checkResumeOtherMerger(t, tab.Schema, batches, par) })
+	}
+}
+
+// checkResumeOtherMerger is TestBatchResumeOtherMerger with par tasks.
+func checkResumeOtherMerger(t *testing.T, schema *arrow.Schema, batches []arrow.RecordBatch, par int) {
 	query := userWindowsQuery(true)
 	dir := t.TempDir()
 	run := func(path string, after int, opts ...volga.Option) error {
-		return runBatchToFile(context.Background(), t, query, tab.Schema, batches, 2, path, after, nil, opts...)
+		return runBatchToFile(context.Background(), t, query, schema, batches, par, path, after, nil, opts...)
 	}
 	ref := filepath.Join(dir, "ref.csv")
 	if err := run(ref, 0); err != nil {
