@@ -383,6 +383,7 @@ func (p *ParquetDir) Write(ctx context.Context, rec arrow.RecordBatch) (err erro
 	rows := rec.NumRows()
 	for off := int64(0); off < rows; {
 		if p.fw == nil {
+			p.opts.plan(rec)
 			if err := p.open(); err != nil {
 				return err
 			}
