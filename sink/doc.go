@@ -39,7 +39,9 @@
 //     jobs) and converts them to Go values with Rows;
 //   - [Callback] hands each batch to a Go function (at-least-once);
 //   - [CSV] and [JSONL] write text to an io.Writer or a file they create;
-//   - [Parquet] writes a Parquet file through arrow-go's pqarrow;
+//   - [Parquet] writes a Parquet file through arrow-go's pqarrow (Snappy;
+//     dictionary encoding for the columns whose first batch shows it pays,
+//     plain for ids, times and other mostly distinct numbers);
 //   - [ParquetDir] writes a directory of Parquet files, rolled per epoch
 //     (or every WithFileRows rows without checkpoints), for streams;
 //   - [Open] picks one of them from a path's extension, or a directory
