@@ -44,9 +44,24 @@ func features4Batch(rng *rand.Rand, base, n int) arrow.RecordBatch {
 }
 
 // BenchmarkParquetWrite writes features-4's output shape to a Parquet file
-// (the default options: Snappy, row groups of DefaultRowGroupSize rows),
-// 64 Ki rows a batch; ns/row is per row written.
+// (the default options: Snappy, row groups of DefaultRowGroupSize rows).
 func BenchmarkParquetWrite(b *testing.B) {
+	dir := b.TempDir()
+	benchWrite(b, func() (sink.Sink, error) {
+		return sink.NewParquet(filepath.Join(dir, "out.parquet"), features4Output)
+	})
+}
+
+// BenchmarkCSVWrite writes features-4's output shape as CSV, to a
+// discarding writer.
+func BenchmarkCSVWrite(b *testing.B) {
+	benchWrite(b, func() (sink.Sink, error) { return sink.NewCSV(io.Discard), nil })
+}
+
+// benchWrite writes 1 Mi rows of features-4's output shape, 64 Ki rows a
+// batch, to a sink newSink makes for each iteration; ns/row is per row
+// written.
+func benchWrite(b *testing.B, newSink func() (sink.Sink, error)) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	const rows, batch = 1 << 20, 1 << 16
 	var recs []arrow.RecordBatch
@@ -58,42 +73,12 @@ func BenchmarkParquetWrite(b *testing.B) {
 			r.Release()
 		}
 	}()
-	dir := b.TempDir()
 	b.ResetTimer()
 	for range b.N {
-		w, err := sink.NewParquet(filepath.Join(dir, "out.parquet"), features4Output)
+		w, err := newSink()
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, r := range recs {
-			if err := w.Write(context.Background(), r); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := w.Close(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
-}
-
-// BenchmarkCSVWrite writes features-4's output shape as CSV (to a
-// discarding writer), 64 Ki rows a batch; ns/row is per row written.
-func BenchmarkCSVWrite(b *testing.B) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	const rows, batch = 1 << 20, 1 << 16
-	var recs []arrow.RecordBatch
-	for base := 0; base < rows; base += batch {
-		recs = append(recs, features4Batch(rng, base, batch))
-	}
-	defer func() {
-		for _, r := range recs {
-			r.Release()
-		}
-	}()
-	b.ResetTimer()
-	for range b.N {
-		w := sink.NewCSV(io.Discard)
 		for _, r := range recs {
 			if err := w.Write(context.Background(), r); err != nil {
 				b.Fatal(err)
