@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/volga-go/volga"
 	"github.com/volga-go/volga/internal/arrowutil"
@@ -15,6 +17,7 @@ import (
 	"github.com/volga-go/volga/sink"
 	"github.com/volga-go/volga/source"
 	"github.com/volga-go/volga/window"
+	"gocloud.dev/blob/memblob"
 )
 
 // byUser returns tab's rows sorted by user (stable: each user's rows in
@@ -161,6 +164,31 @@ func TestBatchClusteredByRefused(t *testing.T) {
 		err := runQuery(c.query, source.NewMemory(tab.Schema, batches...), sink.NewCollector(), c.opts...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want an error with %q", c.opts, err, c.want)
+		}
+	}
+}
+
+// TestBatchClusteredByBrokenAfterResume: a run resumed from a checkpoint
+// taken after a user's rows were all out still refuses that user when it
+// comes back, as the run before would have.
+func TestBatchClusteredByBrokenAfterResume(t *testing.T) {
+	defer pipeline.SetBatchReleaseRows(0)()
+	tab := byUser(testutil.ModesData(91, 600))
+	bad := tab.Subset(append(upTo(len(tab.Rows)), 0)) // the first row again, at the end
+	batches := bad.Batches(testutil.Rand(92), 20)
+	defer arrowutil.ReleaseAll(batches)
+	for _, par := range []int{1, 2} {
+		bucket := memblob.OpenBucket(nil)
+		path := filepath.Join(t.TempDir(), "out.csv")
+		opts := []volga.Option{volga.WithClusteredBy("user_id"), volga.WithCheckpointBucket(bucket, time.Hour)}
+		// Stopped half way (a final checkpoint), then resumed.
+		if err := runBatchToFile(context.Background(), t, userWindowsQuery(false), bad.Schema, batches, par, path, len(batches)/2, nil, opts...); err != nil {
+			t.Fatalf("parallelism %d: first run: %v", par, err)
+		}
+		err := runBatchToFile(context.Background(), t, userWindowsQuery(false), bad.Schema, batches, par, path, 0, nil, opts...)
+		bucket.Close()
+		if !errors.Is(err, window.ErrNotClustered) {
+			t.Fatalf("parallelism %d: resumed run: %v, want an error saying the input is not clustered as promised", par, err)
 		}
 	}
 }

@@ -150,9 +150,8 @@ type RunOptions struct {
 	// with window.ErrKeyDropped (with a state store, as with Checkpoints or
 	// MemoryBudget, states are kept). A row whose key came before another
 	// key's rows stops the run with an error wrapping
-	// window.ErrNotClustered (a run resumed from a checkpoint knows only
-	// the keys finished since it: one finished before that comes back
-	// goes unnoticed, and its rows get what its kept state gives them).
+	// window.ErrNotClustered, in a run resumed from a checkpoint too
+	// (checkpoints flag the states of the keys finished).
 	ClusteredBy []string
 	// StateDir is the directory of the run's state store (Badger), used
 	// with Checkpoints or MemoryBudget. It is emptied when the run starts

@@ -51,21 +51,33 @@ func (o *Operator) FinishBefore(seq int64, forget bool) {
 // finish notes that key id had all its rows released by FinishBefore, and
 // drops its state when the operator forgets such keys.
 func (o *Operator) finish(id int32) {
+	o.markFinished(id)
+	if o.forget {
+		o.states[id] = nil
+	}
+}
+
+// markFinished sets key id's bit in finished.
+func (o *Operator) markFinished(id int32) {
 	w := int(id >> 6)
 	if w >= len(o.finished) {
 		o.finished = append(o.finished, make([]uint64, w+1-len(o.finished))...)
 	}
 	o.finished[w] |= 1 << (id & 63)
-	if o.forget {
-		o.states[id] = nil
-	}
+}
+
+// isFinished reports whether key id had all its rows released by
+// FinishBefore.
+func (o *Operator) isFinished(id int32) bool {
+	w := int(id >> 6)
+	return w < len(o.finished) && o.finished[w]&(1<<(id&63)) != 0
 }
 
 // checkUnfinished refuses rows (ids, with their sequence numbers in seq,
 // of rows sel) of a key finished before.
 func (o *Operator) checkUnfinished(ids []int32, seq []int64, sel []int32) error {
 	for j, id := range ids {
-		if w := int(id >> 6); w < len(o.finished) && o.finished[w]&(1<<(id&63)) != 0 {
+		if o.isFinished(id) {
 			i := j
 			if sel != nil {
 				i = int(sel[j])

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/volga-go/volga/internal/testutil"
+	"github.com/volga-go/volga/statestore"
 	"github.com/volga-go/volga/watermark"
 	"github.com/volga-go/volga/window"
 )
@@ -130,5 +132,106 @@ func TestFinishBeforeNotClustered(t *testing.T) {
 	h.op.FinishBefore(int64(n+1), true) // wrongly: the first user comes again at n+1
 	if _, err := h.op.Advance(context.Background(), watermark.None); !errors.Is(err, window.ErrNotClustered) {
 		t.Fatalf("Advance finishing a key with a row pending after another key's: %v, want ErrNotClustered", err)
+	}
+}
+
+// TestFinishBeforeSurvivesRestore: the keys an operator with a state store
+// finished (FinishBefore) are finished in an operator restored from its
+// checkpoint, whether Restore reads every key or, with a memory budget,
+// leaves them in the store: a row of one is refused with ErrNotClustered,
+// while the key still being read goes on with the results of the operator
+// that did not stop.
+func TestFinishBeforeSurvivesRestore(t *testing.T) {
+	rng := testutil.Rand(11)
+	events := testutil.Events(rng, testutil.DefaultEvents(300))
+	tab := clustered(events, "user_id", false, 11)
+	n := 0 // rows of the first user
+	for n < len(tab.Rows) && tab.Value(n, "user_id") == tab.Value(0, "user_id") {
+		n++
+	}
+	if n < 2 || n+2 >= len(tab.Rows) {
+		t.Fatalf("first user has %d rows of %d", n, len(tab.Rows))
+	}
+	perFrame := make([][]testutil.Agg, len(testutil.Frames))
+	for i := range perFrame {
+		perFrame[i] = testutil.StandardAggs
+	}
+	newOp := func(st statestore.Store, budget int64) *window.Operator {
+		cfg := harnessConfig(t, []string{"user_id"}, testutil.Frames, perFrame, 0, true)
+		cfg.Store, cfg.MemoryBudget = st, budget
+		op, err := window.New(cfg, opSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(op.Close)
+		return op
+	}
+	push := func(op *window.Operator, rows []int, seq []int64) error {
+		rec := record(tab, rows, seq)
+		defer rec.Release()
+		out, late, err := op.Push(rec)
+		releaseAll(out)
+		if late != nil {
+			late.Release()
+		}
+		return err
+	}
+	advance := func(op *window.Operator, wm int64) [][]any {
+		t.Helper()
+		out, err := op.Advance(context.Background(), wm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer releaseAll(out)
+		return testutil.Rows(out...)
+	}
+	again := []int{0}                         // the first user's first row
+	againSeq := []int64{int64(len(tab.Rows))} // after everything
+
+	// The first user, then the second user's first row; the first is
+	// finished; checkpoint; then the rest.
+	st := statestore.NewMemory()
+	op := newOp(st, 0)
+	if err := push(op, span(0, n+1), seqs(0, n+1)); err != nil {
+		t.Fatal(err)
+	}
+	op.FinishBefore(int64(n), false)
+	if got := advance(op, watermark.None); len(got) != n {
+		t.Fatalf("released %d rows, want the first user's %d", len(got), n)
+	}
+	meta, err := op.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := statestore.NewMemory()
+	copyStore(t, snap, st)
+	if err := push(op, span(n+1, len(tab.Rows)), seqs(n+1, len(tab.Rows))); err != nil {
+		t.Fatal(err)
+	}
+	want := advance(op, watermark.End)
+	if err := push(op, again, againSeq); !errors.Is(err, window.ErrNotClustered) {
+		t.Fatalf("the operator that did not stop: push of a finished key's row: %v, want ErrNotClustered", err)
+	}
+
+	for _, budget := range []int64{0, 1} {
+		st2 := statestore.NewMemory()
+		copyStore(t, st2, snap)
+		op2 := newOp(st2, budget)
+		if err := op2.Restore(meta); err != nil {
+			t.Fatal(err)
+		}
+		if err := push(op2, span(n+1, len(tab.Rows)), seqs(n+1, len(tab.Rows))); err != nil {
+			t.Fatalf("budget %d: %v", budget, err)
+		}
+		if d := testutil.Diff(nil, advance(op2, watermark.End), want, nil); d != "" {
+			t.Fatalf("budget %d: the restored operator's rows differ:\n%s", budget, d)
+		}
+		err := push(op2, again, againSeq)
+		if !errors.Is(err, window.ErrNotClustered) {
+			t.Fatalf("budget %d: push of a row of a key finished before the checkpoint: %v, want ErrNotClustered", budget, err)
+		}
+		if !strings.Contains(err.Error(), fmt.Sprintf("came before row %d", n)) {
+			t.Errorf("budget %d: %v: want the finishing row %d named", budget, err, n)
+		}
 	}
 }

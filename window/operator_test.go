@@ -53,6 +53,17 @@ func newHarness(t *testing.T, seed uint64, keys []string, frames []testutil.Fram
 // newHarnessPerFrame is newHarness with the aggregates of each frame given.
 func newHarnessPerFrame(t *testing.T, seed uint64, keys []string, frames []testutil.Frame, perFrame [][]testutil.Agg, lateness int64, batchOrder bool) *harness {
 	t.Helper()
+	op, err := window.New(harnessConfig(t, keys, frames, perFrame, lateness, batchOrder), opSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(op.Close)
+	return &harness{t: t, op: op, frames: frames, aggs: perFrame, keys: keys, seed: seed}
+}
+
+// harnessConfig is the operator configuration of newHarnessPerFrame.
+func harnessConfig(t *testing.T, keys []string, frames []testutil.Frame, perFrame [][]testutil.Agg, lateness int64, batchOrder bool) window.Config {
+	t.Helper()
 	cfg := window.Config{TsCol: tsCol, SeqCol: seqCol, AllowedLateness: lateness, BatchOrder: batchOrder}
 	for _, k := range keys {
 		cfg.KeyCols = append(cfg.KeyCols, opSchema.FieldIndices(k)[0])
@@ -69,12 +80,7 @@ func newHarnessPerFrame(t *testing.T, seed uint64, keys []string, frames []testu
 		}
 		cfg.Windows = append(cfg.Windows, spec)
 	}
-	op, err := window.New(cfg, opSchema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(op.Close)
-	return &harness{t: t, op: op, frames: frames, aggs: perFrame, keys: keys, seed: seed}
+	return cfg
 }
 
 func bindAgg(t *testing.T, a testutil.Agg) agg.Func {

@@ -43,6 +43,11 @@ const keyStateVersion = 1
 // (edge rows and page index, see Config.PageRows).
 const keyStateVersionPaged = 2
 
+// keyStateFinished is set in the version byte of the state of a key whose
+// rows have all come (FinishBefore): a resumed run refuses its rows as
+// the run before did. Restore reads it without decoding the state.
+const keyStateFinished = 0x80
+
 // ErrIncompatibleCheckpoint is returned (wrapped) by Restore for meta
 // written by an operator of a different configuration: another input
 // schema, key, argument columns, frames or aggregates.
@@ -253,7 +258,7 @@ func (o *Operator) putKey(wb statestore.WriteBatch, id int32, ks *keyState) erro
 	if emptyState(ks) {
 		err = wb.Delete(o.storeKey(id))
 	} else {
-		o.encBuf, err = o.appendKeyState(o.encBuf[:0], ks)
+		o.encBuf, err = o.appendKeyState(o.encBuf[:0], ks, o.isFinished(id))
 		if err == nil {
 			err = wb.Set(o.storeKey(id), o.encBuf)
 		}
@@ -272,11 +277,22 @@ func (o *Operator) putKey(wb statestore.WriteBatch, id int32, ks *keyState) erro
 //	uvarint windows, per window: uvarint aggregates, per aggregate the
 //	  window's agg.WindowCodec encoding, length first
 func (o *Operator) encodeKeyState(ks *keyState) ([]byte, error) {
-	return o.appendKeyState(nil, ks)
+	return o.appendKeyState(nil, ks, false)
 }
 
-// appendKeyState appends encodeKeyState's encoding of ks to out.
-func (o *Operator) appendKeyState(out []byte, ks *keyState) ([]byte, error) {
+// appendKeyState appends encodeKeyState's encoding of ks to out, with
+// keyStateFinished set when fin.
+func (o *Operator) appendKeyState(out []byte, ks *keyState, fin bool) ([]byte, error) {
+	start := len(out)
+	out, err := o.appendKeyStateData(out, ks)
+	if err == nil && fin {
+		out[start] |= keyStateFinished
+	}
+	return out, err
+}
+
+// appendKeyStateData appends the encoding of ks to out.
+func (o *Operator) appendKeyStateData(out []byte, ks *keyState) ([]byte, error) {
 	r := &ks.rows
 	start := len(out)
 	out = append(out, keyStateVersion)
@@ -507,7 +523,7 @@ func (o *Operator) decodeKeyState(data []byte) (ks *keyState, err error) {
 		}
 	}()
 	d := reader{b: data}
-	version := d.byte()
+	version := d.byte() &^ keyStateFinished
 	if d.err == nil && version != keyStateVersion && version != keyStateVersionPaged {
 		return nil, fmt.Errorf("%w: key state version %d", errCorruptState, version)
 	}
@@ -725,8 +741,19 @@ func (o *Operator) BeginCheckpoint() ([]byte, error) {
 		out = binary.AppendVarint(out, v)
 	}
 	out = append(binary.AppendUvarint(out, uint64(len(pend))), pend...)
+	if o.finished != nil {
+		// Input clustered by key: where the finished rows end (the keys
+		// finished are flagged in their states).
+		out = append(out, metaFinished)
+		out = binary.AppendVarint(out, o.finBelow)
+		out = binary.AppendVarint(out, o.finDone)
+	}
 	return out, nil
 }
+
+// metaFinished tags the optional last section of the meta, present once
+// FinishBefore was called: finBelow and finDone.
+const metaFinished = 'f'
 
 // ckptLockKeys is how many key states WriteCheckpoint writes under the
 // write lock before it lets waiting lookups in.
@@ -792,7 +819,7 @@ func (o *Operator) putCkpt(c *ckptWrite, id int32) error {
 	del := emptyState(ks)
 	if !del {
 		var err error
-		if o.encBuf, err = o.appendKeyState(o.encBuf[:0], ks); err != nil {
+		if o.encBuf, err = o.appendKeyState(o.encBuf[:0], ks, o.isFinished(id)); err != nil {
 			return fmt.Errorf("window: writing key state: %w", err)
 		}
 	}
@@ -1081,6 +1108,17 @@ func (o *Operator) Restore(meta []byte) error {
 		v[i] = d.varint()
 	}
 	pend := d.bytes()
+	finished := d.err == nil && len(d.b) > 0
+	var finBelow, finDone int64
+	if finished {
+		if d.byte() != metaFinished {
+			d.fail()
+		}
+		finBelow, finDone = d.varint(), d.varint()
+		if d.err == nil && (finDone < 0 || finDone > finBelow) {
+			d.fail()
+		}
+	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail()
 	}
@@ -1097,6 +1135,9 @@ func (o *Operator) Restore(meta []byte) error {
 		o.encs = append(o.encs, string(enc))
 		o.kmeta = append(o.kmeta, keyMeta{})
 		o.states = append(o.states, nil)
+		if len(value) > 0 && value[0]&keyStateFinished != 0 {
+			o.markFinished(id)
+		}
 		if o.cfg.MemoryBudget == 0 {
 			ks, err := o.decodeKeyState(value)
 			if err != nil {
@@ -1110,6 +1151,12 @@ func (o *Operator) Restore(meta []byte) error {
 		return fmt.Errorf("window: restore: %w", err)
 	}
 	o.wm, o.maxTs = v[0], v[1]
+	if finished {
+		o.finBelow, o.finDone = finBelow, finDone
+		if o.finished == nil {
+			o.finished = make([]uint64, 0, 64)
+		}
+	}
 	if len(pend) > 0 {
 		rd, err := ipc.NewReader(bytes.NewReader(pend), ipc.WithSchema(o.in), ipc.WithAllocator(o.mem))
 		if err != nil {

@@ -1,7 +1,9 @@
 package window
 
 import (
+	"bytes"
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -76,7 +78,64 @@ func TestKeyStateRoundTrip(t *testing.T) {
 		if string(again) != string(b) {
 			t.Errorf("key %d: re-encoding differs (%d vs %d bytes)", i, len(again), len(b))
 		}
+		// Flagged finished, the same state with the flag in its first byte.
+		fin, err := op.appendKeyState(nil, ks, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fin[0] != b[0]|keyStateFinished || string(fin[1:]) != string(b[1:]) {
+			t.Errorf("key %d: the finished flag changed more than the version byte", i)
+		}
+		if ks2, err := op.decodeKeyState(fin); err != nil {
+			t.Errorf("key %d: flagged state: %v", i, err)
+		} else if again, _ := op.encodeKeyState(ks2); string(again) != string(b) {
+			t.Errorf("key %d: flagged state decodes to another state", i)
+		}
 	}
+}
+
+// FuzzRestoreMetaTrailer: whatever follows the pending rows in an
+// operator's meta (the FinishBefore section, or garbage) gives Restore an
+// error or a state it can checkpoint again, never a panic. (The pending
+// rows are Arrow IPC, left alone: arrow-go's reader trusts the sizes in a
+// damaged schema and may allocate without bound.)
+func FuzzRestoreMetaTrailer(f *testing.F) {
+	op, _ := fuzzOperator(f)
+	defer op.Close()
+	op.FinishBefore(3, false) // finBelow 3, finDone 0
+	meta, err := op.BeginCheckpoint()
+	if err != nil {
+		f.Fatal(err)
+	}
+	op.abandonCheckpoint()
+	trailer := []byte{metaFinished, 6, 0} // zigzag varints 3 and 0
+	if !bytes.HasSuffix(meta, trailer) {
+		f.Fatalf("meta ends %x, want the FinishBefore section %x", meta[max(len(meta)-8, 0):], trailer)
+	}
+	head := meta[:len(meta)-len(trailer)]
+	f.Add(trailer)
+	f.Add([]byte{})
+	f.Add([]byte{metaFinished, 2, 2})
+	f.Add([]byte{metaFinished, 2, 4})
+	f.Add([]byte{'x', 0, 0})
+	f.Fuzz(func(t *testing.T, tail []byte) {
+		cfg := op.cfg
+		cfg.Store = statestore.NewMemory()
+		o, err := New(cfg, op.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer o.Close()
+		if err := o.Restore(append(slices.Clip(head), tail...)); err != nil {
+			return
+		}
+		if o.finDone > o.finBelow {
+			t.Fatalf("restored finDone %d above finBelow %d", o.finDone, o.finBelow)
+		}
+		if _, err := o.Checkpoint(); err != nil {
+			t.Fatalf("restored operator does not checkpoint: %v", err)
+		}
+	})
 }
 
 // FuzzDecodeKeyState: corrupt key states give an error, never a panic;
