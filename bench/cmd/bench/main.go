@@ -28,6 +28,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -233,6 +234,17 @@ var workloads = map[string]workloadDef{
 		},
 		Ratios: func(wl string, done []measured) { printRatios(wl, "duckdb", done) },
 	},
+	"scaling": {
+		// features-4 in batch with parallelism 1 and 2, alternating, twice
+		// (an engine name ending -pN runs with parallelism N).
+		Engines: []string{"volga-batch-p1", "volga-batch-p2", "volga-batch-p1", "volga-batch-p2"},
+		Prepare: prepareFeatures4,
+		Run: map[string]engineFunc{
+			"volga-batch-p1": runVolgaBatch,
+			"volga-batch-p2": runVolgaBatch,
+		},
+		Ratios: printScalingRatios,
+	},
 	"lookup": {
 		Engines: []string{"volga"},
 		Prepare: prepareFeatures4,
@@ -256,7 +268,7 @@ func main() {
 	var c config
 	child := flag.String("child", "", "internal: run one engine in this process and report JSON on stdout")
 	httpLoadSpec := flag.String("http-load", "", "internal: run an HTTP load (JSON spec) in this process and report JSON on stdout")
-	flag.StringVar(&c.Workload, "workload", "features-4", "workload to run: features-4, features-4-arrival, features-4-by-user, stream-4, ml-3, group-1, lookup, checkpoint")
+	flag.StringVar(&c.Workload, "workload", "features-4", "workload to run: features-4, features-4-arrival, features-4-by-user, stream-4, ml-3, group-1, scaling, lookup, checkpoint")
 	flag.IntVar(&c.Events, "events", 10_000_000, "number of generated events")
 	flag.Uint64Var(&c.Seed, "seed", 1, "generator seed")
 	flag.StringVar(&c.DataDir, "data-dir", defaultDataDir(), "directory caching the generated Parquet files")
@@ -422,7 +434,7 @@ func runParent(c config) error {
 			if c.Decoders > 0 {
 				dec = strconv.Itoa(c.Decoders)
 			}
-			tail = fmt.Sprintf(" cpu_s=%.2f parallelism=%d decoders=%s", m.cpuSeconds, c.Parallelism, dec)
+			tail = fmt.Sprintf(" cpu_s=%.2f parallelism=%d decoders=%s", m.cpuSeconds, engineParallelism(e, c.Parallelism), dec)
 			if c.WMInterval > 0 && strings.HasPrefix(e, "volga-stream") {
 				tail += " watermark_interval=" + c.WMInterval.String()
 			}
@@ -520,6 +532,65 @@ func printRatios(wl, baseline string, done []measured) {
 	}
 }
 
+// engineParallelism is the parallelism engine runs with: N for a name
+// ending -pN (the scaling workload's), def otherwise.
+func engineParallelism(engine string, def int) int {
+	i := strings.LastIndex(engine, "-p")
+	if i < 0 {
+		return def
+	}
+	n, err := strconv.Atoi(engine[i+2:])
+	if err != nil || n < 1 {
+		return def
+	}
+	return n
+}
+
+// printScalingRatios prints scalingLines.
+func printScalingRatios(wl string, done []measured) {
+	for _, l := range scalingLines(wl, done) {
+		fmt.Println(l)
+	}
+}
+
+// scalingLines returns, for each pair of runs with parallelism 1 and 2 in
+// turn, a line with the ratio of their throughputs (the target: >= 1.7),
+// of their CPU times (1.00: running on two tasks costs no more CPU) and
+// the cores each kept busy on average (CPU time over wall time), then a
+// line with the median throughput ratio. On a machine of c cores, a run
+// using u cores at parallelism 1 cannot gain more than c/u from
+// parallelism.
+func scalingLines(wl string, done []measured) []string {
+	var out []string
+	var ratios []float64
+	var p1 *measured
+	for i := range done {
+		m := &done[i]
+		switch engineParallelism(m.engine, 0) {
+		case 1:
+			p1 = m
+		case 2:
+			if p1 == nil {
+				continue
+			}
+			r := p1.Seconds / m.Seconds
+			ratios = append(ratios, r)
+			out = append(out, fmt.Sprintf("workload=%s ratio=p2/p1 events_per_s=%.2f cpu_s=%.2f cores_p1=%.2f cores_p2=%.2f",
+				wl, r, m.cpuSeconds/p1.cpuSeconds, p1.cpuSeconds/p1.Seconds, m.cpuSeconds/m.Seconds))
+			p1 = nil
+		}
+	}
+	if len(ratios) > 1 {
+		slices.Sort(ratios)
+		med := ratios[len(ratios)/2]
+		if len(ratios)%2 == 0 {
+			med = (ratios[len(ratios)/2-1] + med) / 2
+		}
+		out = append(out, fmt.Sprintf("workload=%s ratio=p2/p1 pairs=%d median_events_per_s=%.2f", wl, len(ratios), med))
+	}
+	return out
+}
+
 // runEngine runs engine in a child process of executable bin (this
 // command, or its build without DuckDB) and returns its report with its
 // peak RSS.
@@ -531,7 +602,7 @@ func runEngine(bin, engine string, c config) (measured, error) {
 		fmt.Sprintf("-seed=%d", c.Seed),
 		"-input-log=" + c.Input.Log,
 		"-input-arrival=" + c.Input.Arrival,
-		fmt.Sprintf("-parallelism=%d", c.Parallelism),
+		fmt.Sprintf("-parallelism=%d", engineParallelism(engine, c.Parallelism)),
 		fmt.Sprintf("-decoders=%d", c.Decoders),
 		fmt.Sprintf("-channel-depth=%d", c.ChannelDepth),
 		fmt.Sprintf("-duckdb-threads=%d", c.DuckThreads),
