@@ -326,12 +326,12 @@ type killPlan struct {
 }
 
 // killPlans returns the plans of n kills in a random order, a quarter of
-// them early.
-func killPlans(rng *rand.Rand, n int, interval time.Duration) []killPlan {
+// them early: below early after the start.
+func killPlans(rng *rand.Rand, n int, interval, early time.Duration) []killPlan {
 	plans := make([]killPlan, n)
 	for i := range plans {
 		if i < (n+3)/4 {
-			plans[i] = killPlan{false, 20*time.Millisecond + time.Duration(rng.Int64N(int64(400*time.Millisecond)))}
+			plans[i] = killPlan{false, 20*time.Millisecond + time.Duration(rng.Int64N(int64(early)))}
 		} else {
 			plans[i] = killPlan{true, time.Duration(rng.Int64N(int64(2 * interval)))}
 		}
@@ -358,6 +358,10 @@ func runCrashCase(t *testing.T, bin, dir string, rng *rand.Rand, tc crashCase, b
 	// checkpoints keeps ten starts well short of the end of the input,
 	// whatever the speed of the machine.
 	interval := min(max(ref.cpu/30, 10*time.Millisecond), 200*time.Millisecond).Round(time.Millisecond)
+	// An early kill comes within an eighth of that time (at most 420 ms):
+	// on a fast machine a start left 420 ms could read the rest of the
+	// input and end on its own.
+	early := min(max(ref.cpu/8, 10*time.Millisecond), 400*time.Millisecond)
 	args := crashArgs(tc, tc.out, "--checkpoints", b.url, "--checkpoint-interval", interval.String(),
 		"--state-dir", "state", "--log-level", "info")
 	var (
@@ -365,7 +369,7 @@ func runCrashCase(t *testing.T, bin, dir string, rng *rand.Rand, tc crashCase, b
 		last              uint64
 		lives             []string
 	)
-	for i, plan := range killPlans(rng, tc.kills, interval) {
+	for i, plan := range killPlans(rng, tc.kills, interval, early) {
 		c := startChild(t, bin, dir, env, args...)
 		deadline := time.After(time.Minute)
 		var exited error
