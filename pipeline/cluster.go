@@ -24,7 +24,11 @@ import (
 // (msg.fin); each releases every row before it (window.Operator.
 // FinishBefore) once it has enough of them, and drops those keys' states
 // (kept with a state store). A key that comes back stops the run with an
-// error: the promise was wrong.
+// error: the promise was wrong. A query of GROUP BY windows only
+// (tumble/hop) emits each key's windows once the input has moved on too
+// (window.GroupConfig.Clustered): key by key, in the order of their
+// first rows, each key's windows by start; the merger orders several
+// tasks' windows by the sequence number of their key's first row.
 
 // clusterCols returns the columns of the prepared batches the input is
 // clustered by (opt.ClusteredBy), or nil when none are given, and the
@@ -41,10 +45,20 @@ func (c *Compiled) clusterCols(opt RunOptions) ([]int, int, error) {
 	if c.probeIdx > 0 {
 		return nil, 0, errors.New("volga: ClusteredBy does not apply to backfills (events and spine are read in time order)")
 	}
-	if len(c.stages) == 0 || c.stages[0].group != nil {
-		return nil, 0, errors.New("volga: ClusteredBy needs OVER windows (the query has none, or starts with GROUP BY windows)")
+	if len(c.stages) == 0 {
+		return nil, 0, errors.New("volga: ClusteredBy needs windows (OVER, or GROUP BY tumble/hop); the query has none")
 	}
 	st := c.stages[0]
+	keyCols, what := st.cfg.KeyCols, "PARTITION BY columns of the first windows"
+	if st.group != nil {
+		if len(c.stages) > 1 {
+			return nil, 0, errors.New("volga: ClusteredBy does not apply to a query whose GROUP BY windows feed further windows")
+		}
+		if opt.Checkpoints != nil {
+			return nil, 0, errors.New("volga: ClusteredBy with GROUP BY windows does not take checkpoints (yet): run without them, or without the promise")
+		}
+		keyCols, what = st.group.KeyCols, "GROUP BY columns"
+	}
 	cols := make([]int, 0, len(opt.ClusteredBy))
 	for _, name := range opt.ClusteredBy {
 		// Names compare without case, as SQL's do.
@@ -52,8 +66,8 @@ func (c *Compiled) clusterCols(opt RunOptions) ([]int, int, error) {
 		if k < 0 {
 			return nil, 0, fmt.Errorf("volga: ClusteredBy: no column %q in the source", name)
 		}
-		if !slices.Contains(st.cfg.KeyCols, k) {
-			return nil, 0, fmt.Errorf("volga: ClusteredBy: column %q is not among the PARTITION BY columns of the first windows (%v): only keys that include the clustering columns are finished as the input moves on", name, st.keys)
+		if !slices.Contains(keyCols, k) {
+			return nil, 0, fmt.Errorf("volga: ClusteredBy: column %q is not among the %s (%v): only keys that include the clustering columns are finished as the input moves on", name, what, st.keys)
 		}
 		cols = append(cols, k)
 	}
@@ -148,7 +162,10 @@ type finisher interface {
 	FinishBefore(seq int64, forget bool)
 }
 
-var _ finisher = (*window.Operator)(nil)
+var (
+	_ finisher = (*window.Operator)(nil)
+	_ finisher = (*window.GroupOperator)(nil)
+)
 
 // deferFinish reports whether a task of a batch run over clustered input
 // should keep the rows of finished keys waiting (it releases them with

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -158,8 +159,11 @@ func TestBatchClusteredByRefused(t *testing.T) {
 		{userWindowsQuery(false), []volga.Option{volga.WithMode(volga.Streaming), volga.WithClusteredBy("user_id")}, "batch runs only"},
 		{userWindowsQuery(false), []volga.Option{volga.WithClusteredBy("merchant")}, `column "merchant" is not among the PARTITION BY columns`},
 		{userWindowsQuery(false), []volga.Option{volga.WithClusteredBy("nope")}, `no column "nope"`},
-		{groupQuery(testutil.GroupWindow{Keys: []string{"user_id"}, Time: "ts", Size: 60_000, Slide: 60_000}, []testutil.Agg{{Func: "count"}}),
-			[]volga.Option{volga.WithClusteredBy("user_id")}, "needs OVER windows"},
+		{groupQuery(minuteByUser, []testutil.Agg{{Func: "count"}}),
+			[]volga.Option{volga.WithClusteredBy("merchant")}, `column "merchant" is not among the GROUP BY columns`},
+		{groupQuery(minuteByUser, []testutil.Agg{{Func: "count"}}),
+			[]volga.Option{volga.WithClusteredBy("user_id"), volga.WithCheckpointBucket(memblob.OpenBucket(nil), time.Hour)}, "does not take checkpoints"},
+		{"SELECT user_id, amount FROM events", []volga.Option{volga.WithClusteredBy("user_id")}, "needs windows"},
 	} {
 		err := runQuery(c.query, source.NewMemory(tab.Schema, batches...), sink.NewCollector(), c.opts...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -189,6 +193,74 @@ func TestBatchClusteredByBrokenAfterResume(t *testing.T) {
 		bucket.Close()
 		if !errors.Is(err, window.ErrNotClustered) {
 			t.Fatalf("parallelism %d: resumed run: %v, want an error saying the input is not clustered as promised", par, err)
+		}
+	}
+}
+
+// minuteByUser is a GROUP BY window of a minute per user.
+var minuteByUser = testutil.GroupWindow{Keys: []string{"user_id"}, Time: "ts", Size: 60_000, Slide: 60_000}
+
+// TestBatchClusteredByGroup: GROUP BY windows over input sorted by user,
+// promised clustered by user, go out before the input is read (without
+// the promise they wait for its end), key by key: keys in the order of
+// their first rows, each key's windows by start; they are the windows of
+// a run without the promise, with one task or several, tumbling or
+// hopping, over the user or the user and the merchant.
+func TestBatchClusteredByGroup(t *testing.T) {
+	defer pipeline.SetBatchReleaseRows(0)()
+	defer pipeline.SetMergeChunk(50)()
+	tab := byUser(testutil.MLEvents(testutil.Rand(93), testutil.ModesEventConfig(3000)))
+	batches := tab.Batches(testutil.Rand(94), 40)
+	defer arrowutil.ReleaseAll(batches)
+	for _, w := range []testutil.GroupWindow{
+		minuteByUser,
+		{Keys: []string{"user_id", "merchant"}, Time: "ts", Size: 120_000, Slide: 30_000},
+	} {
+		query := groupQuery(w, groupAggs)
+		held := sink.NewCollector()
+		if err := runQuery(query, source.NewMemory(tab.Schema, batches...), held); err != nil {
+			t.Fatal(err)
+		}
+		// The windows of the run without the promise (ordered by start,
+		// then first row), key by key.
+		nk := len(w.Keys)
+		keyOf := func(vals []any) string { return fmt.Sprint(vals[:nk]) }
+		first := map[string]int{}
+		for i := range tab.Rows {
+			vals := make([]any, nk)
+			for j, k := range w.Keys {
+				vals[j] = tab.Value(i, k)
+			}
+			if _, ok := first[keyOf(vals)]; !ok {
+				first[keyOf(vals)] = i
+			}
+		}
+		want := held.Rows()
+		slices.SortStableFunc(want, func(a, b []any) int { return cmp.Compare(first[keyOf(a)], first[keyOf(b)]) })
+		if len(want) < 100 {
+			t.Fatalf("%v: only %d windows", w, len(want))
+		}
+		for _, par := range []int{1, 2, 3} {
+			got := &firstWrite{Collector: sink.NewCollector(), first: make(chan struct{})}
+			src := &gatedSource{boundedSource: source.NewMemory(tab.Schema, batches...), gateAt: len(batches) - 2, first: got.first}
+			if err := runQuery(query, src, got, volga.WithParallelism(par), volga.WithClusteredBy("user_id")); err != nil {
+				t.Fatalf("%v, parallelism %d: %v", w.Keys, par, err)
+			}
+			if d := testutil.Diff(nil, got.Rows(), want, nil); d != "" {
+
+				t.Fatalf("%v, parallelism %d: not the windows of the run without the promise, key by key:\n%s", w.Keys, par, d)
+			}
+		}
+	}
+	// A user that comes back after another's rows stops the run.
+	bad := tab.Subset(append(upTo(len(tab.Rows)), 0))
+	badBatches := bad.Batches(testutil.Rand(95), 20)
+	defer arrowutil.ReleaseAll(badBatches)
+	for _, par := range []int{1, 2} {
+		err := runQuery(groupQuery(minuteByUser, groupAggs), source.NewMemory(bad.Schema, badBatches...), sink.NewCollector(),
+			volga.WithParallelism(par), volga.WithClusteredBy("user_id"))
+		if !errors.Is(err, window.ErrNotClustered) || !strings.Contains(err.Error(), "ClusteredBy") {
+			t.Fatalf("parallelism %d: %v, want an error saying the input is not clustered as promised", par, err)
 		}
 	}
 }

@@ -148,7 +148,10 @@ type RunOptions struct {
 	// the promise, the rows of each key are released, and the key's state
 	// dropped, once the input has moved on: Live.Lookup answers such a key
 	// with window.ErrKeyDropped (with a state store, as with Checkpoints or
-	// MemoryBudget, states are kept). A row whose key came before another
+	// MemoryBudget, states are kept). A query of GROUP BY windows only,
+	// grouped by (at least) the columns, emits each key's windows once the
+	// input has moved on: key by key, in the order of their first rows,
+	// each key's windows by start; it takes no Checkpoints. A row whose key came before another
 	// key's rows stops the run with an error wrapping
 	// window.ErrNotClustered, in a run resumed from a checkpoint too
 	// (checkpoints flag the states of the keys finished).
@@ -1069,6 +1072,7 @@ func (r *runner) newOperator(st *stage, s, id int, frozen *uint64) (operator, er
 		cfg := *st.group
 		cfg.AllowedLateness = r.opt.AllowedLateness.Milliseconds()
 		cfg.Mem = r.opt.Mem
+		cfg.Clustered = r.cluster != nil
 		return window.NewGroup(cfg, st.in)
 	}
 	cfg := st.cfg
@@ -1370,8 +1374,9 @@ func (r *runner) merge(ctx context.Context, in chan msg, n int) (err error) {
 	if len(c.stages) > 0 {
 		st := c.stages[len(c.stages)-1]
 		last, tsCol, seqCol = st.out, st.tsCol, st.seqCol
-		// Tumble/hop output is ordered by window, not by input row.
-		bySeq = bySeq && st.group == nil
+		// Tumble/hop output is ordered by window, not by input row;
+		// over input clustered by key, by the first row of its key.
+		bySeq = bySeq && (st.group == nil || r.cluster != nil)
 	}
 	// writeCols writes rec, whose output columns are outIdx (and probe
 	// flags probeIdx in a backfill), to the sink.

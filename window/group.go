@@ -41,6 +41,12 @@ type GroupConfig struct {
 	AllowedLateness int64
 	// Mem allocates output arrays; nil means the Go allocator.
 	Mem memory.Allocator
+	// Clustered says the input comes clustered by (some of) the keys, and
+	// the caller will say where each key's rows end (FinishBefore): the
+	// windows then go out key by key, keys in the order of their first
+	// rows and each key's windows by start, and the sequence column of
+	// the output is the sequence number of the key's first row.
+	Clustered bool
 }
 
 // Group output layout: the first two columns carry the event time and
@@ -78,6 +84,13 @@ type GroupOperator struct {
 	pend   []groupPend
 	held   map[int32]*groupHeld
 	nextID int32
+	// firstSeq and lastSeq are the sequence numbers of each key's first
+	// and last row pushed, by key id (Clustered only).
+	firstSeq, lastSeq []int64
+	// Input clustered by key (FinishBefore): every row before finBelow is
+	// of a key whose rows have all come (a key whose last row is before
+	// it may not come again); finDone is finBelow at the last Advance.
+	finBelow, finDone int64
 }
 
 type groupPend struct {
@@ -292,9 +305,21 @@ func (g *GroupOperator) Push(rec arrow.RecordBatch) (out []arrow.RecordBatch, la
 		for j, c := range g.cfg.KeyCols {
 			g.keyVals[j].AppendArrow(rec.Column(c), []int32{int32(row)})
 		}
+		if g.cfg.Clustered {
+			g.firstSeq = append(g.firstSeq, seq[row])
+			g.lastSeq = append(g.lastSeq, seq[row])
+		}
 	})
 	if err != nil {
 		return nil, nil, err
+	}
+	if g.cfg.Clustered {
+		for i, id := range ids {
+			if g.lastSeq[id] < g.finBelow {
+				return nil, nil, fmt.Errorf("%w: the row with sequence number %d is of a key whose rows all came before row %d", ErrNotClustered, seq[i], g.finBelow)
+			}
+			g.lastSeq[id] = max(g.lastSeq[id], seq[i])
+		}
 	}
 	rows := agg.Rows{Ts: ts, Cols: make([]agg.Column, len(g.cfg.ArgCols))}
 	for j, c := range g.cfg.ArgCols {
@@ -355,25 +380,53 @@ func (g *GroupOperator) add(rows *agg.Rows, id int32, t, seq int64, i int, late 
 	return applied
 }
 
+// FinishBefore tells an operator configured Clustered that every row
+// with a sequence number below seq has come, with every other row of its
+// key. The next Advance (at any watermark, the current one included)
+// puts those rows in their windows whatever their times and emits every
+// window of their keys; a row of such a key pushed afterwards is refused
+// with ErrNotClustered, as is, at that Advance, a key with rows on both
+// sides of seq. seq never goes back; forget is ignored (the windows of
+// finished keys always go once emitted).
+func (g *GroupOperator) FinishBefore(seq int64, forget bool) {
+	g.finBelow = max(g.finBelow, seq)
+}
+
 // Advance moves the watermark to wm: rows with event time <= wm enter
 // their windows in (event time, arrival) order, then every window now
 // complete (end-1 <= wm) is emitted, ordered by window start, then by the
-// arrival of the window's first row.
+// arrival of the window's first row. Configured Clustered, the rows
+// before the last FinishBefore enter their windows too and every window
+// of their keys is emitted (and only those, before the End watermark),
+// ordered by the first row of their key, then by start.
 func (g *GroupOperator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBatch, error) {
-	if wm <= g.wm {
+	fin := g.cfg.Clustered && g.finBelow > g.finDone
+	if wm <= g.wm && !fin {
 		return nil, nil
 	}
+	wm = max(wm, g.wm)
 	g.wm = wm
+	finBelow := g.finBelow
+	if fin {
+		g.finDone = finBelow
+	}
 	var rel []groupPend
 	keep := g.pend[:0]
 	for _, p := range g.pend {
-		if p.ts <= wm {
+		if p.ts <= wm || fin && p.seq < finBelow {
 			rel = append(rel, p)
 		} else {
 			keep = append(keep, p)
 		}
 	}
 	g.pend = keep
+	if fin {
+		for _, p := range rel {
+			if p.seq < finBelow && g.lastSeq[p.key] >= finBelow {
+				return nil, fmt.Errorf("%w: the row with sequence number %d is of a key with rows before row %d too, and another key's rows between", ErrNotClustered, g.lastSeq[p.key], finBelow)
+			}
+		}
+	}
 	slices.SortFunc(rel, func(a, b groupPend) int {
 		if a.ts != b.ts {
 			return cmpInt(a.ts, b.ts)
@@ -394,7 +447,9 @@ func (g *GroupOperator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 		key    int32
 	}
 	var fire []fired
-	for g.starts.Len() > 0 && g.starts.s[0]+g.cfg.SizeMs-1 <= wm {
+	// Clustered, a key's windows wait for its last row (or the end), so
+	// that they go out together: in order of their key's first row.
+	for (!g.cfg.Clustered || wm == End) && g.starts.Len() > 0 && g.starts.s[0]+g.cfg.SizeMs-1 <= wm {
 		start := heap.Pop(&g.starts).(int64)
 		sw := g.wins[start]
 		for _, ref := range sw.list {
@@ -406,10 +461,37 @@ func (g *GroupOperator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 			return nil, err
 		}
 	}
+	if fin {
+		// Every window of the keys whose rows have all come, whatever
+		// its end. A start left without windows stays, for the next
+		// keys' windows (its made-ahead windows with it), and in the
+		// heap once: there are as many starts as the input spans.
+		for start, sw := range g.wins {
+			kept := sw.list[:0]
+			for _, ref := range sw.list {
+				if g.lastSeq[ref.key] < finBelow {
+					fire = append(fire, fired{start: start, key: ref.key, minSeq: ref.w.minSeq, w: ref.w})
+					delete(sw.byKey, ref.key)
+				} else {
+					kept = append(kept, ref)
+				}
+			}
+			clear(sw.list[len(kept):])
+			sw.list = kept
+		}
+	}
 	if len(fire) == 0 {
 		return nil, nil
 	}
+	if g.cfg.Clustered {
+		for i := range fire {
+			fire[i].minSeq = g.firstSeq[fire[i].key]
+		}
+	}
 	slices.SortFunc(fire, func(a, b fired) int {
+		if g.cfg.Clustered && a.minSeq != b.minSeq {
+			return cmpInt(a.minSeq, b.minSeq)
+		}
 		if a.start != b.start {
 			return cmpInt(a.start, b.start)
 		}
@@ -427,7 +509,7 @@ func (g *GroupOperator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 		w := f.w
 		end := f.start + g.cfg.SizeMs
 		bld[GroupTsCol].(*array.Int64Builder).Append(end - 1)
-		bld[GroupSeqCol].(*array.Int64Builder).Append(w.minSeq)
+		bld[GroupSeqCol].(*array.Int64Builder).Append(f.minSeq)
 		for j := range nk {
 			agg.AppendValue(bld[2+j], &g.keyVals[j], int(f.key))
 		}

@@ -38,11 +38,18 @@ func (g *GroupOperator) fingerprint() [32]byte {
 	return out
 }
 
+// errClusteredGroupCheckpoint refuses checkpoints of a GroupOperator
+// configured Clustered, whose keys' first and last rows they do not hold.
+var errClusteredGroupCheckpoint = errors.New("window: a tumble/hop operator over input clustered by key (GroupConfig.Clustered) cannot be checkpointed")
+
 // Checkpoint returns the operator's whole state as meta: the watermark
 // and counters, the keys, every open window's aggregate states, and the
 // rows waiting for the watermark. It needs no store (GroupConfig has
 // none): a tumble/hop operator holds one state per key and open window.
 func (g *GroupOperator) Checkpoint() ([]byte, error) {
+	if g.cfg.Clustered {
+		return nil, errClusteredGroupCheckpoint
+	}
 	fp := g.fingerprint()
 	out := append([]byte(groupMetaMagic), fp[:]...)
 	for _, v := range []int64{g.wm, g.stats.RowsIn, g.stats.RowsOut, g.stats.LateDropped, g.stats.LateApplied, int64(g.nextID)} {
@@ -112,6 +119,9 @@ func (g *GroupOperator) Checkpoint() ([]byte, error) {
 // before its first Push. Meta of an operator of another configuration
 // is refused (ErrIncompatibleCheckpoint).
 func (g *GroupOperator) Restore(meta []byte) (err error) {
+	if g.cfg.Clustered {
+		return errClusteredGroupCheckpoint
+	}
 	if g.stats.RowsIn != 0 || g.keys.n != 0 || g.wm != None {
 		return errors.New("window: Restore needs a fresh GroupOperator")
 	}

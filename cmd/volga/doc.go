@@ -57,7 +57,8 @@
 // stops the run. An input sorted or clustered by key instead (all rows of
 // a user before the next user's, as training-set exports often are) is
 // promised so with --clustered-by user_id: each key's rows go out, and its
-// state is freed, once the input has moved on to the next key; a key that
+// state is freed, once the input has moved on to the next key (for a query
+// of GROUP BY windows only, each key's windows, key by key); a key that
 // comes back stops the run. Without any of these, the rows wait for the end
 // of the input.
 //

@@ -246,7 +246,7 @@ func newRunFlags(cfg *runConfig) *flag.FlagSet {
 	fs.Var(modeFlag{&cfg.mode}, "mode", "`batch|stream`: read to the end and keep input order, or emit rows as the watermark passes them (default batch)")
 	fs.Var(durationFlag{&cfg.maxOutOfOrder}, "max-out-of-order", "stream mode: how far behind the newest event time a row may arrive and still be on time (`DURATION`, e.g. 5s)")
 	cfg.timeOrder.register(fs)
-	fs.StringVar(&cfg.clusteredBy, "clustered-by", "", "batch mode: promise that the input comes key by key, clustered by the comma-separated `COLS` (sorted by them, say; the first OVER windows must partition by them), so that each key's rows go out, and its state is freed, once the input moves on to another key rather than at its end; a key that comes back stops the run")
+	fs.StringVar(&cfg.clusteredBy, "clustered-by", "", "batch mode: promise that the input comes key by key, clustered by the comma-separated `COLS` (sorted by them, say; the first OVER windows must partition by them, or the GROUP BY windows group by them), so that each key's rows (or windows) go out, and its state is freed, once the input moves on to another key rather than at its end; a key that comes back stops the run")
 	cfg.wm.register(fs)
 	fs.Var(durationFlag{&cfg.allowedLateness}, "allowed-lateness", "stream mode: apply late rows up to this `DURATION` behind the watermark instead of dropping them")
 	fs.IntVar(&cfg.parallelism, "parallelism", 1, "number of window tasks, rows hash-partitioned by key (`N` >= 1)")

@@ -96,13 +96,29 @@ func runVolgaStream(ctx context.Context, c config) (result, error) {
 // Parquet file, with a callback sink that folds every window into the
 // checksum.
 func runVolgaBatchGroup(ctx context.Context, c config) (result, error) {
+	o := volgarun.Options{Parallelism: c.Parallelism, ChannelDepth: c.ChannelDepth}
+	if c.Workload == "group-1-by-user" {
+		// The input is sorted by user: promised so.
+		o.ClusteredBy = []string{"user_id"}
+	}
+	return runVolgaBatchGroupWith(ctx, c, o)
+}
+
+// runVolgaBatchGroupHeld is volga-batch over group-1-by-user's input
+// without the promise of its order: windows wait for the end of the
+// input.
+func runVolgaBatchGroupHeld(ctx context.Context, c config) (result, error) {
+	return runVolgaBatchGroupWith(ctx, c, volgarun.Options{Parallelism: c.Parallelism, ChannelDepth: c.ChannelDepth})
+}
+
+func runVolgaBatchGroupWith(ctx context.Context, c config, o volgarun.Options) (result, error) {
 	start := time.Now()
 	src, err := volgarun.Parquet(c.Decoders, c.Input.Log)
 	if err != nil {
 		return result{}, err
 	}
 	var sum workload.GroupChecksum
-	err = volgarun.Run(ctx, workload.GroupQuery, "tx", src, volgarun.Options{Parallelism: c.Parallelism, ChannelDepth: c.ChannelDepth},
+	err = volgarun.Run(ctx, workload.GroupQuery, "tx", src, o,
 		func(_ context.Context, rec arrow.RecordBatch) error { return sum.AddRecord(rec) })
 	if err != nil {
 		return result{}, err

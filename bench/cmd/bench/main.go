@@ -245,6 +245,22 @@ var workloads = map[string]workloadDef{
 		},
 		Ratios: printScalingRatios,
 	},
+	"group-1-by-user": {
+		// group-1 over the events sorted by user (features-4-by-user's
+		// file): volga is promised the order (volga.WithClusteredBy) and
+		// emits each user's windows once the input has moved on.
+		// volga-batch-held, on request (-engines), runs without the
+		// promise and holds every window to the end (about 8 GB at 10 M
+		// events).
+		Engines: []string{"duckdb", "volga-batch"},
+		Prepare: prepareByUserLog,
+		Run: map[string]engineFunc{
+			"duckdb":           runDuckDBGroup,
+			"volga-batch":      runVolgaBatchGroup,
+			"volga-batch-held": runVolgaBatchGroupHeld,
+		},
+		Ratios: func(wl string, done []measured) { printRatios(wl, "duckdb", done) },
+	},
 	"lookup": {
 		Engines: []string{"volga"},
 		Prepare: prepareFeatures4,
@@ -268,7 +284,7 @@ func main() {
 	var c config
 	child := flag.String("child", "", "internal: run one engine in this process and report JSON on stdout")
 	httpLoadSpec := flag.String("http-load", "", "internal: run an HTTP load (JSON spec) in this process and report JSON on stdout")
-	flag.StringVar(&c.Workload, "workload", "features-4", "workload to run: features-4, features-4-arrival, features-4-by-user, stream-4, ml-3, group-1, scaling, lookup, checkpoint")
+	flag.StringVar(&c.Workload, "workload", "features-4", "workload to run: features-4, features-4-arrival, features-4-by-user, stream-4, ml-3, group-1, group-1-by-user, scaling, lookup, checkpoint")
 	flag.IntVar(&c.Events, "events", 10_000_000, "number of generated events")
 	flag.Uint64Var(&c.Seed, "seed", 1, "generator seed")
 	flag.StringVar(&c.DataDir, "data-dir", defaultDataDir(), "directory caching the generated Parquet files")
