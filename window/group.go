@@ -132,6 +132,10 @@ type startWins struct {
 	free []groupWin
 	// chunk is the number of windows made the last time.
 	chunk int
+	// spare are windows emitted while the start stayed open (input
+	// clustered by key: each key's windows go out on their own), their
+	// states reset, for the start's next keys.
+	spare []*groupWin
 }
 
 // Windows made ahead for a start: minWinChunk first, then twice the last
@@ -154,11 +158,17 @@ func (g *GroupOperator) win(id int32, start, seq int64) *groupWin {
 	if w := sw.byKey[id]; w != nil {
 		return w
 	}
-	if len(sw.free) == 0 {
-		g.makeWins(sw)
+	var w *groupWin
+	if n := len(sw.spare); n > 0 {
+		w = sw.spare[n-1]
+		sw.spare = sw.spare[:n-1]
+	} else {
+		if len(sw.free) == 0 {
+			g.makeWins(sw)
+		}
+		w = &sw.free[0]
+		sw.free = sw.free[1:]
 	}
-	w := &sw.free[0]
-	sw.free = sw.free[1:]
 	w.minSeq = seq
 	sw.byKey[id] = w
 	sw.list = append(sw.list, winRef{w: w, key: id})
@@ -427,12 +437,31 @@ func (g *GroupOperator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 			}
 		}
 	}
-	slices.SortFunc(rel, func(a, b groupPend) int {
-		if a.ts != b.ts {
-			return cmpInt(a.ts, b.ts)
+	if g.cfg.Clustered {
+		// Each window needs its rows in (event time, arrival) order, and
+		// a window has one key: rows in (key, time, arrival) order will
+		// do, which input clustered by key, each key's rows in time
+		// order, already is (key ids follow the keys' first rows).
+		cmp := func(a, b groupPend) int {
+			if a.key != b.key {
+				return cmpInt(int64(a.key), int64(b.key))
+			}
+			if a.ts != b.ts {
+				return cmpInt(a.ts, b.ts)
+			}
+			return cmpInt(a.seq, b.seq)
 		}
-		return cmpInt(a.seq, b.seq)
-	})
+		if !slices.IsSortedFunc(rel, cmp) {
+			slices.SortFunc(rel, cmp)
+		}
+	} else {
+		slices.SortFunc(rel, func(a, b groupPend) int {
+			if a.ts != b.ts {
+				return cmpInt(a.ts, b.ts)
+			}
+			return cmpInt(a.seq, b.seq)
+		})
+	}
 	for _, p := range rel {
 		hb := g.held[p.batch]
 		g.add(&hb.rows, p.key, p.ts, p.seq, int(p.row), false)
@@ -461,42 +490,87 @@ func (g *GroupOperator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 			return nil, err
 		}
 	}
-	if fin {
+	sorted := false
+	if fin && len(fire) == 0 {
 		// Every window of the keys whose rows have all come, whatever
-		// its end. A start left without windows stays, for the next
-		// keys' windows (its made-ahead windows with it), and in the
-		// heap once: there are as many starts as the input spans.
-		for start, sw := range g.wins {
+		// its end, gathered key by key (keys in the order of their first
+		// rows) from the starts in order, so that they need no sort. A
+		// start left without windows stays, for the next keys' windows
+		// (its made-ahead windows with it), and in the heap once: there
+		// are as many starts as the input spans.
+		starts := make([]int64, 0, len(g.wins))
+		for start := range g.wins {
+			starts = append(starts, start)
+		}
+		slices.Sort(starts)
+		// First the finished keys and their numbers of windows, then
+		// each key's place in fire, then the windows in their places.
+		type finKey struct {
+			key      int32
+			n, at    int
+			firstSeq int64
+		}
+		var keys []finKey
+		slot := map[int32]int{}
+		for _, sw := range g.wins {
+			for _, ref := range sw.list {
+				if g.lastSeq[ref.key] >= finBelow {
+					continue
+				}
+				k, ok := slot[ref.key]
+				if !ok {
+					k = len(keys)
+					slot[ref.key] = k
+					keys = append(keys, finKey{key: ref.key, firstSeq: g.firstSeq[ref.key]})
+				}
+				keys[k].n++
+			}
+		}
+		slices.SortFunc(keys, func(a, b finKey) int { return cmpInt(a.firstSeq, b.firstSeq) })
+		total := 0
+		for k := range keys {
+			keys[k].at = total
+			total += keys[k].n
+			slot[keys[k].key] = k
+		}
+		fire = make([]fired, total)
+		for _, start := range starts {
+			sw := g.wins[start]
 			kept := sw.list[:0]
 			for _, ref := range sw.list {
-				if g.lastSeq[ref.key] < finBelow {
-					fire = append(fire, fired{start: start, key: ref.key, minSeq: ref.w.minSeq, w: ref.w})
-					delete(sw.byKey, ref.key)
-				} else {
+				if g.lastSeq[ref.key] >= finBelow {
 					kept = append(kept, ref)
+					continue
 				}
+				k := &keys[slot[ref.key]]
+				fire[k.at] = fired{start: start, key: ref.key, minSeq: k.firstSeq, w: ref.w}
+				k.at++
+				delete(sw.byKey, ref.key)
 			}
 			clear(sw.list[len(kept):])
 			sw.list = kept
 		}
+		sorted = true
 	}
 	if len(fire) == 0 {
 		return nil, nil
 	}
-	if g.cfg.Clustered {
-		for i := range fire {
-			fire[i].minSeq = g.firstSeq[fire[i].key]
+	if !sorted {
+		if g.cfg.Clustered {
+			for i := range fire {
+				fire[i].minSeq = g.firstSeq[fire[i].key]
+			}
 		}
-	}
-	slices.SortFunc(fire, func(a, b fired) int {
-		if g.cfg.Clustered && a.minSeq != b.minSeq {
+		slices.SortFunc(fire, func(a, b fired) int {
+			if g.cfg.Clustered && a.minSeq != b.minSeq {
+				return cmpInt(a.minSeq, b.minSeq)
+			}
+			if a.start != b.start {
+				return cmpInt(a.start, b.start)
+			}
 			return cmpInt(a.minSeq, b.minSeq)
-		}
-		if a.start != b.start {
-			return cmpInt(a.start, b.start)
-		}
-		return cmpInt(a.minSeq, b.minSeq)
-	})
+		})
+	}
 	bld := make([]array.Builder, g.out.NumFields())
 	for i, f := range g.out.Fields() {
 		bld[i] = array.NewBuilder(g.mem, f.Type)
@@ -524,6 +598,16 @@ func (g *GroupOperator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 		cols[i] = b.NewArray()
 	}
 	defer arrowutil.ReleaseAll(cols)
+	if sorted {
+		// The windows of finished keys are spares of their starts now.
+		for _, f := range fire {
+			for _, st := range f.w.states {
+				st.Reset()
+			}
+			sw := g.wins[f.start]
+			sw.spare = append(sw.spare, f.w)
+		}
+	}
 	g.stats.RowsOut += int64(len(fire))
 	return []arrow.RecordBatch{array.NewRecordBatch(g.out, cols, int64(len(fire)))}, nil
 }
