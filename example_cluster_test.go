@@ -77,3 +77,57 @@ WINDOW w AS (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '7' DAY PRE
 	// written before the end of the input: false true
 	// last row: [1999 2496799000 402.5 25] [1999 2496799000 402.5 25]
 }
+
+// GROUP BY windows over an export sorted by user: promised clustered by
+// user, each user's windows go out once the input has moved on to the
+// next user (memory holds one user's windows, not all of them), key by
+// key; without the promise they wait for the end of the input, and go out
+// by window start across users.
+func ExampleWithClusteredBy_groupBy() {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "user_id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "ts", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "amount", Type: arrow.PrimitiveTypes.Float64},
+	}, nil)
+	// 3 users, each with a transaction every 8 hours over 2 days.
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	for user := range 3 {
+		for k := range 6 {
+			b.Field(0).(*array.Int64Builder).Append(int64(user))
+			b.Field(1).(*array.Int64Builder).Append(int64(k) * 8 * 3600 * 1000)
+			b.Field(2).(*array.Float64Builder).Append(float64(10*user + k))
+		}
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	defer rec.Release()
+	run := func(opts ...volga.Option) {
+		out := sink.NewCollector()
+		defer out.Release()
+		p, err := volga.SQL(`
+SELECT user_id, window_start, sum(amount) AS spend, count(*) AS n
+FROM tx
+GROUP BY user_id, tumble(ts, INTERVAL '1' DAY)`,
+			append([]volga.Option{volga.WithSource("tx", source.NewMemory(schema, rec)), volga.WithSink(out)}, opts...)...)
+		if err == nil {
+			err = p.Run(context.Background())
+		}
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		rows := out.Rows()
+		for i, r := range rows {
+			if i > 0 {
+				fmt.Print(" ")
+			}
+			fmt.Print(r)
+		}
+		fmt.Println()
+	}
+	run()
+	run(volga.WithClusteredBy("user_id"))
+	// Output:
+	// [0 0 3 3] [1 0 33 3] [2 0 63 3] [0 86400000 12 3] [1 86400000 42 3] [2 86400000 72 3]
+	// [0 0 3 3] [0 86400000 12 3] [1 0 33 3] [1 86400000 42 3] [2 0 63 3] [2 86400000 72 3]
+}

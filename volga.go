@@ -142,9 +142,8 @@ func WithParallelism(n int) Option { return func(c *config) { c.run.Parallelism 
 // (tumble/hop, grouped by the columns and maybe more) emits each key's
 // windows once the input has moved on, key by key in the order of their
 // first rows, each key's windows by start (not by window start across
-// keys, as without the promise); it takes no checkpoints. A key that
-// comes back after another key's rows stops the run with an error
-// wrapping window.ErrNotClustered.
+// keys, as without the promise). A key that comes back after another
+// key's rows stops the run with an error wrapping window.ErrNotClustered.
 // For CSV and JSON lines in time order, see source.WithTimeOrder instead;
 // Parquet row groups in time order need nothing.
 func WithClusteredBy(cols ...string) Option {

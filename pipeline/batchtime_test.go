@@ -441,10 +441,10 @@ func TestBatchGroupWindowsResumeExactlyOnce(t *testing.T) {
 }
 
 // checkBatchResume runs query in batch mode over batches, with
-// parallelism par, to a CSV file once without interruptions and once
-// cancelled n times (crashAndResume with seed) and resumed from its latest
-// checkpoint (with opts too), and fails t unless the two files are the
-// same; it returns the file.
+// parallelism par and opts, to a CSV file once without interruptions and
+// once cancelled n times (crashAndResume with seed) and resumed from its
+// latest checkpoint, and fails t unless the two files are the same; it
+// returns the file.
 func checkBatchResume(t *testing.T, query string, schema *arrow.Schema, batches []arrow.RecordBatch, par int, seed uint64, n int, opts ...volga.Option) []byte {
 	t.Helper()
 	dir := t.TempDir()
@@ -452,7 +452,7 @@ func checkBatchResume(t *testing.T, query string, schema *arrow.Schema, batches 
 		return runBatchToFile(ctx, t, query, schema, batches, par, path, after, cancel, opts...)
 	}
 	ref := filepath.Join(dir, "ref.csv")
-	if err := run(context.Background(), ref, 0, nil); err != nil {
+	if err := run(context.Background(), ref, 0, nil, opts...); err != nil {
 		t.Fatal(err)
 	}
 	want, _ := os.ReadFile(ref)

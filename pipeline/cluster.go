@@ -51,12 +51,7 @@ func (c *Compiled) clusterCols(opt RunOptions) ([]int, int, error) {
 	st := c.stages[0]
 	keyCols, what := st.cfg.KeyCols, "PARTITION BY columns of the first windows"
 	if st.group != nil {
-		if len(c.stages) > 1 {
-			return nil, 0, errors.New("volga: ClusteredBy does not apply to a query whose GROUP BY windows feed further windows")
-		}
-		if opt.Checkpoints != nil {
-			return nil, 0, errors.New("volga: ClusteredBy with GROUP BY windows does not take checkpoints (yet): run without them, or without the promise")
-		}
+		// A GROUP BY query is that one stage.
 		keyCols, what = st.group.KeyCols, "GROUP BY columns"
 	}
 	cols := make([]int, 0, len(opt.ClusteredBy))

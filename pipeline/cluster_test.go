@@ -161,8 +161,6 @@ func TestBatchClusteredByRefused(t *testing.T) {
 		{userWindowsQuery(false), []volga.Option{volga.WithClusteredBy("nope")}, `no column "nope"`},
 		{groupQuery(minuteByUser, []testutil.Agg{{Func: "count"}}),
 			[]volga.Option{volga.WithClusteredBy("merchant")}, `column "merchant" is not among the GROUP BY columns`},
-		{groupQuery(minuteByUser, []testutil.Agg{{Func: "count"}}),
-			[]volga.Option{volga.WithClusteredBy("user_id"), volga.WithCheckpointBucket(memblob.OpenBucket(nil), time.Hour)}, "does not take checkpoints"},
 		{"SELECT user_id, amount FROM events", []volga.Option{volga.WithClusteredBy("user_id")}, "needs windows"},
 	} {
 		err := runQuery(c.query, source.NewMemory(tab.Schema, batches...), sink.NewCollector(), c.opts...)
@@ -194,6 +192,21 @@ func TestBatchClusteredByBrokenAfterResume(t *testing.T) {
 		if !errors.Is(err, window.ErrNotClustered) {
 			t.Fatalf("parallelism %d: resumed run: %v, want an error saying the input is not clustered as promised", par, err)
 		}
+	}
+}
+
+// TestBatchClusteredByGroupResumeExactlyOnce: a checkpointed batch run
+// of GROUP BY windows over input clustered by user, cancelled again and
+// again and resumed from its latest checkpoint, writes the file of an
+// uninterrupted run with the promise, with one task or two.
+func TestBatchClusteredByGroupResumeExactlyOnce(t *testing.T) {
+	defer pipeline.SetBatchReleaseRows(0)()
+	defer pipeline.SetMergeChunk(50)()
+	tab := byUser(testutil.MLEvents(testutil.Rand(96), testutil.ModesEventConfig(3000)))
+	batches := tab.Batches(testutil.Rand(97), 40)
+	defer arrowutil.ReleaseAll(batches)
+	for _, par := range []int{1, 2} {
+		checkBatchResume(t, groupQuery(minuteByUser, groupAggs), tab.Schema, batches, par, 98+uint64(par), 6, volga.WithClusteredBy("user_id"))
 	}
 }
 

@@ -151,7 +151,7 @@ type RunOptions struct {
 	// MemoryBudget, states are kept). A query of GROUP BY windows only,
 	// grouped by (at least) the columns, emits each key's windows once the
 	// input has moved on: key by key, in the order of their first rows,
-	// each key's windows by start; it takes no Checkpoints. A row whose key came before another
+	// each key's windows by start. A row whose key came before another
 	// key's rows stops the run with an error wrapping
 	// window.ErrNotClustered, in a run resumed from a checkpoint too
 	// (checkpoints flag the states of the keys finished).

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -38,18 +39,16 @@ func (g *GroupOperator) fingerprint() [32]byte {
 	return out
 }
 
-// errClusteredGroupCheckpoint refuses checkpoints of a GroupOperator
-// configured Clustered, whose keys' first and last rows they do not hold.
-var errClusteredGroupCheckpoint = errors.New("window: a tumble/hop operator over input clustered by key (GroupConfig.Clustered) cannot be checkpointed")
+// groupClusteredTag starts the last section of the meta of an operator
+// configured Clustered: finBelow, finDone, and each key's first and last
+// row (sequence numbers).
+const groupClusteredTag = 'c'
 
 // Checkpoint returns the operator's whole state as meta: the watermark
 // and counters, the keys, every open window's aggregate states, and the
 // rows waiting for the watermark. It needs no store (GroupConfig has
 // none): a tumble/hop operator holds one state per key and open window.
 func (g *GroupOperator) Checkpoint() ([]byte, error) {
-	if g.cfg.Clustered {
-		return nil, errClusteredGroupCheckpoint
-	}
 	fp := g.fingerprint()
 	out := append([]byte(groupMetaMagic), fp[:]...)
 	for _, v := range []int64{g.wm, g.stats.RowsIn, g.stats.RowsOut, g.stats.LateDropped, g.stats.LateApplied, int64(g.nextID)} {
@@ -112,6 +111,15 @@ func (g *GroupOperator) Checkpoint() ([]byte, error) {
 		out = binary.AppendVarint(out, int64(p.batch))
 		out = binary.AppendUvarint(out, uint64(p.row))
 	}
+	if g.cfg.Clustered {
+		out = append(out, groupClusteredTag)
+		out = binary.AppendVarint(out, g.finBelow)
+		out = binary.AppendVarint(out, g.finDone)
+		for id := range nk {
+			out = binary.AppendVarint(out, g.firstSeq[id])
+			out = binary.AppendUvarint(out, uint64(g.lastSeq[id]-g.firstSeq[id]))
+		}
+	}
 	return out, nil
 }
 
@@ -119,9 +127,6 @@ func (g *GroupOperator) Checkpoint() ([]byte, error) {
 // before its first Push. Meta of an operator of another configuration
 // is refused (ErrIncompatibleCheckpoint).
 func (g *GroupOperator) Restore(meta []byte) (err error) {
-	if g.cfg.Clustered {
-		return errClusteredGroupCheckpoint
-	}
 	if g.stats.RowsIn != 0 || g.keys.n != 0 || g.wm != None {
 		return errors.New("window: Restore needs a fresh GroupOperator")
 	}
@@ -202,6 +207,33 @@ func (g *GroupOperator) Restore(meta []byte) (err error) {
 		}
 		pend = append(pend, p)
 	}
+	clustered := d.err == nil && len(d.b) > 0 && d.b[0] == groupClusteredTag
+	if d.err == nil && clustered != g.cfg.Clustered {
+		if clustered {
+			return fmt.Errorf("%w: written by a run over input clustered by key (ClusteredBy); this one is not", ErrIncompatibleCheckpoint)
+		}
+		return fmt.Errorf("%w: this run's input is clustered by key (ClusteredBy); the checkpoint's run was not", ErrIncompatibleCheckpoint)
+	}
+	var finBelow, finDone int64
+	var firstSeq, lastSeq []int64
+	if clustered {
+		d.byte()
+		finBelow, finDone = d.varint(), d.varint()
+		if d.err == nil && (finDone < 0 || finDone > finBelow) {
+			d.fail()
+		}
+		// Two numbers a key, at least a byte each.
+		firstSeq, lastSeq = make([]int64, 0, min(nk, len(d.b)/2)), make([]int64, 0, min(nk, len(d.b)/2))
+		for i := 0; d.err == nil && i < nk; i++ {
+			f := d.varint()
+			span := d.uvarint()
+			if d.err == nil && (f < 0 || span > math.MaxInt64-uint64(f)) {
+				d.fail()
+			}
+			firstSeq = append(firstSeq, f)
+			lastSeq = append(lastSeq, f+int64(span))
+		}
+	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail()
 	}
@@ -244,6 +276,7 @@ func (g *GroupOperator) Restore(meta []byte) (err error) {
 	}
 	g.held = held
 	g.pend = pend
+	g.firstSeq, g.lastSeq, g.finBelow, g.finDone = firstSeq, lastSeq, finBelow, finDone
 	g.wm = v[0]
 	g.stats.RowsIn, g.stats.RowsOut, g.stats.LateDropped, g.stats.LateApplied = v[1], v[2], v[3], v[4]
 	g.nextID = int32(v[5])

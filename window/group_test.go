@@ -421,7 +421,8 @@ func TestApproxPercentileExactUpTo1024(t *testing.T) {
 // where the key still being read starts (FinishBefore) emits, at once,
 // exactly the windows of the keys before it, whatever their times; all
 // its output is the brute-force GROUP BY, ordered by the first row of each
-// key, then by window start. A key that comes back is refused.
+// key, then by window start, also when it is checkpointed and restored
+// at random points. A key that comes back is refused (after restores too).
 func TestGroupClusteredMatchesReference(t *testing.T) {
 	for _, seed := range testutil.Seeds(2) {
 		for _, w := range groupTestWindows {
@@ -481,6 +482,18 @@ func TestGroupClusteredMatchesReference(t *testing.T) {
 						}
 						g.op.FinishBefore(int64(open), true)
 						got = append(got, g.advance(wm)...)
+						if rng.IntN(4) == 0 {
+							// A checkpoint, and on from a restored operator.
+							meta, err := g.op.Checkpoint()
+							if err != nil {
+								t.Fatal(err)
+							}
+							next := newClusteredGroupOp(t, seed, w, groupTestAggs)
+							if err := next.op.Restore(meta); err != nil {
+								t.Fatalf("Restore: %v", err)
+							}
+							g = next
+						}
 						done := 0
 						for _, r := range want {
 							if last[keyOf(r)] < open {
@@ -530,9 +543,41 @@ func TestGroupClusteredStraddlingKey(t *testing.T) {
 	if _, err := g.op.Advance(context.Background(), watermark.None); !errors.Is(err, window.ErrNotClustered) {
 		t.Fatalf("Advance finishing a key with rows on both sides of another's: %v, want ErrNotClustered", err)
 	}
-	if _, err := g.op.Checkpoint(); err == nil {
-		t.Fatal("a Clustered operator was checkpointed")
+}
+
+// TestGroupClusteredCheckpointRefusesOther: the meta of an operator
+// configured Clustered is refused by one that is not, and the other way
+// round; each kind restores its own, not truncated.
+func TestGroupClusteredCheckpointRefusesOther(t *testing.T) {
+	w := groupTestWindows[0]
+	tab := clustered(testutil.MLEvents(testutil.Rand(6), testutil.DefaultEvents(50)), "user_id", false, 6)
+	for _, c := range []bool{false, true} {
+		g := newGroupOpOf(t, c, w)
+		g.push(tab, 0, len(tab.Rows))
+		meta, err := g.op.Checkpoint()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := newGroupOpOf(t, !c, w).op.Restore(meta); !errors.Is(err, window.ErrIncompatibleCheckpoint) {
+			t.Errorf("meta of a Clustered=%v operator restored by the other kind: %v, want ErrIncompatibleCheckpoint", c, err)
+		}
+		if err := newGroupOpOf(t, c, w).op.Restore(meta); err != nil {
+			t.Errorf("Clustered=%v: %v", c, err)
+		}
+		if err := newGroupOpOf(t, c, w).op.Restore(meta[:len(meta)-1]); err == nil {
+			t.Errorf("Clustered=%v: truncated meta restored", c)
+		}
 	}
+}
+
+// newGroupOpOf is newGroupOp, or newClusteredGroupOp when clustered, of
+// a few aggregates.
+func newGroupOpOf(t *testing.T, clustered bool, w testutil.GroupWindow) *groupOp {
+	t.Helper()
+	if clustered {
+		return newClusteredGroupOp(t, 6, w, groupTestAggs[:3])
+	}
+	return newGroupOp(t, 6, w, groupTestAggs[:3])
 }
 
 // newClusteredGroupOp is newGroupOp configured Clustered.

@@ -172,30 +172,45 @@ func FuzzGroupRestore(f *testing.F) {
 		}
 		cfg.Aggs = append(cfg.Aggs, fn)
 	}
-	g, err := NewGroup(cfg, tileSchema)
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, r := range budgetBatches(6, 5, 2, 30) {
-		if _, _, err := g.Push(r); err != nil {
-			f.Fatal(err)
-		}
-		outs, _ := g.Advance(context.Background(), r.Column(0).(interface{ Value(int) int64 }).Value(int(r.NumRows())-1)-20)
-		for _, o := range outs {
-			o.Release()
-		}
-		r.Release()
-		meta, err := g.Checkpoint()
+	// Metas of an operator of each kind, clustered (whose meta ends with
+	// the keys' first and last rows) or not.
+	for _, clustered := range []bool{false, true} {
+		c := cfg
+		c.Clustered = clustered
+		g, err := NewGroup(c, tileSchema)
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add(meta)
+		for _, r := range budgetBatches(6, 5, 2, 30) {
+			if _, _, err := g.Push(r); err != nil {
+				f.Fatal(err)
+			}
+			outs, _ := g.Advance(context.Background(), r.Column(0).(interface{ Value(int) int64 }).Value(int(r.NumRows())-1)-20)
+			for _, o := range outs {
+				o.Release()
+			}
+			r.Release()
+			meta, err := g.Checkpoint()
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(meta)
+		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		g, err := NewGroup(cfg, tileSchema)
-		if err != nil {
-			t.Fatal(err)
+		for _, clustered := range []bool{false, true} {
+			c := cfg
+			c.Clustered = clustered
+			g, err := NewGroup(c, tileSchema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g.Restore(data) != nil {
+				continue
+			}
+			if clustered && (len(g.firstSeq) != int(g.keys.n) || len(g.lastSeq) != int(g.keys.n) || g.finDone > g.finBelow) {
+				t.Fatalf("restored %d keys with %d first and %d last rows, finDone %d, finBelow %d", g.keys.n, len(g.firstSeq), len(g.lastSeq), g.finDone, g.finBelow)
+			}
 		}
-		_ = g.Restore(data)
 	})
 }
