@@ -37,6 +37,23 @@ func clustered(tab *testutil.Table, by string, shuffle bool, seed uint64) *testu
 	return tab.Subset(idx)
 }
 
+// clusteredByUser returns rows generated events (seed) clustered by user,
+// and the number of rows of the first user: at least 2, with more than
+// after rows of other users after them.
+func clusteredByUser(t *testing.T, seed uint64, rows, after int) (*testutil.Table, int) {
+	t.Helper()
+	events := testutil.Events(testutil.Rand(seed), testutil.DefaultEvents(rows))
+	tab := clustered(events, "user_id", false, seed)
+	n := 0
+	for n < len(tab.Rows) && tab.Value(n, "user_id") == tab.Value(0, "user_id") {
+		n++
+	}
+	if n < 2 || n+after >= len(tab.Rows) {
+		t.Fatalf("first user has %d rows of %d", n, len(tab.Rows))
+	}
+	return tab, n
+}
+
 // TestFinishBeforeMatchesReference: over input clustered by the first key
 // column, an operator told after each batch where the key still being read
 // starts (FinishBefore) releases at once exactly the rows before it, in
@@ -103,16 +120,7 @@ func TestFinishBeforeMatchesReference(t *testing.T) {
 // later batch (Push) or was pushed already, after another key's rows
 // (the advance that would finish the key).
 func TestFinishBeforeNotClustered(t *testing.T) {
-	rng := testutil.Rand(7)
-	events := testutil.Events(rng, testutil.DefaultEvents(200))
-	tab := clustered(events, "user_id", false, 7)
-	n := 0 // rows of the first user
-	for n < len(tab.Rows) && tab.Value(n, "user_id") == tab.Value(0, "user_id") {
-		n++
-	}
-	if n < 2 || n+1 >= len(tab.Rows) {
-		t.Fatalf("first user has %d rows of %d", n, len(tab.Rows))
-	}
+	tab, n := clusteredByUser(t, 7, 200, 1)
 	keys := []string{"user_id"}
 
 	// The first user, the second's first row, then the first user again.
@@ -142,16 +150,7 @@ func TestFinishBeforeNotClustered(t *testing.T) {
 // while the key still being read goes on with the results of the operator
 // that did not stop.
 func TestFinishBeforeSurvivesRestore(t *testing.T) {
-	rng := testutil.Rand(11)
-	events := testutil.Events(rng, testutil.DefaultEvents(300))
-	tab := clustered(events, "user_id", false, 11)
-	n := 0 // rows of the first user
-	for n < len(tab.Rows) && tab.Value(n, "user_id") == tab.Value(0, "user_id") {
-		n++
-	}
-	if n < 2 || n+2 >= len(tab.Rows) {
-		t.Fatalf("first user has %d rows of %d", n, len(tab.Rows))
-	}
+	tab, n := clusteredByUser(t, 11, 300, 2)
 	perFrame := make([][]testutil.Agg, len(testutil.Frames))
 	for i := range perFrame {
 		perFrame[i] = testutil.StandardAggs

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -17,12 +18,18 @@ import (
 // runVolgaBatch runs the query in volga's batch mode over the Parquet file,
 // with a callback sink that folds every output row into the checksum.
 func runVolgaBatch(ctx context.Context, c config) (result, error) {
+	return runVolgaBatchWith(ctx, c, batchOptions(c))
+}
+
+// batchOptions are the options of a volga-batch engine: the workload's
+// parallelism and channel depth, and for the workloads over the events
+// sorted by user (-by-user), the promise of that order.
+func batchOptions(c config) volgarun.Options {
 	o := volgarun.Options{Parallelism: c.Parallelism, ChannelDepth: c.ChannelDepth}
-	if c.Workload == "features-4-by-user" {
-		// The input is sorted by user: promised so.
+	if strings.HasSuffix(c.Workload, "-by-user") {
 		o.ClusteredBy = []string{"user_id"}
 	}
-	return runVolgaBatchWith(ctx, c, o)
+	return o
 }
 
 // runVolgaBatchHeld is volga-batch over features-4-by-user's input
@@ -96,12 +103,7 @@ func runVolgaStream(ctx context.Context, c config) (result, error) {
 // Parquet file, with a callback sink that folds every window into the
 // checksum.
 func runVolgaBatchGroup(ctx context.Context, c config) (result, error) {
-	o := volgarun.Options{Parallelism: c.Parallelism, ChannelDepth: c.ChannelDepth}
-	if c.Workload == "group-1-by-user" {
-		// The input is sorted by user: promised so.
-		o.ClusteredBy = []string{"user_id"}
-	}
-	return runVolgaBatchGroupWith(ctx, c, o)
+	return runVolgaBatchGroupWith(ctx, c, batchOptions(c))
 }
 
 // runVolgaBatchGroupHeld is volga-batch over group-1-by-user's input
