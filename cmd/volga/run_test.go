@@ -460,4 +460,20 @@ func TestRunClusteredBy(t *testing.T) {
 	if code == 0 || !strings.Contains(stderr, "--clustered-by applies to --mode batch only") {
 		t.Fatalf("stream mode: exit %d, stderr %q", code, stderr)
 	}
+	// GROUP BY windows: by window start across users without the
+	// promise, user by user with it.
+	gdir := files(t, "g.sql", `SELECT user_id, window_start, sum(amount) AS s FROM tx GROUP BY user_id, tumble(ts, INTERVAL '5' SECOND)`, "tx.csv", in)
+	gargs := []string{"run", "--sql", "g.sql", "--source", "tx=tx.csv", "--batch-size", "2"}
+	for _, c := range []struct {
+		extra []string
+		want  string
+	}{
+		{nil, "user_id,window_start,s\nu1,0,2\nu2,0,24\nu1,5000,5\nu3,5000,96\n"},
+		{[]string{"--clustered-by", "user_id"}, "user_id,window_start,s\nu1,0,2\nu1,5000,5\nu2,0,24\nu3,5000,96\n"},
+	} {
+		code, got, stderr := cli(t, context.Background(), gdir, "", append(gargs, c.extra...)...)
+		if code != 0 || got != c.want {
+			t.Fatalf("GROUP BY %v: exit %d, stderr %q, stdout:\n%s\nwant:\n%s", c.extra, code, stderr, got, c.want)
+		}
+	}
 }
