@@ -31,5 +31,7 @@
 //
 // GroupOperator serves tumbling and hopping windows (GROUP BY key,
 // tumble/hop): one set of aggregate states per key and epoch-aligned
-// window, emitted once the watermark shows the window complete.
+// window, emitted once the watermark shows the window complete; over
+// input clustered by key (GroupConfig.Clustered, FinishBefore), once the
+// input has moved past the key, key by key.
 package window
