@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/volga-go/volga"
 	"github.com/volga-go/volga/internal/arrowutil"
 	"github.com/volga-go/volga/internal/testutil"
@@ -202,12 +204,19 @@ func TestBatchClusteredByBrokenAfterResume(t *testing.T) {
 func TestBatchClusteredByGroupResumeExactlyOnce(t *testing.T) {
 	defer pipeline.SetBatchReleaseRows(0)()
 	defer pipeline.SetMergeChunk(50)()
-	tab := byUser(testutil.MLEvents(testutil.Rand(96), testutil.ModesEventConfig(3000)))
-	batches := tab.Batches(testutil.Rand(97), 40)
-	defer arrowutil.ReleaseAll(batches)
+	tab, batches := mlEventsByUser(t, 96)
 	for _, par := range []int{1, 2} {
 		checkBatchResume(t, groupQuery(minuteByUser, groupAggs), tab.Schema, batches, par, 98+uint64(par), 6, volga.WithClusteredBy("user_id"))
 	}
+}
+
+// mlEventsByUser returns 3 000 ML events (seed) sorted by user, and them
+// in 40 batches, released when t ends.
+func mlEventsByUser(t *testing.T, seed uint64) (*testutil.Table, []arrow.RecordBatch) {
+	tab := byUser(testutil.MLEvents(testutil.Rand(seed), testutil.ModesEventConfig(3000)))
+	batches := tab.Batches(testutil.Rand(seed+1), 40)
+	t.Cleanup(func() { arrowutil.ReleaseAll(batches) })
+	return tab, batches
 }
 
 // minuteByUser is a GROUP BY window of a minute per user.
@@ -222,9 +231,7 @@ var minuteByUser = testutil.GroupWindow{Keys: []string{"user_id"}, Time: "ts", S
 func TestBatchClusteredByGroup(t *testing.T) {
 	defer pipeline.SetBatchReleaseRows(0)()
 	defer pipeline.SetMergeChunk(50)()
-	tab := byUser(testutil.MLEvents(testutil.Rand(93), testutil.ModesEventConfig(3000)))
-	batches := tab.Batches(testutil.Rand(94), 40)
-	defer arrowutil.ReleaseAll(batches)
+	tab, batches := mlEventsByUser(t, 93)
 	for _, w := range []testutil.GroupWindow{
 		minuteByUser,
 		{Keys: []string{"user_id", "merchant"}, Time: "ts", Size: 120_000, Slide: 30_000},
