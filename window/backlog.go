@@ -9,3 +9,32 @@ package window
 func (o *Operator) Backlog() (rows, keys int) {
 	return o.pend.n, len(o.states)
 }
+
+// retainedSample is the most keys RetainedPerKey looks at.
+const retainedSample = 256
+
+// RetainedPerKey estimates the mean number of rows a key's windows hold,
+// from at most retainedSample keys spread evenly over the keys whose
+// state is in memory (a cache miss each: cheap enough for every watermark
+// of a batch run); 0 when there are none. Call it from the goroutine that
+// pushes.
+func (o *Operator) RetainedPerKey() float64 {
+	n := len(o.states)
+	step := max(n/retainedSample, 1)
+	var rows, keys int
+	for i := 0; i < n; i += step {
+		ks := o.states[i]
+		if ks == nil {
+			continue // evicted to the store
+		}
+		rows += ks.rows.Len()
+		if ks.edge != nil {
+			rows += ks.edge.Len()
+		}
+		keys++
+	}
+	if keys == 0 {
+		return 0
+	}
+	return float64(rows) / float64(keys)
+}
