@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -37,7 +38,14 @@ func (w *slowWriter) WriteCheckpoint(time.Duration) (func() error, error) {
 // TestFinalCheckpointWritingIsNoStall: the slices of writing a checkpoint
 // hold the task's input up and count in its stall, except at the final
 // checkpoint of an input, when no input is left to hold up.
+//
+// It runs in a synctest bubble: the slices take exactly their fake 20 ms
+// and the rest no time, however loaded the machine.
 func TestFinalCheckpointWritingIsNoStall(t *testing.T) {
+	synctest.Test(t, testFinalCheckpointWritingIsNoStall)
+}
+
+func testFinalCheckpointWritingIsNoStall(t *testing.T) {
 	const write = 20 * time.Millisecond
 	for _, final := range []bool{false, true} {
 		op := &slowWriter{write: write, slices: 3}
