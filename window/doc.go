@@ -33,5 +33,8 @@
 // tumble/hop): one set of aggregate states per key and epoch-aligned
 // window, emitted once the watermark shows the window complete; over
 // input clustered by key (GroupConfig.Clustered, FinishBefore), once the
-// input has moved past the key, key by key.
+// input has moved past the key, key by key. It forgets the keys with no
+// open window and no row waiting once they are many (a million, and as
+// many as the live ones), so that a stream whose keys come and go holds
+// its live keys, not every key it has seen.
 package window

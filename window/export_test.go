@@ -3,3 +3,16 @@ package window
 // SetChunkRows sets the rows of o's result chunks (0: the default), so
 // that tests cover releases of several chunks.
 func SetChunkRows(o *Operator, n int) { o.chunkRows = n }
+
+// SetGroupCompactMin sets the least number of keys a GROUP BY operator
+// forgets at once, until the returned function undoes it.
+func SetGroupCompactMin(n int) (undo func()) {
+	old := groupCompactMin
+	groupCompactMin = n
+	return func() { groupCompactMin = old }
+}
+
+// GroupKeys returns the number of keys g holds and the number it forgot.
+func GroupKeys(g *GroupOperator) (held int, forgotten int64) {
+	return int(g.keys.n), g.forgotten
+}

@@ -93,6 +93,10 @@ type GroupOperator struct {
 	// emptied starts, their maps and lists cleared, for new starts.
 	spare       []*groupWin
 	spareStarts []*startWins
+	// compactAt is the number of keys at which maybeCompactKeys next
+	// counts the live ones; forgotten counts the keys it dropped.
+	compactAt int
+	forgotten int64
 	// Input clustered by key (FinishBefore): every row before finBelow is
 	// of a key whose rows have all come (a key whose last row is before
 	// it may not come again); finDone is finBelow at the last Advance.
@@ -421,6 +425,18 @@ func (g *GroupOperator) FinishBefore(seq int64, forget bool) {
 // of their keys is emitted (and only those, before the End watermark),
 // ordered by the first row of their key, then by start.
 func (g *GroupOperator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBatch, error) {
+	out, err := g.advance(ctx, wm)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.maybeCompactKeys(); err != nil {
+		arrowutil.ReleaseAll(out)
+		return nil, err
+	}
+	return out, nil
+}
+
+func (g *GroupOperator) advance(ctx context.Context, wm int64) ([]arrow.RecordBatch, error) {
 	fin := g.cfg.Clustered && g.finBelow > g.finDone
 	if wm <= g.wm && !fin {
 		return nil, nil
