@@ -76,21 +76,8 @@ func (g *GroupOperator) compactKeys(live []bool, nlive int) error {
 		}
 	}
 	keys := newKeyIndex(g.cfg.KeyCols)
-	if nlive > 0 {
-		rec, err := g.keyRecord(vals, nlive)
-		if err != nil {
-			return fmt.Errorf("window: forgetting keys: %w", err)
-		}
-		ids, err := keys.intern(rec, func(int32, int) {})
-		rec.Release()
-		if err != nil {
-			return fmt.Errorf("window: forgetting keys: %w", err)
-		}
-		for i, id := range ids {
-			if int(id) != i {
-				return fmt.Errorf("window: forgetting keys: key %d interned as %d", i, id)
-			}
-		}
+	if err := g.internKeys(keys, vals, nlive); err != nil {
+		return fmt.Errorf("window: forgetting keys: %w", err)
 	}
 	for _, sw := range g.wins {
 		byKey := make(map[int32]*groupWin, len(sw.byKey))

@@ -17,13 +17,8 @@ import (
 // package variable.)
 func TestGroupForgetsKeys(t *testing.T) {
 	const bound = 2000
-	windows := []testutil.GroupWindow{
-		{Keys: []string{"user_id"}, Time: "ts", Size: 1000, Slide: 1000},
-		{Keys: []string{"merchant", "user_id"}, Time: "ts", Size: 3000, Slide: 1000},
-		{Keys: []string{"merchant"}, Time: "ts", Size: 2500, Slide: 500},
-	}
 	for _, seed := range testutil.Seeds(2) {
-		for wi, w := range windows {
+		for wi, w := range groupCkptWindows {
 			t.Run(fmt.Sprintf("seed=%d/w=%d", seed, wi), func(t *testing.T) {
 				rng := testutil.Rand(seed)
 				events := churn(testutil.MLEvents(rng, testutil.DefaultEvents(testutil.Scale(400))))

@@ -241,21 +241,8 @@ func (g *GroupOperator) Restore(meta []byte) (err error) {
 		return fmt.Errorf("window: restore: %w", d.err)
 	}
 	// The key index: intern the key values in id order.
-	if nk > 0 {
-		rec, err := g.keyRecord(keyVals, nk)
-		if err != nil {
-			return fmt.Errorf("window: restore: %w", err)
-		}
-		ids, err := g.keys.intern(rec, func(int32, int) {})
-		rec.Release()
-		if err != nil {
-			return fmt.Errorf("window: restore: %w", err)
-		}
-		for i, id := range ids {
-			if int(id) != i {
-				return fmt.Errorf("window: restore: %w: key %d stored twice", errCorruptState, i)
-			}
-		}
+	if err := g.internKeys(g.keys, keyVals, nk); err != nil {
+		return fmt.Errorf("window: restore: %w", err)
 	}
 	g.keyVals = keyVals
 	// Windows in the order written (by start, then key), each opened
@@ -280,6 +267,29 @@ func (g *GroupOperator) Restore(meta []byte) (err error) {
 	g.wm = v[0]
 	g.stats.RowsIn, g.stats.RowsOut, g.stats.LateDropped, g.stats.LateApplied = v[1], v[2], v[3], v[4]
 	g.nextID = int32(v[5])
+	return nil
+}
+
+// internKeys interns the n key values of cols into keys, empty, so that
+// key i gets id i; a value stored twice is errCorruptState.
+func (g *GroupOperator) internKeys(keys *keyIndex, cols []agg.Column, n int) error {
+	if n == 0 {
+		return nil
+	}
+	rec, err := g.keyRecord(cols, n)
+	if err != nil {
+		return err
+	}
+	ids, err := keys.intern(rec, func(int32, int) {})
+	rec.Release()
+	if err != nil {
+		return err
+	}
+	for i, id := range ids {
+		if int(id) != i {
+			return fmt.Errorf("%w: key %d stored twice", errCorruptState, i)
+		}
+	}
 	return nil
 }
 

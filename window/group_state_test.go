@@ -79,18 +79,21 @@ func runGroup(t *testing.T, mk func() *window.GroupOperator, tab *testutil.Table
 	return out, restores
 }
 
+// groupCkptWindows are the windows of the checkpoint tests: a tumble over
+// an integer key, a hop over two keys, a hop over a string key.
+var groupCkptWindows = []testutil.GroupWindow{
+	{Keys: []string{"user_id"}, Time: "ts", Size: 1000, Slide: 1000},
+	{Keys: []string{"merchant", "user_id"}, Time: "ts", Size: 3000, Slide: 1000},
+	{Keys: []string{"merchant"}, Time: "ts", Size: 2500, Slide: 500},
+}
+
 // TestGroupCheckpointRestoreExact: a tumble/hop run restored from
 // checkpoints at random points emits exactly what an uninterrupted run
 // emits, late rows and allowed lateness included.
 func TestGroupCheckpointRestoreExact(t *testing.T) {
 	const bound = 2000
-	windows := []testutil.GroupWindow{
-		{Keys: []string{"user_id"}, Time: "ts", Size: 1000, Slide: 1000},
-		{Keys: []string{"merchant", "user_id"}, Time: "ts", Size: 3000, Slide: 1000},
-		{Keys: []string{"merchant"}, Time: "ts", Size: 2500, Slide: 500},
-	}
 	for _, seed := range testutil.Seeds(2) {
-		for wi, w := range windows {
+		for wi, w := range groupCkptWindows {
 			t.Run(fmt.Sprintf("seed=%d/w=%d", seed, wi), func(t *testing.T) {
 				t.Parallel()
 				rng := testutil.Rand(seed)
