@@ -42,6 +42,8 @@ import (
 //	volga_window_keys{stage}               distinct keys held in window state
 //	volga_window_retained_rows{stage}      rows held in window state for frames and lookups
 //	volga_window_pending_rows{stage}       rows waiting for the watermark
+//	volga_window_quiet_keys_total{stage}   times a quiet key's rows were let go (no frame
+//	                                       or lookup could reach them any more)
 //	volga_lookup_duration_seconds          histogram of Pipeline.Lookup latencies
 //	volga_lookup_errors_total              lookups that returned an error
 //	volga_checkpoints_total{outcome}       checkpoints "completed" or "failed" (WithCheckpoints)
@@ -103,6 +105,7 @@ type pipelineMetrics struct {
 	sourceRows, sinkRows, filtered, late, dead      *prometheus.Desc
 	watermark, lag, runningDesc                     *prometheus.Desc
 	winIn, winOut, winKeys, winRetained, winPending *prometheus.Desc
+	winQuiet                                        *prometheus.Desc
 	ckTotal, ckEpoch, ckBytes, ckDuration, ckStall  *prometheus.Desc
 	ckTime                                          *prometheus.Desc
 }
@@ -127,6 +130,7 @@ func (m *pipelineMetrics) RunStarted(opt pipeline.RunOptions) error {
 	m.winKeys = desc("volga_window_keys", "Distinct keys held in the window state of a stage.", "stage")
 	m.winRetained = desc("volga_window_retained_rows", "Rows held in the window state of a stage for frames and lookups.", "stage")
 	m.winPending = desc("volga_window_pending_rows", "Rows of a stage waiting for the watermark.", "stage")
+	m.winQuiet = desc("volga_window_quiet_keys_total", "Times the rows of a quiet key of a stage were let go: none could be in a frame or a lookup any more.", "stage")
 	m.ckTotal = desc("volga_checkpoints_total", "Checkpoints by outcome: completed or failed.", "outcome")
 	m.ckEpoch = desc("volga_checkpoint_epoch", "Epoch of the latest completed checkpoint.")
 	m.ckBytes = desc("volga_checkpoint_bytes", "Bytes uploaded by the latest completed checkpoint.")
@@ -169,7 +173,7 @@ func (m *pipelineMetrics) LookupDone(d time.Duration, err error) {
 func (m *pipelineMetrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		m.sourceRows, m.sinkRows, m.filtered, m.late, m.dead, m.watermark, m.lag, m.runningDesc,
-		m.winIn, m.winOut, m.winKeys, m.winRetained, m.winPending,
+		m.winIn, m.winOut, m.winKeys, m.winRetained, m.winPending, m.winQuiet,
 		m.ckTotal, m.ckEpoch, m.ckBytes, m.ckDuration, m.ckStall, m.ckTime,
 	} {
 		ch <- d
@@ -217,9 +221,9 @@ func (m *pipelineMetrics) Collect(ch chan<- prometheus.Metric) {
 	if m.live != nil {
 		for s, tasks := range m.live.WindowStats() {
 			var sum struct {
-				in, out, retained int64
-				keys, pending     int
-				any               bool
+				in, out, retained, quiet int64
+				keys, pending            int
+				any                      bool
 			}
 			for _, t := range tasks {
 				if t == nil {
@@ -231,6 +235,7 @@ func (m *pipelineMetrics) Collect(ch chan<- prometheus.Metric) {
 				sum.retained += t.Retained
 				sum.keys += t.Keys
 				sum.pending += t.Pending
+				sum.quiet += t.QuietKeys
 			}
 			if !sum.any {
 				continue
@@ -241,6 +246,7 @@ func (m *pipelineMetrics) Collect(ch chan<- prometheus.Metric) {
 			gauge(m.winKeys, float64(sum.keys), stage)
 			gauge(m.winRetained, float64(sum.retained), stage)
 			gauge(m.winPending, float64(sum.pending), stage)
+			counter(m.winQuiet, sum.quiet, stage)
 		}
 	}
 	m.lookups.Collect(ch)

@@ -302,6 +302,59 @@ func TestMetricsStreamingLateRowsAndWatermark(t *testing.T) {
 	}
 }
 
+// TestMetricsQuietKeys: a user with no row for longer than the frame is
+// let go (its retained rows drop out of volga_window_retained_rows and
+// volga_window_quiet_keys_total counts it), and a lookup of it now
+// answers an empty frame.
+func TestMetricsQuietKeys(t *testing.T) {
+	checkGoroutines(t)
+	reg := prometheus.NewPedanticRegistry()
+	src := chanSource{ch: make(chan arrow.RecordBatch)}
+	out := sink.NewCollector()
+	defer out.Release()
+	p, err := volga.SQL(metricQuery, volga.WithSource("tx", src), volga.WithSink(out),
+		volga.WithMode(volga.Streaming), volga.WithMetrics(reg), volga.WithName("quiet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runErr := make(chan error, 1)
+	go func() { runErr <- p.Run(context.Background()) }()
+
+	base := time.Date(2024, 1, 3, 8, 0, 0, 0, time.UTC).UnixMilli()
+	src.ch <- batchOf(event{1, base, 10}, event{1, base + 60_000, 15}, event{2, base + 90_000, 20})
+	waitFor(t, "the first watermark", func() bool { return p.Stats().Watermark == base+90_000 })
+	// User 2 moves the watermark three hours on, user 1 is quiet.
+	for h := int64(1); h <= 12; h++ {
+		src.ch <- batchOf(event{2, base + h*15*60_000, 20})
+	}
+	waitFor(t, "user 1 let go", func() bool {
+		got := scrape(t, reg)
+		return got[`volga_window_quiet_keys_total{pipeline="quiet",stage="0"}`] >= 1
+	})
+	got := scrape(t, reg)
+	expect(t, got, map[string]float64{
+		`volga_window_keys{pipeline="quiet",stage="0"}`: 2,
+	})
+	// User 2's rows of the last hour (and the one at the watermark's
+	// edge) are all that remain.
+	if r := got[`volga_window_retained_rows{pipeline="quiet",stage="0"}`]; r < 4 || r > 6 {
+		t.Errorf("%v rows retained, want user 2's last hour only", r)
+	}
+	res, err := p.Lookup(context.Background(), map[string]any{"user_id": int64(1)}, time.UnixMilli(base+3*3600_000), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := res.Feature("n")
+	spend, _ := res.Feature("spend")
+	if n != int64(0) || spend != nil {
+		t.Errorf("user 1 three hours on: n=%v spend=%v, want 0 and NULL", n, spend)
+	}
+	close(src.ch)
+	if err := <-runErr; err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestMetricsDeadLetters(t *testing.T) {
 	// One row the CSV source cannot decode (line 3), one without an event
 	// time (line 4), which the engine refuses.

@@ -25,7 +25,10 @@
 // has the rows; with PushRowsTo it writes fixed-width results straight
 // into the shared batch's Dest, at the rows' positions, and reports the
 // rows done. Late rows are returned to the caller, or
-// applied within the allowed lateness. Probe rows (backfill spines) get
+// applied within the allowed lateness. A key with no row for longer than
+// its longest frame (plus the allowed lateness and the lookup retention)
+// is quiet: its rows and its aggregates' state are let go (RANGE frames
+// only, without row paging). Probe rows (backfill spines) get
 // frames without being stored. Lookup answers point-in-time queries under
 // a read lock, merging pre-aggregated tiles for long frames.
 //

@@ -16,3 +16,7 @@ func SetGroupCompactMin(n int) (undo func()) {
 func GroupKeys(g *GroupOperator) (held int, forgotten int64) {
 	return int(g.keys.n), g.forgotten
 }
+
+// DisableQuietSweep turns o's sweep of quiet keys off, so that tests can
+// compare with it.
+func DisableQuietSweep(o *Operator) { o.sweepable = false }

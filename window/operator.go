@@ -137,6 +137,11 @@ type Stats struct {
 	Evicted, Loaded, LookupLoads int64
 	// CheckpointKeys is the number of keys the last Checkpoint wrote.
 	CheckpointKeys int64
+	// QuietKeys counts the times a key's rows were let go because none of
+	// them could be in a frame or a lookup any more (its newest row
+	// older than the longest frame behind the watermark, the allowed
+	// lateness and the lookup retention).
+	QuietKeys int64
 	// PagesWritten and PagesRead count row pages written to and read back
 	// from Store (Config.PageRows).
 	PagesWritten, PagesRead int64
@@ -166,6 +171,12 @@ type Operator struct {
 	maxPrec int64
 	// probeRank is the rank of probe rows (see pendRow).
 	probeRank int8
+	// The sweep of quiet keys (sweepQuiet): sweepable says the frames
+	// allow it, sweepAt is the next key id it looks at, sweepOwed the
+	// keys it owes.
+	sweepable bool
+	sweepAt   int
+	sweepOwed float64
 	// maxTs is the newest event time released so far.
 	maxTs int64
 	// tileMin is the frame size from which lookups use tiles; tilesInit
@@ -429,9 +440,12 @@ func New(cfg Config, in *arrow.Schema) (*Operator, error) {
 	}
 	o := &Operator{cfg: cfg, mem: mem, in: in, out: arrow.NewSchema(fields, nil), keys: newKeyIndex(cfg.KeyCols),
 		wm: None, nAggs: n, maxTs: None}
+	o.sweepable = true
 	for _, w := range cfg.Windows {
 		o.maxPrec = max(o.maxPrec, w.Frame.Preceding)
+		o.sweepable = o.sweepable && !w.Frame.Rows && !w.Frame.Unbounded
 	}
+	o.sweepable = o.sweepable && cfg.PageRows == 0
 	o.tileMin = tileMinRows
 	switch {
 	case cfg.TileMinRows > 0:
@@ -914,6 +928,9 @@ func (o *Operator) advance(ctx context.Context, wm int64, scatter bool, emit fun
 	finBelow := o.finBelow
 	o.finDone = finBelow
 	rel := o.release(wm)
+	if err := o.sweepQuiet(prev, len(rel)); err != nil {
+		return err
+	}
 	if len(rel) == 0 {
 		return nil
 	}

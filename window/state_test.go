@@ -121,9 +121,13 @@ type ckptRun struct {
 	store func() statestore.Store // a fresh empty store; nil: no store
 	// budget is the MemoryBudget of operators with a store.
 	budget int64
+	// noSweep turns the operators' sweep of quiet keys off.
+	noSweep bool
 	// stats of the last operator, at the end of the run.
 	stats    window.Stats
 	restores int
+	// quiet sums the QuietKeys of every operator of the run.
+	quiet int64
 }
 
 func (c *ckptRun) newOp(st statestore.Store) *window.Operator {
@@ -136,6 +140,9 @@ func (c *ckptRun) newOp(st statestore.Store) *window.Operator {
 	op, err := window.New(cfg, mlSchema)
 	if err != nil {
 		c.t.Fatal(err)
+	}
+	if c.noSweep {
+		window.DisableQuietSweep(op)
 	}
 	return op
 }
@@ -164,6 +171,7 @@ func (c *ckptRun) run(tab *testutil.Table, steps []step) []string {
 			if err != nil {
 				t.Fatalf("Checkpoint: %v", err)
 			}
+			c.quiet += op.Stats().QuietKeys
 			snap := c.store()
 			copyStore(t, snap, st)
 			op.Close()
@@ -180,6 +188,7 @@ func (c *ckptRun) run(tab *testutil.Table, steps []step) []string {
 		out = append(out, stepOut(t, op, tab, s)...)
 	}
 	c.stats = op.Stats()
+	c.quiet += c.stats.QuietKeys
 	return out
 }
 

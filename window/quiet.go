@@ -1,0 +1,109 @@
+package window
+
+import (
+	"math"
+
+	"github.com/volga-go/volga/agg"
+)
+
+// quietSweepMin is the most keys a sweep step may look at whatever it
+// owes (see sweepQuiet).
+const quietSweepMin = 4096
+
+// quietHorizon returns the event time below which no row of any key is
+// needed any more, given wm, the watermark before the release under way:
+// no frame of a row still to come (pending rows are after wm, late rows
+// within the allowed lateness after wm minus it) and no lookup at a time
+// still served (down to the newest row released minus Config.Retention)
+// reaches below it. ok is false when rows are needed whatever their age:
+// ROWS and UNBOUNDED frames, row paging (Config.PageRows), no watermark
+// yet, the End watermark.
+func (o *Operator) quietHorizon(wm int64) (h int64, ok bool) {
+	if !o.sweepable || wm == End || wm == None || o.wm == End {
+		return 0, false
+	}
+	edge := wm
+	if L := o.cfg.AllowedLateness; L > 0 {
+		edge = wm - L
+	}
+	if R := o.cfg.Retention; R > 0 {
+		edge = min(edge, o.maxTs-R)
+	}
+	if edge < math.MinInt64/2+o.maxPrec {
+		return 0, false
+	}
+	return edge - o.maxPrec, true
+}
+
+// sweepQuiet lets go of the state of quiet keys: keys whose newest row is
+// below the horizon (quietHorizon), so that no frame still to come and no
+// lookup still served reads any of their rows. A key's rows are trimmed
+// when it gets new rows; a key that gets none kept the rows of its last
+// frames, and its aggregates' tables, for good (a stream whose keys come
+// and go grew with every key it had seen). Such a key's rows are dropped
+// and its windows made anew, as if it had just been trimmed to nothing:
+// its next row starts from an empty frame, as it would have, and lookups
+// reaching the dropped rows are refused (ErrTooOld) as for any trimmed
+// row. Its entry (id, key value) stays.
+//
+// The keys are walked in id order from where the last step stopped, a
+// full round per maxPrec of watermark progress (at most quietSweepMin keys
+// or the rows released, whichever is more, per step; the rest is owed to
+// the next): a key quiet for a frame's length is let go within about
+// another. Called with the lock held, when the watermark moves from prev
+// to o.wm, before the rows it releases are processed.
+func (o *Operator) sweepQuiet(prev int64, released int) error {
+	h, ok := o.quietHorizon(prev)
+	if !ok || len(o.states) == 0 {
+		return nil
+	}
+	if o.wm > prev {
+		o.sweepOwed += float64(len(o.states)) * float64(o.wm-prev) / float64(max(o.maxPrec, 1))
+		o.sweepOwed = min(o.sweepOwed, float64(len(o.states)))
+	}
+	n := min(int(o.sweepOwed), max(quietSweepMin, released))
+	if n <= 0 {
+		return nil
+	}
+	o.sweepOwed -= float64(n)
+	for range n {
+		if o.sweepAt >= len(o.states) {
+			o.sweepAt = 0
+		}
+		id := int32(o.sweepAt)
+		o.sweepAt++
+		ks := o.states[id]
+		if ks == nil || ks.rows.Len() == 0 || ks.rows.Ts[ks.rows.Len()-1] >= h {
+			continue
+		}
+		if o.cfg.Store != nil {
+			if err := o.ensureResident(id); err != nil {
+				return err
+			}
+			ks = o.states[id] // copy on write may replace it
+		}
+		o.forgetRows(ks)
+		if o.cfg.MemoryBudget > 0 {
+			m := &o.kmeta[id]
+			sz := o.sizeOf(ks)
+			o.resident += sz - m.size
+			m.size = sz
+		}
+		o.stats.QuietKeys++
+	}
+	return nil
+}
+
+// forgetRows drops every row of ks and makes its windows anew.
+func (o *Operator) forgetRows(ks *keyState) {
+	r := &ks.rows
+	n := r.Len()
+	ks.dropped = max(ks.dropped, r.Ts[n-1])
+	r.Base += int64(n)
+	r.Ts = nil
+	for j := range r.Cols {
+		r.Cols[j] = agg.Column{Type: r.Cols[j].Type, Kind: r.Cols[j].Kind}
+	}
+	o.resetWindows(ks)
+	ks.tiles = nil
+}

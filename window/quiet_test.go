@@ -1,0 +1,178 @@
+package window_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/volga-go/volga/internal/testutil"
+	"github.com/volga-go/volga/watermark"
+	"github.com/volga-go/volga/window"
+)
+
+// rangeFrames are the RANGE frames of the reference (the sweep of quiet
+// keys needs every frame bounded in time).
+func rangeFrames() []testutil.Frame {
+	var out []testutil.Frame
+	for _, f := range testutil.Frames {
+		if !f.Rows && !f.Unbounded {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// TestQuietKeysLetGo: an operator that lets go of the rows of keys whose
+// newest row no frame or lookup can reach any more emits exactly what one
+// that keeps them emits — over keys that come and go, out-of-order and
+// late rows, allowed lateness, restores from checkpoints, a memory budget
+// evicting keys — and it does let keys go.
+func TestQuietKeysLetGo(t *testing.T) {
+	const bound = 2000
+	type variant struct {
+		name     string
+		keys     []string
+		lateness int64
+		batch    bool
+		budget   int64
+	}
+	variants := []variant{
+		{name: "int-key", keys: []string{"user_id"}},
+		{name: "composite-key", keys: []string{"user_id", "merchant"}},
+		{name: "string-key-batch", keys: []string{"merchant"}, batch: true},
+		{name: "lateness", keys: []string{"user_id"}, lateness: 3000},
+		{name: "budget", keys: []string{"user_id", "merchant"}, budget: 1},
+		{name: "budget-lateness", keys: []string{"merchant"}, lateness: 3000, budget: 20_000},
+	}
+	for _, seed := range testutil.Seeds(2) {
+		for _, v := range variants {
+			t.Run(fmt.Sprintf("seed=%d/%s", seed, v.name), func(t *testing.T) {
+				t.Parallel()
+				rng := testutil.Rand(seed)
+				events := churn(testutil.MLEvents(rng, testutil.DefaultEvents(testutil.Scale(400))))
+				tab := arrival(rng, events, v.keys, bound)
+				if v.lateness > 0 {
+					tab = lateArrival(rng, events, bound)
+				}
+				cfg := ckptConfig(t, v.keys, rangeFrames(), ckptAggs, v.lateness, v.batch)
+				steps := ckptSteps(rng, tab, bound, 0.15)
+				keep := &ckptRun{t: t, cfg: cfg, noSweep: true}
+				want := keep.run(tab, steps)
+				if keep.quiet != 0 {
+					t.Fatalf("the sweep was off, yet %d keys were let go", keep.quiet)
+				}
+				sweep := &ckptRun{t: t, cfg: cfg}
+				diffOutputs(t, "letting quiet keys go vs keeping them", sweep.run(tab, steps), want)
+				if sweep.quiet == 0 {
+					t.Error("no quiet key was let go")
+				}
+				if sweep.stats.Retained >= keep.stats.Retained && keep.stats.Retained > 0 {
+					t.Errorf("%d rows retained at the end, %d keeping quiet keys", sweep.stats.Retained, keep.stats.Retained)
+				}
+				restored := &ckptRun{t: t, cfg: cfg, store: memStore, budget: v.budget}
+				diffOutputs(t, "letting quiet keys go, restored, vs keeping them", restored.run(tab, steps), want)
+				// (Under a memory budget keys are mostly evicted, and the
+				// sweep looks only at keys in memory.)
+				if restored.restores == 0 || restored.quiet == 0 && v.budget == 0 {
+					t.Errorf("%d restores, %d quiet keys let go: want both", restored.restores, restored.quiet)
+				}
+			})
+		}
+	}
+}
+
+// TestQuietKeysLookups: with a lookup retention, lookups of every key at
+// times the retention serves give the same values whether quiet keys are
+// let go or kept; lookups at older times are refused (ErrTooOld) or agree.
+func TestQuietKeysLookups(t *testing.T) {
+	const bound, retention = 2000, 3000
+	for _, seed := range testutil.Seeds(2) {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			t.Parallel()
+			rng := testutil.Rand(seed)
+			keys := []string{"user_id"}
+			events := churn(testutil.MLEvents(rng, testutil.DefaultEvents(testutil.Scale(300))))
+			tab := arrival(rng, events, keys, bound)
+			cfg := ckptConfig(t, keys, rangeFrames(), ckptAggs, 0, false)
+			cfg.Retention = retention
+			ops := make([]*window.Operator, 2)
+			for i := range ops {
+				op, err := window.New(cfg, mlSchema)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer op.Close()
+				ops[i] = op
+			}
+			window.DisableQuietSweep(ops[1])
+			var users []int64
+			seen := map[int64]bool{}
+			for i := range tab.Rows {
+				if u, ok := tab.Value(i, "user_id").(int64); ok && !seen[u] {
+					seen[u] = true
+					users = append(users, u)
+				}
+			}
+			types := ops[0].KeyTypes()
+			served, refused := 0, 0
+			maxTs := watermark.None
+			for _, s := range ckptSteps(rng, tab, bound, 0) {
+				for _, op := range ops {
+					stepOut(t, op, tab, s)
+				}
+				for i := s.lo; i < s.hi; i++ {
+					maxTs = max(maxTs, tab.Value(i, "ts").(int64))
+				}
+				if s.wm == watermark.None || s.wm == watermark.End {
+					continue
+				}
+				for range 4 {
+					u := users[rng.IntN(len(users))]
+					key, err := window.EncodeKeyValues(nil, types, []any{u})
+					if err != nil {
+						t.Fatal(err)
+					}
+					at := s.wm - retention - 2000 + rng.Int64N(retention+2000)
+					got, gerr := lookupText(t, ops[0], key, at)
+					want, werr := lookupText(t, ops[1], key, at)
+					switch {
+					case gerr == nil && werr == nil && got == want:
+						served++
+					case errors.Is(gerr, window.ErrTooOld) && at < s.wm-retention:
+						refused++
+					default:
+						t.Fatalf("user %d at %d (watermark %d): letting go gave %q, %v; keeping gave %q, %v", u, at, s.wm, got, gerr, want, werr)
+					}
+				}
+			}
+			if q := ops[0].Stats().QuietKeys; q == 0 || served == 0 {
+				t.Fatalf("%d quiet keys let go, %d lookups served: want both", q, served)
+			}
+			t.Logf("%d lookups answered alike, %d older ones refused", served, refused)
+		})
+	}
+}
+
+// lookupText renders one lookup's values.
+func lookupText(t *testing.T, op *window.Operator, key []byte, at int64) (string, error) {
+	t.Helper()
+	fields := op.OutSchema().Fields()[mlSchema.NumFields():]
+	bld := make([]array.Builder, len(fields))
+	for i, f := range fields {
+		bld[i] = array.NewBuilder(memory.DefaultAllocator, f.Type)
+		defer bld[i].Release()
+	}
+	if _, err := op.Lookup(key, at, nil, bld); err != nil {
+		return "", err
+	}
+	cols := make([]arrow.Array, len(bld))
+	for i, b := range bld {
+		cols[i] = b.NewArray()
+		defer cols[i].Release()
+	}
+	return fmt.Sprint(testutil.Rows(array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, 1))), nil
+}
