@@ -27,6 +27,9 @@ func (o *Operator) quietHorizon(wm int64) (h int64, ok bool) {
 		edge = wm - L
 	}
 	if R := o.cfg.Retention; R > 0 {
+		if o.maxTs == None {
+			return 0, false // nothing released: no key holds rows
+		}
 		edge = min(edge, o.maxTs-R)
 	}
 	if edge < math.MinInt64/2+o.maxPrec {
