@@ -6,8 +6,9 @@ import (
 	"github.com/volga-go/volga/agg"
 )
 
-// quietSweepMin is the most keys a sweep step may look at whatever it
-// owes (see sweepQuiet).
+// quietSweepMin is how many keys a sweep step may look at, at least (as
+// many as the rows it releases if more; see sweepQuiet): what it owes
+// beyond waits for the next step.
 const quietSweepMin = 4096
 
 // quietHorizon returns the event time below which no row of any key is
