@@ -291,6 +291,11 @@ type keyMeta struct {
 	// estimate of its bytes (both kept only with a memory budget).
 	used uint64
 	size int64
+	// newest is the event time of the newest row of an evicted key (None
+	// when it had none, or, for a key left in the store at a restore,
+	// unknown) and end the number its next row would get: the sweep of
+	// quiet keys reads them (replaceEvicted).
+	newest, end int64
 }
 
 type pendRow struct {

@@ -77,7 +77,15 @@ func (o *Operator) sweepQuiet(prev int64, released int) error {
 		id := int32(o.sweepAt)
 		o.sweepAt++
 		ks := o.states[id]
-		if ks == nil || ks.rows.Len() == 0 || ks.rows.Ts[ks.rows.Len()-1] >= h {
+		if ks == nil {
+			if o.kmeta != nil && o.kmeta[id].newest != None && o.kmeta[id].newest < h {
+				if err := o.replaceEvicted(id); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if ks.rows.Len() == 0 || ks.rows.Ts[ks.rows.Len()-1] >= h {
 			continue
 		}
 		if o.cfg.Store != nil {
@@ -95,6 +103,33 @@ func (o *Operator) sweepQuiet(prev int64, released int) error {
 		}
 		o.stats.QuietKeys++
 	}
+	return nil
+}
+
+// replaceEvicted makes the state of key id, evicted to the store and
+// quiet, the state forgetRows would leave, without reading the stored
+// one: no row held, the next numbered as it would have been (aggregates
+// such as ew_avg weigh rows by number: a new numbering changed their
+// last bits), the newest dropped row's time kept for lookups
+// (ErrTooOld). It is resident and dirty, so the store's
+// copy is overwritten by the next checkpoint or eviction. An evicted key
+// is clean, so no checkpoint being written owes its old state.
+func (o *Operator) replaceEvicted(id int32) error {
+	if err := o.copyOnWrite(id); err != nil {
+		return err
+	}
+	ks := o.newKeyState()
+	ks.dropped = o.kmeta[id].newest
+	ks.rows.Base = o.kmeta[id].end
+	o.states[id] = ks
+	o.kmeta[id].newest = None
+	o.markDirty(id)
+	if o.cfg.MemoryBudget > 0 {
+		sz := o.sizeOf(ks)
+		o.resident += sz - o.kmeta[id].size
+		o.kmeta[id].size = sz
+	}
+	o.stats.QuietKeys++
 	return nil
 }
 

@@ -229,6 +229,10 @@ func (o *Operator) evict() error {
 		}
 		o.resident -= o.kmeta[c.id].size
 		o.kmeta[c.id].size = 0
+		o.kmeta[c.id].newest, o.kmeta[c.id].end = None, ks.rows.End()
+		if n := ks.rows.Len(); n > 0 {
+			o.kmeta[c.id].newest = ks.rows.Ts[n-1]
+		}
 		o.states[c.id] = nil
 		o.stats.Evicted++
 	}
@@ -1133,7 +1137,7 @@ func (o *Operator) Restore(meta []byte) error {
 			return err
 		}
 		o.encs = append(o.encs, string(enc))
-		o.kmeta = append(o.kmeta, keyMeta{})
+		o.kmeta = append(o.kmeta, keyMeta{newest: None})
 		o.states = append(o.states, nil)
 		if len(value) > 0 && value[0]&keyStateFinished != 0 {
 			o.markFinished(id)
