@@ -238,21 +238,31 @@ func TestMetricsFilteredRows(t *testing.T) {
 	})
 }
 
-func TestMetricsStreamingLateRowsAndWatermark(t *testing.T) {
-	checkGoroutines(t)
-	reg := prometheus.NewPedanticRegistry()
+// runMetricStream starts metricQuery in streaming mode over a channel
+// source, with metrics in reg; Run's result comes on the returned
+// channel once the source channel is closed.
+func runMetricStream(t *testing.T, reg prometheus.Registerer, name string, opts ...volga.Option) (*volga.Pipeline, chanSource, <-chan error) {
+	t.Helper()
 	src := chanSource{ch: make(chan arrow.RecordBatch)}
 	out := sink.NewCollector()
-	defer out.Release()
-	late := sink.NewCollector()
-	defer late.Release()
-	p, err := volga.SQL(metricQuery, volga.WithSource("tx", src), volga.WithSink(out), volga.WithLateSink(late),
-		volga.WithMode(volga.Streaming), volga.WithMetrics(reg), volga.WithName("stream"))
+	t.Cleanup(out.Release)
+	opts = append([]volga.Option{volga.WithSource("tx", src), volga.WithSink(out),
+		volga.WithMode(volga.Streaming), volga.WithMetrics(reg), volga.WithName(name)}, opts...)
+	p, err := volga.SQL(metricQuery, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	runErr := make(chan error, 1)
 	go func() { runErr <- p.Run(context.Background()) }()
+	return p, src, runErr
+}
+
+func TestMetricsStreamingLateRowsAndWatermark(t *testing.T) {
+	checkGoroutines(t)
+	reg := prometheus.NewPedanticRegistry()
+	late := sink.NewCollector()
+	defer late.Release()
+	p, src, runErr := runMetricStream(t, reg, "stream", volga.WithLateSink(late))
 
 	base := time.Date(2024, 1, 3, 8, 0, 0, 0, time.UTC).UnixMilli()
 	src.ch <- batchOf(event{1, base, 10})
@@ -309,16 +319,7 @@ func TestMetricsStreamingLateRowsAndWatermark(t *testing.T) {
 func TestMetricsQuietKeys(t *testing.T) {
 	checkGoroutines(t)
 	reg := prometheus.NewPedanticRegistry()
-	src := chanSource{ch: make(chan arrow.RecordBatch)}
-	out := sink.NewCollector()
-	defer out.Release()
-	p, err := volga.SQL(metricQuery, volga.WithSource("tx", src), volga.WithSink(out),
-		volga.WithMode(volga.Streaming), volga.WithMetrics(reg), volga.WithName("quiet"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	runErr := make(chan error, 1)
-	go func() { runErr <- p.Run(context.Background()) }()
+	p, src, runErr := runMetricStream(t, reg, "quiet")
 
 	base := time.Date(2024, 1, 3, 8, 0, 0, 0, time.UTC).UnixMilli()
 	src.ch <- batchOf(event{1, base, 10}, event{1, base + 60_000, 15}, event{2, base + 90_000, 20})

@@ -33,23 +33,8 @@ func rangeFrames() []testutil.Frame {
 // evicting keys — and it does let keys go.
 func TestQuietKeysLetGo(t *testing.T) {
 	const bound = 2000
-	type variant struct {
-		name     string
-		keys     []string
-		lateness int64
-		batch    bool
-		budget   int64
-	}
-	variants := []variant{
-		{name: "int-key", keys: []string{"user_id"}},
-		{name: "composite-key", keys: []string{"user_id", "merchant"}},
-		{name: "string-key-batch", keys: []string{"merchant"}, batch: true},
-		{name: "lateness", keys: []string{"user_id"}, lateness: 3000},
-		{name: "budget", keys: []string{"user_id", "merchant"}, budget: 1},
-		{name: "budget-lateness", keys: []string{"merchant"}, lateness: 3000, budget: 20_000},
-	}
 	for _, seed := range testutil.Seeds(2) {
-		for _, v := range variants {
+		for _, v := range ckptVariants {
 			t.Run(fmt.Sprintf("seed=%d/%s", seed, v.name), func(t *testing.T) {
 				t.Parallel()
 				rng := testutil.Rand(seed)

@@ -207,6 +207,29 @@ func diffOutputs(t *testing.T, what string, got, want []string) {
 
 func memStore() statestore.Store { return statestore.NewMemory() }
 
+// ckptVariant is a configuration of the checkpoint tests: the keys, the
+// allowed lateness, batch output order, the memory budget of runs with a
+// store.
+type ckptVariant struct {
+	name     string
+	keys     []string
+	lateness int64
+	batch    bool
+	budget   int64
+}
+
+// ckptVariants: keys on the integer, string and composite paths, allowed
+// lateness, a budget that evicts keys all the time and one that evicts
+// some.
+var ckptVariants = []ckptVariant{
+	{name: "int-key", keys: []string{"user_id"}},
+	{name: "string-key-batch", keys: []string{"merchant"}, batch: true},
+	{name: "composite-key", keys: []string{"user_id", "merchant"}},
+	{name: "lateness", keys: []string{"user_id"}, lateness: 3000},
+	{name: "budget", keys: []string{"user_id", "merchant"}, budget: 1},
+	{name: "budget-lateness", keys: []string{"merchant"}, lateness: 3000, budget: 20_000},
+}
+
 // TestCheckpointRestoreExact is the exactness property: a run checkpointed
 // and restored (onto a copy of the store taken at the checkpoint) at random
 // points emits exactly what an uninterrupted run emits, values bit for
@@ -217,23 +240,8 @@ func memStore() statestore.Store { return statestore.NewMemory() }
 // evicts keys all the time.
 func TestCheckpointRestoreExact(t *testing.T) {
 	const bound = 2000
-	type variant struct {
-		name     string
-		keys     []string
-		lateness int64
-		batch    bool
-		budget   int64
-	}
-	variants := []variant{
-		{name: "int-key", keys: []string{"user_id"}},
-		{name: "string-key-batch", keys: []string{"merchant"}, batch: true},
-		{name: "composite-key", keys: []string{"user_id", "merchant"}},
-		{name: "lateness", keys: []string{"user_id"}, lateness: 3000},
-		{name: "budget", keys: []string{"user_id", "merchant"}, budget: 1},
-		{name: "budget-lateness", keys: []string{"merchant"}, lateness: 3000, budget: 20_000},
-	}
 	for _, seed := range testutil.Seeds(2) {
-		for _, v := range variants {
+		for _, v := range ckptVariants {
 			t.Run(fmt.Sprintf("seed=%d/%s", seed, v.name), func(t *testing.T) {
 				t.Parallel()
 				rng := testutil.Rand(seed)
