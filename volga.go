@@ -181,7 +181,8 @@ func WithAllocator(m memory.Allocator) Option { return func(c *config) { c.run.M
 
 // WithLookupRetention keeps window state so that Lookup can answer for
 // times down to d behind the watermark (default 0: lookups are served from
-// each key's newest event on). Memory grows with d.
+// each key's newest event on, or from the watermark for a key with no
+// event for longer than the longest frame). Memory grows with d.
 func WithLookupRetention(d time.Duration) Option {
 	return func(c *config) { c.run.LookupRetention = d }
 }

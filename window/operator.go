@@ -75,7 +75,8 @@ type Config struct {
 	// Retention keeps rows for lookups at times down to Retention (ms)
 	// behind the watermark: every row their frames reach stays held.
 	// Without it, lookups are served from the newest released row of a
-	// key on. It does not apply to UNBOUNDED frames.
+	// key on, and from the watermark for a key quiet for longer than the
+	// longest frame (sweepQuiet). It does not apply to UNBOUNDED frames.
 	Retention int64
 	// ProbeCol, when > 0, is a boolean input column marking probe rows:
 	// rows that are not stored and get the features a row at their key
