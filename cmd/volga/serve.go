@@ -61,7 +61,7 @@ func newServeFlags(cfg *serveConfig) *flag.FlagSet {
 	cfg.wm.register(fs)
 	fs.IntVar(&cfg.parallelism, "parallelism", 1, "number of window tasks, rows hash-partitioned by key (`N` >= 1)")
 	fs.Int64Var(&cfg.maxBody, "max-body", request.DefaultMaxBodyBytes, "largest request body accepted, in `BYTES`")
-	fs.Var(durationFlag{&cfg.retention}, "lookup-retention", "answer lookups at times down to `DURATION` before the newest event (default: each key's newest event on); memory grows with it")
+	fs.Var(durationFlag{&cfg.retention}, "lookup-retention", "answer lookups at times down to `DURATION` before the newest event (default: each key's newest event on, the watermark for a key quiet for longer than the longest frame); memory grows with it")
 	cfg.logLevel = slog.LevelWarn
 	fs.Var(logLevelFlag{&cfg.logLevel}, "log-level", "log at this `LEVEL` and above to standard error: debug, info, warn or error")
 	addStateFlags(fs, &cfg.state)
