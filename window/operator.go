@@ -1772,16 +1772,7 @@ func (o *Operator) keepFrom(r *agg.Rows, f Frame, last, lo, hi int64) int64 {
 	if f.Unbounded {
 		keep = min(last, hi)
 	}
-	// Late rows (ts > wm - lateness) and lookups at times down to
-	// newest - retention need their whole frames.
-	edge := int64(math.MaxInt64)
-	if L := o.cfg.AllowedLateness; L > 0 && o.wm != End {
-		edge = o.wm - L
-	}
-	if R := o.cfg.Retention; R > 0 {
-		edge = min(edge, o.maxTs-R)
-	}
-	if edge != math.MaxInt64 {
+	if edge, ok := o.heldEdge(o.wm); ok {
 		p := sort.Search(r.Len(), func(k int) bool { return r.Ts[k] > edge })
 		var need int64
 		if f.Rows {
@@ -1792,6 +1783,21 @@ func (o *Operator) keepFrom(r *agg.Rows, f Frame, last, lo, hi int64) int64 {
 		keep = min(keep, need)
 	}
 	return keep
+}
+
+// heldEdge returns the event time from which rows' frames must stay
+// whole, given the watermark wm: late rows within the allowed lateness
+// come after wm minus it, and lookups are served down to the newest row
+// released minus the lookup retention. ok is false when neither applies.
+func (o *Operator) heldEdge(wm int64) (edge int64, ok bool) {
+	edge = math.MaxInt64
+	if L := o.cfg.AllowedLateness; L > 0 && wm != End {
+		edge, ok = wm-L, true
+	}
+	if R := o.cfg.Retention; R > 0 {
+		edge, ok = min(edge, o.maxTs-R), true
+	}
+	return edge, ok
 }
 
 // trim drops the key's rows below absolute row a.

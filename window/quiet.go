@@ -23,16 +23,11 @@ func (o *Operator) quietHorizon(wm int64) (h int64, ok bool) {
 	if !o.sweepable || wm == End || wm == None || o.wm == End {
 		return 0, false
 	}
-	edge := wm
-	if L := o.cfg.AllowedLateness; L > 0 {
-		edge = wm - L
+	if o.cfg.Retention > 0 && o.maxTs == None {
+		return 0, false // nothing released: no key holds rows
 	}
-	if R := o.cfg.Retention; R > 0 {
-		if o.maxTs == None {
-			return 0, false // nothing released: no key holds rows
-		}
-		edge = min(edge, o.maxTs-R)
-	}
+	edge, _ := o.heldEdge(wm)
+	edge = min(edge, wm)
 	if edge < math.MinInt64/2+o.maxPrec {
 		return 0, false
 	}
