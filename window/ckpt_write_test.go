@@ -141,13 +141,13 @@ func TestCheckpointWrittenWhileRunning(t *testing.T) {
 				}
 				var meta []byte
 				writing, from := false, 0
-				checked, during := 0, 0
+				checked, during, duringThis := 0, 0, 0
 				for i, s := range steps {
 					if s.ckpt && !writing && checked < 4 {
 						if meta, err = op.BeginCheckpoint(); err != nil {
 							t.Fatal(err)
 						}
-						writing, from = true, i
+						writing, from, duringThis = true, i, 0
 					}
 					got := stepOut(t, op, tab, s)
 					diffOutputs(t, fmt.Sprintf("step %d", i), got, want[i])
@@ -155,6 +155,14 @@ func TestCheckpointWrittenWhileRunning(t *testing.T) {
 						continue
 					}
 					during += len(got)
+					duringThis += len(got)
+					if duringThis == 0 {
+						// Not a key is written before a row is emitted:
+						// under a memory budget most keys are in the store
+						// and the few resident ones could all be written
+						// before the operator emits anything.
+						continue
+					}
 					// A few keys at a time: the least WriteCheckpoint writes.
 					flush, err := op.WriteCheckpoint(1)
 					if err != nil {
