@@ -73,7 +73,11 @@ func (o *Operator) LookupWith(key []byte, t int64, cand *agg.Rows, bld []array.B
 	if id, ok := o.keys.find(key); ok {
 		ks = o.states[id]
 		if ks == nil && o.cfg.Store == nil {
-			return o.wm, ErrKeyDropped
+			p, ok := o.parkedOf(id)
+			if !ok {
+				return o.wm, ErrKeyDropped
+			}
+			ks = o.smallState(p.dropped, p.end)
 		}
 		if ks == nil {
 			// Evicted: decode a private copy; ingest, which could

@@ -178,6 +178,9 @@ type Operator struct {
 	sweepable bool
 	sweepAt   int
 	sweepOwed float64
+	// parked holds, by key id, what a quiet key let go without a store
+	// keeps instead of its state (states[id] is nil; see park).
+	parked []parkedKey
 	// maxTs is the newest event time released so far.
 	maxTs int64
 	// tileMin is the frame size from which lookups use tiles; tilesInit
@@ -768,10 +771,8 @@ func (o *Operator) applyLate(rec arrow.RecordBatch, hb *heldBatch, ids []int32, 
 	for k, j := range rows {
 		i := hb.recRow(j)
 		recRows[k] = i
-		if o.cfg.Store != nil {
-			if err := o.ensureResident(ids[j]); err != nil {
-				return nil, err
-			}
+		if err := o.present(ids[j]); err != nil {
+			return nil, err
 		}
 		ks := o.states[ids[j]]
 		r := &ks.rows
@@ -1032,10 +1033,8 @@ func (o *Operator) advance(ctx context.Context, wm int64, scatter bool, emit fun
 				return err
 			}
 		}
-		if o.cfg.Store != nil {
-			if err := o.ensureResident(rel[s].key); err != nil {
-				return err
-			}
+		if err := o.present(rel[s].key); err != nil {
+			return err
 		}
 		if o.paging != nil {
 			if err := o.pageIn(rel[s].key, o.states[rel[s].key], rel[e-1].ts); err != nil {

@@ -2,6 +2,7 @@ package window
 
 import (
 	"math"
+	"slices"
 
 	"github.com/volga-go/volga/agg"
 )
@@ -43,7 +44,11 @@ func (o *Operator) quietHorizon(wm int64) (h int64, ok bool) {
 // and its windows made anew, as if it had just been trimmed to nothing:
 // its next row starts from an empty frame, as it would have, and lookups
 // reaching the dropped rows are refused (ErrTooOld) as for any trimmed
-// row. Its entry (id, key value) stays.
+// row. Its entry (id, key value) stays; what a fresh state weighs (about
+// a kilobyte with a few aggregates: windows, column headers) does not:
+// without a store the key is parked (16 bytes, see park), with one it is
+// dropped from memory on a later visit once clean (a checkpoint wrote its
+// small state) and no checkpoint is being written.
 //
 // The keys are walked in id order from where the last step stopped, a
 // full round per maxPrec of watermark progress (at most quietSweepMin keys
@@ -80,15 +85,26 @@ func (o *Operator) sweepQuiet(prev int64, released int) error {
 			}
 			continue
 		}
-		if ks.rows.Len() == 0 || ks.rows.Ts[ks.rows.Len()-1] >= h {
+		if ks.rows.Len() == 0 {
+			// Let go before: once the store holds what is left (a
+			// checkpoint wrote it), it need not stay in memory.
+			if o.kmeta != nil && !o.kmeta[id].dirty && ks.edge == nil && o.mayWrite() {
+				o.dropResident(id, ks)
+			}
 			continue
 		}
-		if o.cfg.Store != nil {
-			if err := o.ensureResident(id); err != nil {
-				return err
-			}
-			ks = o.states[id] // copy on write may replace it
+		if ks.rows.Ts[ks.rows.Len()-1] >= h {
+			continue
 		}
+		if o.cfg.Store == nil {
+			o.park(id, ks)
+			o.stats.QuietKeys++
+			continue
+		}
+		if err := o.ensureResident(id); err != nil {
+			return err
+		}
+		ks = o.states[id] // copy on write may replace it
 		o.forgetRows(ks)
 		if o.cfg.MemoryBudget > 0 {
 			m := &o.kmeta[id]
@@ -113,9 +129,7 @@ func (o *Operator) replaceEvicted(id int32) error {
 	if err := o.copyOnWrite(id); err != nil {
 		return err
 	}
-	ks := o.newKeyState()
-	ks.dropped = o.kmeta[id].newest
-	ks.rows.Base = o.kmeta[id].end
+	ks := o.smallState(o.kmeta[id].newest, o.kmeta[id].end)
 	o.states[id] = ks
 	o.kmeta[id].newest = None
 	o.markDirty(id)
@@ -125,6 +139,62 @@ func (o *Operator) replaceEvicted(id int32) error {
 		o.kmeta[id].size = sz
 	}
 	o.stats.QuietKeys++
+	return nil
+}
+
+// smallState returns the state a key is left with once its rows are let
+// go: no row held, the next numbered end (aggregates such as ew_avg weigh
+// rows by number), dropped the newest dropped row's time (for lookups:
+// ErrTooOld).
+func (o *Operator) smallState(dropped, end int64) *keyState {
+	ks := o.newKeyState()
+	ks.dropped = dropped
+	ks.rows.Base = end
+	return ks
+}
+
+// parkedKey is what a quiet key keeps of its state once let go without a
+// store (Operator.parked): the arguments of smallState. end is at least
+// 1 (the key had rows); the zero value marks a key not parked.
+type parkedKey struct {
+	dropped, end int64
+}
+
+// park lets go of quiet key id's state ks, without a store: a fresh state
+// with its windows and column headers is about a kilobyte, so the key
+// keeps 16 bytes (parkedKey) and gets its small state back when it has
+// rows again (present) or is looked up.
+func (o *Operator) park(id int32, ks *keyState) {
+	if n := len(o.states); len(o.parked) < n {
+		o.parked = slices.Grow(o.parked, n-len(o.parked))[:n]
+	}
+	r := &ks.rows
+	o.parked[id] = parkedKey{dropped: max(ks.dropped, r.Ts[r.Len()-1]), end: r.End()}
+	o.states[id] = nil
+}
+
+// parkedOf returns what parked key id kept; ok is false for a key not
+// parked.
+func (o *Operator) parkedOf(id int32) (p parkedKey, ok bool) {
+	if int(id) < len(o.parked) && o.parked[id].end > 0 {
+		return o.parked[id], true
+	}
+	return parkedKey{}, false
+}
+
+// present makes key id's state resident before it changes: read from the
+// store if it was evicted (ensureResident) or, without a store, made from
+// what it kept if it was parked.
+func (o *Operator) present(id int32) error {
+	if o.cfg.Store != nil {
+		return o.ensureResident(id)
+	}
+	if o.states[id] == nil {
+		if p, ok := o.parkedOf(id); ok {
+			o.states[id] = o.smallState(p.dropped, p.end)
+			o.parked[id] = parkedKey{}
+		}
+	}
 	return nil
 }
 

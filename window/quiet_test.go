@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/volga-go/volga/internal/testutil"
+	"github.com/volga-go/volga/statestore"
 	"github.com/volga-go/volga/watermark"
 	"github.com/volga-go/volga/window"
 )
@@ -58,6 +59,20 @@ func TestQuietKeysLetGo(t *testing.T) {
 				if sweep.stats.Retained >= keep.stats.Retained && keep.stats.Retained > 0 {
 					t.Errorf("%d rows retained at the end, %d keeping quiet keys", sweep.stats.Retained, keep.stats.Retained)
 				}
+				// Without a store, keys let go are parked: not resident.
+				if sweep.stats.ResidentKeys >= sweep.stats.Keys {
+					t.Errorf("%d of %d keys resident at the end: none parked", sweep.stats.ResidentKeys, sweep.stats.Keys)
+				}
+				// With a store, keys let go leave memory once a
+				// checkpoint has written what is left of them.
+				kept := &ckptRun{t: t, cfg: cfg, store: memStore, budget: v.budget, sameOp: true}
+				diffOutputs(t, "letting quiet keys go, checkpointed, vs keeping them", kept.run(tab, steps), want)
+				if kept.quiet == 0 {
+					t.Error("checkpointed: no quiet key was let go")
+				}
+				if v.budget == 0 && kept.stats.ResidentKeys >= kept.stats.Keys {
+					t.Errorf("checkpointed: %d of %d keys resident at the end: none left memory", kept.stats.ResidentKeys, kept.stats.Keys)
+				}
 				restored := &ckptRun{t: t, cfg: cfg, store: memStore, budget: v.budget}
 				diffOutputs(t, "letting quiet keys go, restored, vs keeping them", restored.run(tab, steps), want)
 				if restored.restores == 0 || restored.quiet == 0 {
@@ -82,9 +97,16 @@ func TestQuietKeysLookups(t *testing.T) {
 			tab := arrival(rng, events, keys, bound)
 			cfg := ckptConfig(t, keys, rangeFrames(), ckptAggs, 0, false)
 			cfg.Retention = retention
-			ops := make([]*window.Operator, 2)
+			// ops[0] lets quiet keys go (parks them), ops[1] keeps them,
+			// ops[2] lets them go with a store and checkpoints (they
+			// leave memory; lookups read them back).
+			ops := make([]*window.Operator, 3)
 			for i := range ops {
-				op, err := window.New(cfg, mlSchema)
+				c := cfg
+				if i == 2 {
+					c.Store = statestore.NewMemory()
+				}
+				op, err := window.New(c, mlSchema)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -103,25 +125,53 @@ func TestQuietKeysLookups(t *testing.T) {
 			types := ops[0].KeyTypes()
 			served, refused := 0, 0
 			maxTs := watermark.None
-			for _, s := range ckptSteps(rng, tab, bound, 0) {
+			newest := map[int64]int64{} // user -> newest row time pushed
+			for n, s := range ckptSteps(rng, tab, bound, 0) {
 				for _, op := range ops {
 					stepOut(t, op, tab, s)
 				}
+				if n%3 == 2 {
+					if _, err := ops[2].Checkpoint(); err != nil {
+						t.Fatal(err)
+					}
+				}
 				for i := s.lo; i < s.hi; i++ {
-					maxTs = max(maxTs, tab.Value(i, "ts").(int64))
+					ts := tab.Value(i, "ts").(int64)
+					maxTs = max(maxTs, ts)
+					if u, ok := tab.Value(i, "user_id").(int64); ok {
+						newest[u] = max(newest[u], ts)
+					}
 				}
 				if s.wm == watermark.None || s.wm == watermark.End {
 					continue
 				}
-				for range 4 {
+				// Users gone quiet lately: lookups reaching their last
+				// rows, let go if the sweep got to them.
+				var quiet []int64
+				for _, u := range users {
+					if ts, ok := newest[u]; ok && ts > s.wm-retention-20000 && ts < s.wm-retention-5000 {
+						quiet = append(quiet, u)
+					}
+				}
+				for k := range 32 {
 					u := users[rng.IntN(len(users))]
+					// Older than the retention by up to the longest
+					// frame and more: lookups reaching rows let go.
+					at := s.wm - retention - 8000 + rng.Int64N(retention+8000)
+					if k%2 == 1 && len(quiet) > 0 {
+						u = quiet[rng.IntN(len(quiet))]
+						at = newest[u] + rng.Int64N(5000)
+					}
 					key, err := window.EncodeKeyValues(nil, types, []any{u})
 					if err != nil {
 						t.Fatal(err)
 					}
-					at := s.wm - retention - 2000 + rng.Int64N(retention+2000)
 					got, gerr := lookupText(t, ops[0], key, at)
 					want, werr := lookupText(t, ops[1], key, at)
+					stored, serr := lookupText(t, ops[2], key, at)
+					if stored != got || (serr == nil) != (gerr == nil) || !errors.Is(serr, window.ErrTooOld) && serr != nil {
+						t.Fatalf("user %d at %d (watermark %d): parked gave %q, %v; from the store %q, %v", u, at, s.wm, got, gerr, stored, serr)
+					}
 					switch {
 					case gerr == nil && werr == nil && got == want:
 						served++
@@ -132,8 +182,11 @@ func TestQuietKeysLookups(t *testing.T) {
 					}
 				}
 			}
-			if q := ops[0].Stats().QuietKeys; q == 0 || served == 0 {
-				t.Fatalf("%d quiet keys let go, %d lookups served: want both", q, served)
+			if q := ops[0].Stats().QuietKeys; q == 0 || served == 0 || refused == 0 {
+				t.Fatalf("%d quiet keys let go, %d lookups served, %d refused: want all", q, served, refused)
+			}
+			if st := ops[2].Stats(); st.ResidentKeys >= st.Keys {
+				t.Errorf("with a store: %d of %d keys resident at the end: none left memory", st.ResidentKeys, st.Keys)
 			}
 			t.Logf("%d lookups answered alike, %d older ones refused", served, refused)
 		})

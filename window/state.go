@@ -227,19 +227,26 @@ func (o *Operator) evict() error {
 		if err := o.writeKey(wb, c.id, ks); err != nil {
 			return err
 		}
-		o.resident -= o.kmeta[c.id].size
-		o.kmeta[c.id].size = 0
-		o.kmeta[c.id].newest, o.kmeta[c.id].end = None, ks.rows.End()
-		if n := ks.rows.Len(); n > 0 {
-			o.kmeta[c.id].newest = ks.rows.Ts[n-1]
-		}
-		o.states[c.id] = nil
+		o.dropResident(c.id, ks)
 		o.stats.Evicted++
 	}
 	if err := wb.Flush(); err != nil {
 		return fmt.Errorf("window: evicting key state: %w", err)
 	}
 	return nil
+}
+
+// dropResident drops ks, the resident state of key id, from memory; the
+// store holds it (the key is clean).
+func (o *Operator) dropResident(id int32, ks *keyState) {
+	m := &o.kmeta[id]
+	o.resident -= m.size
+	m.size = 0
+	m.newest, m.end = None, ks.rows.End()
+	if n := ks.rows.Len(); n > 0 {
+		m.newest = ks.rows.Ts[n-1]
+	}
+	o.states[id] = nil
 }
 
 // writeKey adds the write of a dirty key's state (its deletion when it

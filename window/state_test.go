@@ -123,6 +123,9 @@ type ckptRun struct {
 	budget int64
 	// noSweep turns the operators' sweep of quiet keys off.
 	noSweep bool
+	// sameOp checkpoints the operator and goes on with it, without a
+	// restore.
+	sameOp bool
 	// stats of the last operator, at the end of the run.
 	stats    window.Stats
 	restores int
@@ -170,6 +173,10 @@ func (c *ckptRun) run(tab *testutil.Table, steps []step) []string {
 			meta, err := op.Checkpoint()
 			if err != nil {
 				t.Fatalf("Checkpoint: %v", err)
+			}
+			if c.sameOp {
+				out = append(out, stepOut(t, op, tab, s)...)
+				continue
 			}
 			c.quiet += op.Stats().QuietKeys
 			snap := c.store()
