@@ -40,6 +40,8 @@ import (
 //	volga_window_input_rows_total{stage}   rows into the sliding-window operators of a stage
 //	volga_window_output_rows_total{stage}  rows out of them
 //	volga_window_keys{stage}               distinct keys held in window state
+//	volga_window_resident_keys{stage}      of those, keys whose state is in memory (not
+//	                                       quiet keys let go, nor keys evicted to the store)
 //	volga_window_retained_rows{stage}      rows held in window state for frames and lookups
 //	volga_window_pending_rows{stage}       rows waiting for the watermark
 //	volga_window_quiet_keys_total{stage}   times a quiet key's rows were let go (no frame
@@ -102,12 +104,12 @@ type pipelineMetrics struct {
 	lookups      prometheus.Histogram
 	lookupErrors prometheus.Counter
 
-	sourceRows, sinkRows, filtered, late, dead      *prometheus.Desc
-	watermark, lag, runningDesc                     *prometheus.Desc
-	winIn, winOut, winKeys, winRetained, winPending *prometheus.Desc
-	winQuiet                                        *prometheus.Desc
-	ckTotal, ckEpoch, ckBytes, ckDuration, ckStall  *prometheus.Desc
-	ckTime                                          *prometheus.Desc
+	sourceRows, sinkRows, filtered, late, dead                   *prometheus.Desc
+	watermark, lag, runningDesc                                  *prometheus.Desc
+	winIn, winOut, winKeys, winResident, winRetained, winPending *prometheus.Desc
+	winQuiet                                                     *prometheus.Desc
+	ckTotal, ckEpoch, ckBytes, ckDuration, ckStall               *prometheus.Desc
+	ckTime                                                       *prometheus.Desc
 }
 
 // RunStarted builds the metrics with the run's name and registers them.
@@ -128,6 +130,7 @@ func (m *pipelineMetrics) RunStarted(opt pipeline.RunOptions) error {
 	m.winIn = desc("volga_window_input_rows_total", "Rows into the sliding-window operators of a stage.", "stage")
 	m.winOut = desc("volga_window_output_rows_total", "Rows emitted by the sliding-window operators of a stage.", "stage")
 	m.winKeys = desc("volga_window_keys", "Distinct keys held in the window state of a stage.", "stage")
+	m.winResident = desc("volga_window_resident_keys", "Keys of a stage whose window state is in memory: not quiet keys let go, nor keys evicted to the state store.", "stage")
 	m.winRetained = desc("volga_window_retained_rows", "Rows held in the window state of a stage for frames and lookups.", "stage")
 	m.winPending = desc("volga_window_pending_rows", "Rows of a stage waiting for the watermark.", "stage")
 	m.winQuiet = desc("volga_window_quiet_keys_total", "Times the rows of a quiet key of a stage were let go: none could be in a frame or a lookup any more.", "stage")
@@ -173,7 +176,7 @@ func (m *pipelineMetrics) LookupDone(d time.Duration, err error) {
 func (m *pipelineMetrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		m.sourceRows, m.sinkRows, m.filtered, m.late, m.dead, m.watermark, m.lag, m.runningDesc,
-		m.winIn, m.winOut, m.winKeys, m.winRetained, m.winPending, m.winQuiet,
+		m.winIn, m.winOut, m.winKeys, m.winResident, m.winRetained, m.winPending, m.winQuiet,
 		m.ckTotal, m.ckEpoch, m.ckBytes, m.ckDuration, m.ckStall, m.ckTime,
 	} {
 		ch <- d
@@ -222,7 +225,7 @@ func (m *pipelineMetrics) Collect(ch chan<- prometheus.Metric) {
 		for s, tasks := range m.live.WindowStats() {
 			var sum struct {
 				in, out, retained, quiet int64
-				keys, pending            int
+				keys, resident, pending  int
 				any                      bool
 			}
 			for _, t := range tasks {
@@ -234,6 +237,7 @@ func (m *pipelineMetrics) Collect(ch chan<- prometheus.Metric) {
 				sum.out += t.RowsOut
 				sum.retained += t.Retained
 				sum.keys += t.Keys
+				sum.resident += t.ResidentKeys
 				sum.pending += t.Pending
 				sum.quiet += t.QuietKeys
 			}
@@ -244,6 +248,7 @@ func (m *pipelineMetrics) Collect(ch chan<- prometheus.Metric) {
 			counter(m.winIn, sum.in, stage)
 			counter(m.winOut, sum.out, stage)
 			gauge(m.winKeys, float64(sum.keys), stage)
+			gauge(m.winResident, float64(sum.resident), stage)
 			gauge(m.winRetained, float64(sum.retained), stage)
 			gauge(m.winPending, float64(sum.pending), stage)
 			counter(m.winQuiet, sum.quiet, stage)

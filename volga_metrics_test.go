@@ -282,6 +282,7 @@ func TestMetricsStreamingLateRowsAndWatermark(t *testing.T) {
 		`volga_late_rows_total{outcome="applied",pipeline="stream"}`: 0,
 		`volga_watermark_seconds{pipeline="stream"}`:                 float64(wm) / 1e3,
 		`volga_window_keys{pipeline="stream",stage="0"}`:             2,
+		`volga_window_resident_keys{pipeline="stream",stage="0"}`:    2,
 		`volga_window_input_rows_total{pipeline="stream",stage="0"}`: 3,
 	})
 	if wm != base+5_000 {
@@ -333,8 +334,10 @@ func TestMetricsQuietKeys(t *testing.T) {
 		return got[`volga_window_quiet_keys_total{pipeline="quiet",stage="0"}`] >= 1
 	})
 	got := scrape(t, reg)
+	// User 1 is parked (its state let go): not resident.
 	expect(t, got, map[string]float64{
-		`volga_window_keys{pipeline="quiet",stage="0"}`: 2,
+		`volga_window_keys{pipeline="quiet",stage="0"}`:          2,
+		`volga_window_resident_keys{pipeline="quiet",stage="0"}`: 1,
 	})
 	// User 2's rows of the last hour (and the one at the watermark's
 	// edge) are all that remain.
