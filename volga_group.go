@@ -228,8 +228,12 @@ type ownerInfo struct{ member, addr string }
 // WithAllowedLateness, WithLookupRetention, WithParallelism,
 // WithMemoryBudget, WithLogger, WithCheckpointRetain ...); the mode is
 // Streaming; the source, sink and checkpoint bucket come from cfg, and
-// WithSource, WithSink, WithCheckpoints, WithMetrics and WithLateSink are
-// refused. WithStateDir is the base of the partitions' directories, like
+// WithSource, WithSink, WithCheckpoints and WithLateSink are refused.
+// WithMetrics registers each partition's pipeline while this member runs
+// it, as pipeline NAME-pNNNN (NAME from WithName, default "volga"; NNNN
+// the partition): a partition that moves to another member leaves this
+// member's registry, and its counters start again from zero wherever it
+// runs next (Prometheus counts that as a counter reset). WithStateDir is the base of the partitions' directories, like
 // GroupConfig.StateDir; a WithDeadLetters function is called from the
 // goroutines of several partitions at once.
 // NewGroup reads the topic's metadata (and, without cfg.Source.Schema, a
@@ -258,8 +262,6 @@ func NewGroup(query string, cfg GroupConfig, opts ...Option) (*Group, error) {
 		return nil, errors.New("volga: NewGroup takes its source and sink from GroupConfig, not WithSource or WithSink")
 	case probe.ckptURL != "" || (probe.run.Checkpoints != nil && probe.run.Checkpoints.Bucket != nil):
 		return nil, errors.New("volga: NewGroup takes its checkpoint bucket from GroupConfig, not WithCheckpoints")
-	case probe.run.Observer != nil:
-		return nil, errors.New("volga: WithMetrics is not supported by a Group yet")
 	case probe.run.Late != nil:
 		return nil, errors.New("volga: WithLateSink is not supported by a Group yet (each partition's pipeline would close the shared sink)")
 	}
@@ -572,6 +574,9 @@ func (g *Group) startPartition(ctx context.Context, gen *kafkago.Generation, end
 			c.run.StateDir = ""
 			if g.cfg.StateDir != "" {
 				c.run.StateDir = filepath.Join(g.cfg.StateDir, shard)
+			}
+			if m, ok := c.run.Observer.(*pipelineMetrics); ok {
+				m.transient = true
 			}
 		})
 	if out != nil {

@@ -94,6 +94,10 @@ var ErrMetricsRegistered = errors.New("volga: metrics of a pipeline of this name
 type pipelineMetrics struct {
 	reg prometheus.Registerer
 	now func() time.Time
+	// transient unregisters the metrics when the run stops: a Group's
+	// partition pipeline, whose partition may move to another member
+	// and come back.
+	transient bool
 
 	// Set by RunStarted before the collector is registered, read-only
 	// after.
@@ -161,8 +165,14 @@ func (m *pipelineMetrics) RunStarted(opt pipeline.RunOptions) error {
 	return nil
 }
 
-// RunStopped marks the pipeline stopped; its metrics stay registered.
-func (m *pipelineMetrics) RunStopped(error) { m.running.Store(false) }
+// RunStopped marks the pipeline stopped; its metrics stay registered,
+// but those of a Group's partition (transient).
+func (m *pipelineMetrics) RunStopped(error) {
+	m.running.Store(false)
+	if m.transient {
+		m.reg.Unregister(m)
+	}
+}
 
 // LookupDone observes one lookup.
 func (m *pipelineMetrics) LookupDone(d time.Duration, err error) {
