@@ -33,7 +33,7 @@ func ExampleNewGroup() {
 	// Producers key messages by user_id, the PARTITION BY column: as JSON
 	// (volga.JSONKey), placed by the Murmur2 balancer (the group's
 	// defaults).
-	w := &kafkago.Writer{Addr: kafkago.TCP(brokers...), Topic: "tx", Balancer: &kafkago.Murmur2Balancer{}, BatchTimeout: time.Millisecond}
+	w := &kafkago.Writer{Addr: kafkago.TCP(brokers...), Topic: "tx", Balancer: &kafkago.Murmur2Balancer{}, BatchTimeout: time.Millisecond, RequiredAcks: kafkago.RequireAll}
 	for i, user := range []string{"alice", "bob", "alice", "carol", "bob", "alice"} {
 		key, _ := volga.JSONKey([]any{user})
 		value := fmt.Sprintf(`{"user_id":%q,"amount":%d,"ts":"2024-01-03T10:0%d:00Z"}`, user, 10*(i+1), i)

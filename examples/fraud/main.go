@@ -156,7 +156,7 @@ func produce(ctx context.Context, brokers []string, txns []txn) error {
 		}
 		msgs[i] = kafkago.Message{Key: []byte(t.Card), Value: v}
 	}
-	wr := &kafkago.Writer{Addr: kafkago.TCP(brokers...), Topic: topic, BatchTimeout: time.Millisecond, BatchSize: 1000}
+	wr := &kafkago.Writer{Addr: kafkago.TCP(brokers...), Topic: topic, BatchTimeout: time.Millisecond, BatchSize: 1000, RequiredAcks: kafkago.RequireAll}
 	err := wr.WriteMessages(ctx, msgs...)
 	if cerr := wr.Close(); err == nil {
 		err = cerr

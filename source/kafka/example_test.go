@@ -26,7 +26,7 @@ func Example() {
 	defer cluster.Close()
 	brokers := cluster.ListenAddrs()
 
-	w := &kafkago.Writer{Addr: kafkago.TCP(brokers...), Topic: "payments", BatchTimeout: time.Millisecond}
+	w := &kafkago.Writer{Addr: kafkago.TCP(brokers...), Topic: "payments", BatchTimeout: time.Millisecond, RequiredAcks: kafkago.RequireAll}
 	err = w.WriteMessages(context.Background(),
 		kafkago.Message{Value: []byte(`{"user":"alice","amount":12.5,"ts":"2024-01-03T10:00:00Z"}`)},
 		kafkago.Message{Value: []byte(`{"user":"bob","amount":3,"ts":"2024-01-03T10:00:05Z"}`)},
