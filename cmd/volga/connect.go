@@ -53,9 +53,24 @@ func openSource(path string, bounded bool, dead source.DeadLetterFunc, fileOpts 
 	if !isKafka(path) {
 		return source.Open(path, append([]source.Option{source.WithDeadLetter(dead)}, fileOpts...)...)
 	}
-	brokers, topic, q, err := kafkaURL(path)
+	cfg, err := kafkaSourceConfig(path, bounded)
 	if err != nil {
 		return nil, err
+	}
+	cfg.DeadLetter = dead
+	src, err := kafka.NewSource(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("Kafka source %s: %w", path, err)
+	}
+	return src, nil
+}
+
+// kafkaSourceConfig returns the source configuration of a kafka:// URL;
+// bounded is the default of stop_at_end.
+func kafkaSourceConfig(path string, bounded bool) (kafka.Config, error) {
+	brokers, topic, q, err := kafkaURL(path)
+	if err != nil {
+		return kafka.Config{}, err
 	}
 	cfg := kafka.Config{Brokers: brokers, Topic: topic, StopAtEnd: bounded, StartOffset: kafka.FirstOffset}
 	for key, vals := range q {
@@ -68,7 +83,7 @@ func openSource(path string, bounded bool, dead source.DeadLetterFunc, fileOpts 
 			cfg.GroupID = v
 		case "format":
 			if v != "json" {
-				return nil, bad("only json is supported")
+				return kafka.Config{}, bad("only json is supported")
 			}
 		case "time_field":
 			cfg.TimeField = v
@@ -81,38 +96,33 @@ func openSource(path string, bounded bool, dead source.DeadLetterFunc, fileOpts 
 			case "last":
 				cfg.StartOffset = kafka.LastOffset
 			default:
-				return nil, bad("want first or last")
+				return kafka.Config{}, bad("want first or last")
 			}
 		case "batch_size":
 			n, err := strconv.Atoi(v)
 			if err != nil || n <= 0 {
-				return nil, bad("want a positive number")
+				return kafka.Config{}, bad("want a positive number")
 			}
 			cfg.BatchSize = n
 		case "max_wait":
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
-				return nil, bad("want a positive duration such as 100ms")
+				return kafka.Config{}, bad("want a positive duration such as 100ms")
 			}
 			cfg.MaxWait = d
 		case "stop_at_end":
 			b, err := strconv.ParseBool(v)
 			if err != nil {
-				return nil, bad("want true or false")
+				return kafka.Config{}, bad("want true or false")
 			}
 			cfg.StopAtEnd = b
 		case "dead_letter_topic":
 			cfg.DeadLetterTopic = v
 		default:
-			return nil, fmt.Errorf("Kafka URL %q: unknown parameter %q", path, key)
+			return kafka.Config{}, fmt.Errorf("Kafka URL %q: unknown parameter %q", path, key)
 		}
 	}
-	cfg.DeadLetter = dead
-	src, err := kafka.NewSource(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("Kafka source %s: %w", path, err)
-	}
-	return src, nil
+	return cfg, nil
 }
 
 // openOutput opens the output named by path: a Kafka topic URL or a file

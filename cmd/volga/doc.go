@@ -8,6 +8,7 @@
 //
 //	run      run one SQL pipeline over CSV, JSON-lines or Parquet files
 //	serve    ingest a file with one SQL pipeline and serve point-in-time lookups over HTTP
+//	group    run one SQL pipeline as a member of a Kafka consumer group, partitions handed over through checkpoints
 //	backfill compute point-in-time training data: the features of each spine row as of its time
 //	check    check logged lookups against features recomputed offline
 //	help     show help for volga or for one command
@@ -120,6 +121,31 @@
 // the server down gracefully, letting requests in flight finish, with exit
 // status 0. --time-order promises the order of a CSV or JSON-lines input as
 // for volga run.
+//
+// # volga group
+//
+//	volga group --sql FILE --source NAME=kafka://HOST:PORT/TOPIC?group=G&time_field=ts
+//	            --checkpoints URL [--sink PATH] [--listen ADDR [--advertise URL]]
+//	            [--key-encoding json|raw] [--balancer murmur2|hash]
+//	            [--max-out-of-order DURATION] [--parallelism N] ...
+//
+// Scale-out without a cluster manager: start the same command on several
+// machines and they share the topic's partitions as members of consumer
+// group G (volga.Group). Each member runs the query in stream mode over
+// each partition the group assigns it, checkpointed under the partition's
+// prefix (p0003/) of the --checkpoints bucket, which all members share (an
+// s3:// bucket, or a directory on a shared file system). On a rebalance
+// (a member joins, leaves or crashes) the partitions move with their state:
+// the old owner stops them with a final checkpoint, the new one restores it
+// and reads on from the checkpointed offset. --sink writes each partition's
+// output to a file of its own, PATH with {partition} replaced by its
+// four-digit number (exactly-once, as for volga run with --checkpoints), or
+// to a Kafka topic. With --listen the member serves lookups of the keys of
+// its partitions and answers the others with 421 Misdirected Request naming
+// their owner's --advertise URL, which --key-encoding and --balancer (how
+// the producers key and place messages) let it find; GET /metrics shows a
+// pipeline per partition it runs (volga-p0003). SIGINT or SIGTERM leaves
+// the group with final checkpoints, exit status 0.
 //
 // # volga backfill
 //

@@ -66,7 +66,7 @@ type command struct {
 // commands lists the subcommands in the order help shows them. (A function,
 // not a variable, because help refers to the list.)
 func commands() []*command {
-	return []*command{runCommand, serveCommand, backfillCommand, checkCommand, helpCommand, versionCommand}
+	return []*command{runCommand, serveCommand, groupCommand, backfillCommand, checkCommand, helpCommand, versionCommand}
 }
 
 func lookup(name string) *command {
@@ -142,6 +142,8 @@ func runHelp(_ context.Context, e *env, args []string) int {
 			printRunUsage(e.stdout)
 		case serveCommand:
 			printServeUsage(e.stdout)
+		case groupCommand:
+			printGroupUsage(e.stdout)
 		case backfillCommand:
 			printBackfillUsage(e.stdout)
 		case checkCommand:
