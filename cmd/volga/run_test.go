@@ -303,8 +303,8 @@ func TestRunErrors(t *testing.T) {
 		code int
 		want string // the whole stderr line, without the newline
 	}{
-		{"no command", nil, 2, `volga: no command given; commands: run, serve, backfill, check, help, version (see 'volga help')`},
-		{"unknown command", []string{"deploy"}, 2, `volga: unknown command "deploy"; commands: run, serve, backfill, check, help, version (see 'volga help')`},
+		{"no command", nil, 2, `volga: no command given; commands: run, serve, group, backfill, check, help, version (see 'volga help')`},
+		{"unknown command", []string{"deploy"}, 2, `volga: unknown command "deploy"; commands: run, serve, group, backfill, check, help, version (see 'volga help')`},
 		{"missing --sql", []string{"run", "--source", "tx=tx.csv"}, 2, `volga: run: missing --sql FILE (see 'volga help run')`},
 		{"missing --source", []string{"run", "--sql", "q.sql"}, 2, `volga: run: missing --source NAME=PATH for the query's table (see 'volga help run')`},
 		{"unknown flag", []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--fast"}, 2, `volga: run: flag provided but not defined: -fast (see 'volga help run')`},
@@ -325,7 +325,7 @@ func TestRunErrors(t *testing.T) {
 		{"unknown column", []string{"run", "--sql", "badcol.sql", "--source", "tx=tx.csv"}, 1, `volga: badcol.sql:2:7: unknown column "amt" (near "amt")`},
 		{"bad sql", []string{"run", "--sql", "badsyntax.sql", "--source", "tx=tx.csv"}, 1, `volga: badsyntax.sql:4:`},
 		{"empty query", []string{"run", "--sql", "empty.sql", "--source", "tx=tx.csv"}, 1, `volga: empty.sql: the query is empty`},
-		{"help for unknown command", []string{"help", "deploy"}, 2, `volga: help: unknown command "deploy"; commands: run, serve, backfill, check, help, version`},
+		{"help for unknown command", []string{"help", "deploy"}, 2, `volga: help: unknown command "deploy"; commands: run, serve, group, backfill, check, help, version`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
