@@ -121,8 +121,9 @@ func parseGroupArgs(args []string) (*groupConfig, error) {
 }
 
 // groupMain is volga group. ready, when not nil, is called with the
-// listening address (empty without --listen) once the member has joined
-// (tests listen on port 0 and read the port back).
+// listening address (empty without --listen) once the server accepts
+// requests and the member is joining the group (tests listen on port 0
+// and read the port back).
 func groupMain(ctx context.Context, e *env, args []string, ready func(addr string)) int {
 	cfg, err := parseGroupArgs(args)
 	if errors.Is(err, flag.ErrHelp) {
