@@ -86,9 +86,11 @@ func (o *Operator) sweepQuiet(prev int64, released int) error {
 			continue
 		}
 		if ks.rows.Len() == 0 {
-			// Let go before: once the store holds what is left (a
-			// checkpoint wrote it), it need not stay in memory.
-			if o.kmeta != nil && !o.kmeta[id].dirty && ks.edge == nil && o.mayWrite() {
+			// Let go before (it had rows: a key just seen, its rows
+			// still pending, has none yet): once the store holds what
+			// is left (a checkpoint wrote it), it need not stay in
+			// memory.
+			if o.kmeta != nil && ks.rows.Base > 0 && !o.kmeta[id].dirty && ks.edge == nil && o.mayWrite() {
 				o.dropResident(id, ks)
 			}
 			continue
