@@ -233,9 +233,10 @@ type ownerInfo struct{ member, addr string }
 // it, as pipeline NAME-pNNNN (NAME from WithName, default "volga"; NNNN
 // the partition): a partition that moves to another member leaves this
 // member's registry, and its counters start again from zero wherever it
-// runs next (Prometheus counts that as a counter reset). WithStateDir is the base of the partitions' directories, like
-// GroupConfig.StateDir; a WithDeadLetters function is called from the
-// goroutines of several partitions at once.
+// runs next (Prometheus counts that as a counter reset). WithStateDir is
+// the base of the partitions' directories, like GroupConfig.StateDir; a
+// WithDeadLetters function is called from the goroutines of several
+// partitions at once.
 // NewGroup reads the topic's metadata (and, without cfg.Source.Schema, a
 // sample of its messages).
 func NewGroup(query string, cfg GroupConfig, opts ...Option) (*Group, error) {
