@@ -180,6 +180,25 @@ func TestCheckpointWrittenWhileRunning(t *testing.T) {
 					writing = false
 					checked++
 				}
+				if writing {
+					// Begun late: the input ended before it was written.
+					for {
+						flush, err := op.WriteCheckpoint(1)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if flush != nil {
+							if err := flush(); err != nil {
+								t.Fatal(err)
+							}
+							break
+						}
+					}
+					snap := statestore.NewMemory()
+					copyStore(t, snap, st)
+					restored(meta, snap, from)
+					checked++
+				}
 				if checked == 0 {
 					t.Fatal("no checkpoint was completed")
 				}
