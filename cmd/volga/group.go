@@ -12,9 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/volga-go/volga"
@@ -176,10 +173,7 @@ func runGroup(ctx context.Context, e *env, cfg *groupConfig, ready func(string))
 			return openOutput(strings.ReplaceAll(cfg.sink, partitionPlaceholder, fmt.Sprintf("%04d", p)))
 		}
 	}
-	// A registry of this member's own: its partitions' pipelines, its HTTP
-	// handler's, and the process's.
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := newRegistry()
 	var ln net.Listener
 	if cfg.listen != "" {
 		// Listen before joining, so that a bad or busy address fails
@@ -217,19 +211,8 @@ func runGroup(ctx context.Context, e *env, cfg *groupConfig, ready func(string))
 	served := make(chan error, 1)
 	addr := ""
 	if ln != nil {
-		hm, err := request.NewMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"pipeline": volga.DefaultName}, reg))
-		if err != nil {
+		if srv, err = newLookupServer(reg, logger, cfg.maxBody, g.Handler); err != nil {
 			return fmt.Errorf("group: %w", err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/", g.Handler(request.WithMaxBodyBytes(cfg.maxBody), request.WithLogger(logger), request.WithMetrics(hm)))
-		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-			ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError),
-		}))
-		srv = &http.Server{
-			Handler:           mux,
-			ReadHeaderTimeout: 10 * time.Second,
-			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		}
 		addr = ln.Addr().String()
 		go func() { served <- srv.Serve(ln) }()
@@ -259,9 +242,7 @@ func runGroup(ctx context.Context, e *env, cfg *groupConfig, ready func(string))
 		runErr = <-ran
 	}
 	if srv != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-		defer cancel()
-		if err := srv.Shutdown(sctx); err != nil && runErr == nil {
+		if err := shutdown(srv); err != nil && runErr == nil {
 			runErr = fmt.Errorf("group: shutting down: %w", err)
 		}
 	}

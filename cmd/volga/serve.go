@@ -127,10 +127,7 @@ func serve(ctx context.Context, e *env, cfg *serveConfig, ready func(string)) er
 		return err
 	}
 	logger := newLogger(e.stderr, cfg.logLevel)
-	// A registry of this server's own: the pipeline's metrics, its HTTP
-	// handler's, and the process's.
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := newRegistry()
 	dead := &deadLetters{e: e}
 	fileOpts, err := cfg.timeOrder.options(q.name, q.plan)
 	if err != nil {
@@ -181,19 +178,9 @@ func serve(ctx context.Context, e *env, cfg *serveConfig, ready func(string)) er
 	addr := ln.Addr().String()
 	fmt.Fprintf(e.stderr, "volga: ingested %d rows, serving on %s\n", st.RowsIn, addr)
 
-	hm, err := request.NewMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"pipeline": volga.DefaultName}, reg))
+	srv, err := newLookupServer(reg, logger, cfg.maxBody, p.Handler)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/", p.Handler(request.WithMaxBodyBytes(cfg.maxBody), request.WithLogger(logger), request.WithMetrics(hm)))
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError),
-	}))
-	srv := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -205,11 +192,46 @@ func serve(ctx context.Context, e *env, cfg *serveConfig, ready func(string)) er
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
+	if err := shutdown(srv); err != nil {
 		return fmt.Errorf("serve: shutting down: %w", err)
 	}
 	fmt.Fprintln(e.stderr, "volga: server stopped")
 	return nil
+}
+
+// newRegistry returns a metrics registry of the command's own, holding
+// the Go and process collectors; the pipelines' and the HTTP handler's
+// metrics join it.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// newLookupServer returns the HTTP server of serve and group: the lookup
+// handler made by handler (bodies up to maxBody bytes, logging to logger,
+// its request metrics on reg) on /, and reg's metrics on GET /metrics.
+func newLookupServer(reg *prometheus.Registry, logger *slog.Logger, maxBody int64, handler func(...request.HandlerOption) http.Handler) (*http.Server, error) {
+	hm, err := request.NewMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"pipeline": volga.DefaultName}, reg))
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", handler(request.WithMaxBodyBytes(maxBody), request.WithLogger(logger), request.WithMetrics(hm)))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError),
+	}))
+	return &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}, nil
+}
+
+// shutdown stops srv, letting requests in flight finish for at most
+// shutdownTimeout.
+func shutdown(srv *http.Server) error {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	return srv.Shutdown(ctx)
 }
