@@ -58,6 +58,11 @@ type GroupConfig struct {
 	// network file system), makes the union of the outputs exactly-once.
 	// nil discards the output.
 	Sink func(partition int) (sink.Sink, error)
+	// LateSink, when set, returns the sink of a partition's late rows
+	// that were not applied (see WithLateSink), like Sink: a
+	// transactional file sink on a path of the partition's own holds
+	// each of them once.
+	LateSink func(partition int) (sink.Sink, error)
 
 	// StateDir, when set, holds each partition's state store in a
 	// subdirectory (p0003); the default is a temporary directory per
@@ -228,7 +233,8 @@ type ownerInfo struct{ member, addr string }
 // WithAllowedLateness, WithLookupRetention, WithParallelism,
 // WithMemoryBudget, WithLogger, WithCheckpointRetain ...); the mode is
 // Streaming; the source, sink and checkpoint bucket come from cfg, and
-// WithSource, WithSink, WithCheckpoints and WithLateSink are refused.
+// WithSource, WithSink, WithCheckpoints and WithLateSink (see
+// GroupConfig.LateSink) are refused.
 // WithMetrics registers each partition's pipeline while this member runs
 // it, as pipeline NAME-pNNNN (NAME from WithName, default "volga"; NNNN
 // the partition): a partition that moves to another member leaves this
@@ -264,7 +270,7 @@ func NewGroup(query string, cfg GroupConfig, opts ...Option) (*Group, error) {
 	case probe.ckptURL != "" || (probe.run.Checkpoints != nil && probe.run.Checkpoints.Bucket != nil):
 		return nil, errors.New("volga: NewGroup takes its checkpoint bucket from GroupConfig, not WithCheckpoints")
 	case probe.run.Late != nil:
-		return nil, errors.New("volga: WithLateSink is not supported by a Group yet (each partition's pipeline would close the shared sink)")
+		return nil, errors.New("volga: NewGroup takes the late rows' sinks from GroupConfig.LateSink, one per partition, not WithLateSink")
 	}
 	if cfg.StateDir == "" {
 		cfg.StateDir = probe.run.StateDir // WithStateDir: the base of the partitions' directories
@@ -553,11 +559,25 @@ func (g *Group) startPartition(ctx context.Context, gen *kafkago.Generation, end
 	if err != nil {
 		return nil, fmt.Errorf("volga: partition %d: %w", p, err)
 	}
-	var out sink.Sink
+	var out, late sink.Sink
+	closeAll := func() {
+		src.Close()
+		for _, s := range []sink.Sink{out, late} {
+			if s != nil {
+				s.Close()
+			}
+		}
+	}
 	if g.cfg.Sink != nil {
 		if out, err = g.cfg.Sink(p); err != nil {
-			src.Close()
+			closeAll()
 			return nil, fmt.Errorf("volga: partition %d: opening its sink: %w", p, err)
+		}
+	}
+	if g.cfg.LateSink != nil {
+		if late, err = g.cfg.LateSink(p); err != nil {
+			closeAll()
+			return nil, fmt.Errorf("volga: partition %d: opening its late rows' sink: %w", p, err)
 		}
 	}
 	shard := fmt.Sprintf("p%04d", p)
@@ -583,12 +603,12 @@ func (g *Group) startPartition(ctx context.Context, gen *kafkago.Generation, end
 	if out != nil {
 		opts = append(opts, WithSink(out))
 	}
+	if late != nil {
+		opts = append(opts, WithLateSink(late))
+	}
 	pl, err := SQL(g.query, opts...)
 	if err != nil {
-		src.Close()
-		if out != nil {
-			out.Close()
-		}
+		closeAll()
 		return nil, err
 	}
 	m := &member{part: p, p: pl, src: src, done: make(chan struct{})}

@@ -657,6 +657,7 @@ func TestGroupConfigErrors(t *testing.T) {
 		{"two buckets", groupQuery, func(c *volga.GroupConfig) { c.CheckpointURL = "mem://" }, nil, "CheckpointURL and CheckpointBucket"},
 		{"with sink", groupQuery, nil, []volga.Option{volga.WithSink(sink.NewCollector())}, "not WithSource or WithSink"},
 		{"with checkpoints", groupQuery, nil, []volga.Option{volga.WithCheckpoints("mem://", time.Second)}, "not WithCheckpoints"},
+		{"with late sink", groupQuery, nil, []volga.Option{volga.WithLateSink(sink.NewCollector())}, "GroupConfig.LateSink"},
 		{"two keys", `SELECT id, count(*) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS a,
 			count(*) OVER (PARTITION BY id ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS b FROM tx`, nil, nil, "PARTITION BY the same columns"},
 		{"bad query", `SELECT nope FROM tx`, nil, nil, "nope"},

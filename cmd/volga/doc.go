@@ -127,7 +127,8 @@
 //	volga group --sql FILE --source NAME=kafka://HOST:PORT/TOPIC?group=G&time_field=ts
 //	            --checkpoints URL [--sink PATH] [--listen ADDR [--advertise URL]]
 //	            [--key-encoding json|raw] [--balancer murmur2|hash]
-//	            [--max-out-of-order DURATION] [--parallelism N] ...
+//	            [--max-out-of-order DURATION] [--allowed-lateness DURATION]
+//	            [--late-sink PATH] [--parallelism N] ...
 //
 // Scale-out without a cluster manager: start the same command on several
 // machines and they share the topic's partitions as members of consumer
@@ -140,7 +141,7 @@
 // and reads on from the checkpointed offset. --sink writes each partition's
 // output to a file of its own, PATH with {partition} replaced by its
 // four-digit number (exactly-once, as for volga run with --checkpoints), or
-// to a Kafka topic. With --listen the member serves lookups of the keys of
+// to a Kafka topic; --late-sink does the same for the late rows dropped. With --listen the member serves lookups of the keys of
 // its partitions and answers the others with 421 Misdirected Request naming
 // their owner's --advertise URL, which --key-encoding and --balancer (how
 // the producers key and place messages) let it find; GET /metrics shows a

@@ -19,7 +19,7 @@ import (
 	"github.com/volga-go/volga/sink"
 )
 
-const groupSynopsis = "group --sql FILE --source NAME=kafka://HOST:PORT/TOPIC?group=G&time_field=ts --checkpoints URL [--sink PATH] [--listen ADDR [--advertise URL]] [--key-encoding json|raw] [--balancer murmur2|hash] [--max-out-of-order DURATION] [--watermark-interval DURATION [--watermark-max-rows N]] [--parallelism N] [--lookup-retention DURATION] [--max-body BYTES] [--checkpoint-interval DURATION] [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS] [--log-level LEVEL]"
+const groupSynopsis = "group --sql FILE --source NAME=kafka://HOST:PORT/TOPIC?group=G&time_field=ts --checkpoints URL [--sink PATH] [--listen ADDR [--advertise URL]] [--key-encoding json|raw] [--balancer murmur2|hash] [--max-out-of-order DURATION] [--allowed-lateness DURATION] [--late-sink PATH] [--watermark-interval DURATION [--watermark-max-rows N]] [--parallelism N] [--lookup-retention DURATION] [--max-body BYTES] [--checkpoint-interval DURATION] [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS] [--log-level LEVEL]"
 
 var groupCommand = &command{
 	name:    "group",
@@ -38,11 +38,13 @@ type groupConfig struct {
 	sqlFile       string
 	sources       bindings
 	sink          string
+	lateSink      string
 	listen        string
 	advertise     string
 	keyEncoding   string
 	balancer      string
 	maxOutOfOrder time.Duration
+	lateness      time.Duration
 	wm            watermarkFlags
 	parallelism   int
 	retention     time.Duration
@@ -64,6 +66,8 @@ func newGroupFlags(cfg *groupConfig) *flag.FlagSet {
 	cfg.balancer = "murmur2"
 	fs.StringVar(&cfg.balancer, "balancer", cfg.balancer, "how the producers choose a message's partition from its key: `murmur2|hash` (murmur2: the Java client's default; hash: FNV-1a, Sarama's)")
 	fs.Var(durationFlag{&cfg.maxOutOfOrder}, "max-out-of-order", "how far behind the newest event time of its partition a row may arrive and still be on time (`DURATION`)")
+	fs.Var(durationFlag{&cfg.lateness}, "allowed-lateness", "apply late rows up to this `DURATION` behind the watermark instead of dropping them")
+	fs.StringVar(&cfg.lateSink, "late-sink", "", "write each partition's late rows that were dropped to `PATH`, in which "+partitionPlaceholder+" stands for the partition, exactly-once with the checkpoints")
 	cfg.wm.register(fs)
 	fs.IntVar(&cfg.parallelism, "parallelism", 1, "number of window tasks of each partition's pipeline (`N` >= 1)")
 	fs.Var(durationFlag{&cfg.retention}, "lookup-retention", "answer lookups at times down to `DURATION` before the newest event of the key's partition")
@@ -95,6 +99,8 @@ func parseGroupArgs(args []string) (*groupConfig, error) {
 		return nil, usagef("group: give --sink PATH, --listen ADDR or both: without them the features go nowhere")
 	case cfg.sink != "" && !isKafka(cfg.sink) && !strings.Contains(cfg.sink, partitionPlaceholder):
 		return nil, usagef("group: --sink %s: a file path needs %s, replaced by each partition's number, so that partitions write files of their own", cfg.sink, partitionPlaceholder)
+	case cfg.lateSink != "" && (isKafka(cfg.lateSink) || !strings.Contains(cfg.lateSink, partitionPlaceholder)):
+		return nil, usagef("group: --late-sink %s: want a file path with %s, replaced by each partition's number", cfg.lateSink, partitionPlaceholder)
 	case cfg.advertise != "" && cfg.listen == "":
 		return nil, usagef("group: --advertise applies with --listen only")
 	case cfg.keyEncoding != "json" && cfg.keyEncoding != "raw":
@@ -169,9 +175,10 @@ func runGroup(ctx context.Context, e *env, cfg *groupConfig, ready func(string))
 		gc.Balancer = &kafkago.Hash{}
 	}
 	if cfg.sink != "" {
-		gc.Sink = func(p int) (sink.Sink, error) {
-			return openOutput(strings.ReplaceAll(cfg.sink, partitionPlaceholder, fmt.Sprintf("%04d", p)))
-		}
+		gc.Sink = func(p int) (sink.Sink, error) { return openOutput(partitionPath(cfg.sink, p)) }
+	}
+	if cfg.lateSink != "" {
+		gc.LateSink = func(p int) (sink.Sink, error) { return sink.Open(partitionPath(cfg.lateSink, p)) }
 	}
 	reg := newRegistry()
 	var ln net.Listener
@@ -189,6 +196,7 @@ func runGroup(ctx context.Context, e *env, cfg *groupConfig, ready func(string))
 	}
 	opts := []volga.Option{
 		volga.WithMaxOutOfOrder(cfg.maxOutOfOrder),
+		volga.WithAllowedLateness(cfg.lateness),
 		volga.WithWatermarkInterval(cfg.wm.interval), volga.WithWatermarkMaxRows(cfg.wm.maxRows),
 		volga.WithParallelism(cfg.parallelism),
 		volga.WithLookupRetention(cfg.retention),
@@ -252,4 +260,10 @@ func runGroup(ctx context.Context, e *env, cfg *groupConfig, ready func(string))
 	}
 	fmt.Fprintln(e.stderr, "volga: left the consumer group")
 	return nil
+}
+
+// partitionPath returns path with partitionPlaceholder replaced by the
+// four-digit number of partition p.
+func partitionPath(path string, p int) string {
+	return strings.ReplaceAll(path, partitionPlaceholder, fmt.Sprintf("%04d", p))
 }

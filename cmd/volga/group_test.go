@@ -36,6 +36,13 @@ var groupCLIBase = time.Date(2024, 1, 3, 10, 0, 0, 0, time.UTC)
 // balancer and JSON keys: volga group's defaults).
 func produceCLI(t *testing.T, addr string, from, to int) {
 	t.Helper()
+	produceCLIAt(t, addr, from, to, 0)
+}
+
+// produceCLIAt is produceCLI with ids shifted by idBase (events at the
+// times of [from, to) again, under other ids).
+func produceCLIAt(t *testing.T, addr string, from, to, idBase int) {
+	t.Helper()
 	w := &kafkago.Writer{Addr: kafkago.TCP(addr), Topic: "tx", Balancer: &kafkago.Murmur2Balancer{},
 		BatchTimeout: time.Millisecond, RequiredAcks: kafkago.RequireAll}
 	defer w.Close()
@@ -48,7 +55,7 @@ func produceCLI(t *testing.T, addr string, from, to int) {
 		}
 		ts := groupCLIBase.Add(time.Duration(i) * time.Second)
 		msgs = append(msgs, kafkago.Message{Key: key, Value: fmt.Appendf(nil,
-			`{"id":%d,"user_id":%q,"amount":%g,"ts":%q}`, i, user, float64(i%17)+0.25, ts.Format(time.RFC3339))})
+			`{"id":%d,"user_id":%q,"amount":%g,"ts":%q}`, idBase+i, user, float64(i%17)+0.25, ts.Format(time.RFC3339))})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -135,7 +142,14 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // partRows returns the data lines of the partition files in dir.
 func partRows(t *testing.T, dir string) []string {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(dir, "part-*.csv"))
+	return fileRows(t, dir, "part-*.csv")
+}
+
+// fileRows returns the data lines of the CSV files in dir matching
+// pattern.
+func fileRows(t *testing.T, dir, pattern string) []string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, pattern))
 	var rows []string
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -160,7 +174,8 @@ func partRows(t *testing.T, dir string) []string {
 // owner of the rest (421). Events produced after the handover are
 // processed by the new owners, and once both members stop (as SIGTERM
 // does: exit status 0, final checkpoints) the union of the partition
-// files equals `volga run` over the whole topic, every row once.
+// files equals `volga run` over the whole topic, every row once, but
+// for rows produced late, which are in the partitions' late files.
 func TestGroupCommand(t *testing.T) {
 	const parts, first, total = 4, 240, 360
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(parts, "tx"))
@@ -179,7 +194,7 @@ func TestGroupCommand(t *testing.T) {
 	args := []string{"--sql", filepath.Join(dir, "q.sql"),
 		"--source", fmt.Sprintf("tx=kafka://%s/tx?group=features&time_field=ts&max_wait=20ms", addr),
 		"--checkpoints", filepath.Join(dir, "ckpt"), "--checkpoint-interval", "200ms",
-		"--sink", filepath.Join(out, "part-{partition}.csv")}
+		"--sink", filepath.Join(out, "part-{partition}.csv"), "--late-sink", filepath.Join(out, "late-{partition}.csv")}
 	a := startMember(t, args...)
 	waitUntil(t, "member a alone to own every partition and publish the first events", func() bool {
 		return len(a.owned(t)) == parts && len(partRows(t, out)) == first
@@ -233,6 +248,10 @@ func TestGroupCommand(t *testing.T) {
 
 	produceCLI(t, addr, first, total)
 	waitUntil(t, "every event to be published", func() bool { return len(partRows(t, out)) >= total })
+	// Events 3 to 8 again, under ids 10003 to 10008: minutes late.
+	const lateBase = 10000
+	produceCLIAt(t, addr, 3, 9, lateBase)
+	waitUntil(t, "the late events to be written to the late files", func() bool { return len(fileRows(t, out, "late-*.csv")) >= 6 })
 	for name, m := range map[string]*member{"a": a, "b": b} {
 		if code := m.stop(); code != 0 {
 			t.Fatalf("member %s exited with %d: %s", name, code, m.stderr)
@@ -244,7 +263,12 @@ func TestGroupCommand(t *testing.T) {
 
 	got := partRows(t, out)
 	ref := filepath.Join(dir, "reference.csv")
-	code, _, stderr := cli(t, context.Background(), dir, "", "run", "--sql", "q.sql",
+	// Batch mode has no late rows: the reference leaves them out.
+	withoutLate := strings.Replace(groupSQL, "FROM tx", fmt.Sprintf("FROM tx WHERE id < %d", lateBase), 1)
+	if err := os.WriteFile(filepath.Join(dir, "ref.sql"), []byte(withoutLate), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := cli(t, context.Background(), dir, "", "run", "--sql", "ref.sql",
 		"--source", fmt.Sprintf("tx=kafka://%s/tx?time_field=ts", addr), "--sink", ref)
 	if code != 0 {
 		t.Fatalf("volga run: exit %d: %s", code, stderr)
@@ -252,6 +276,19 @@ func TestGroupCommand(t *testing.T) {
 	want := strings.Split(strings.TrimSpace(readFile(t, ref)), "\n")[1:]
 	if len(want) != total {
 		t.Fatalf("the reference run has %d rows, want %d", len(want), total)
+	}
+	var gotLate, wantLate []string
+	for i := 3; i < 9; i++ {
+		wantLate = append(wantLate, fmt.Sprint(lateBase+i))
+	}
+	for _, r := range fileRows(t, out, "late-*.csv") {
+		id, _, _ := strings.Cut(r, ",")
+		gotLate = append(gotLate, id)
+	}
+	sort.Strings(gotLate)
+	sort.Strings(wantLate)
+	if !slices.Equal(gotLate, wantLate) {
+		t.Fatalf("late files hold ids %v, want %v", gotLate, wantLate)
 	}
 	sort.Strings(got)
 	sort.Strings(want)
@@ -279,6 +316,7 @@ func TestGroupCommandErrors(t *testing.T) {
 		{[]string{"--sql", "q.sql", "--source", "tx=tx.csv", "--checkpoints", "ck", "--listen", ":0"}, "want a Kafka topic"},
 		{[]string{"--sql", "q.sql", "--source", "tx=kafka://127.0.0.1:1/tx?time_field=ts", "--checkpoints", "ck", "--listen", ":0"}, "needs ?group=G"},
 		{[]string{"--sql", "q.sql", "--source", src, "--checkpoints", "ck", "--listen", ":0", "--key-encoding", "xml"}, "--key-encoding must be json or raw"},
+		{[]string{"--sql", "q.sql", "--source", src, "--checkpoints", "ck", "--listen", ":0", "--late-sink", "late.csv"}, "--late-sink late.csv: want a file path with {partition}"},
 		{[]string{"--sql", "q.sql", "--source", src, "--checkpoints", "ck", "--sink", "p{partition}.csv", "--advertise", "http://x"}, "--advertise applies with --listen only"},
 	} {
 		code, _, stderr := cli(t, context.Background(), dir, "", append([]string{"group"}, c.args...)...)
