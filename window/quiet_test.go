@@ -39,7 +39,9 @@ func TestQuietKeysLetGo(t *testing.T) {
 			t.Run(fmt.Sprintf("seed=%d/%s", seed, v.name), func(t *testing.T) {
 				t.Parallel()
 				rng := testutil.Rand(seed)
-				events := churn(testutil.MLEvents(rng, testutil.DefaultEvents(testutil.Scale(400))))
+				// Not scaled down under the race detector: keys must have
+				// time to go quiet, and checkpoints to come after.
+				events := churn(testutil.MLEvents(rng, testutil.DefaultEvents(400)))
 				tab := arrival(rng, events, v.keys, bound)
 				if v.lateness > 0 {
 					tab = lateArrival(rng, events, bound)
@@ -60,8 +62,8 @@ func TestQuietKeysLetGo(t *testing.T) {
 					t.Errorf("%d rows retained at the end, %d keeping quiet keys", sweep.stats.Retained, keep.stats.Retained)
 				}
 				// Without a store, keys let go are parked: not resident.
-				if sweep.stats.ResidentKeys >= sweep.stats.Keys {
-					t.Errorf("%d of %d keys resident at the end: none parked", sweep.stats.ResidentKeys, sweep.stats.Keys)
+				if sweep.gone == 0 {
+					t.Errorf("no key was ever parked (%d keys)", sweep.stats.Keys)
 				}
 				// With a store, keys let go leave memory once a
 				// checkpoint has written what is left of them.
@@ -70,8 +72,8 @@ func TestQuietKeysLetGo(t *testing.T) {
 				if kept.quiet == 0 {
 					t.Error("checkpointed: no quiet key was let go")
 				}
-				if v.budget == 0 && kept.stats.ResidentKeys >= kept.stats.Keys {
-					t.Errorf("checkpointed: %d of %d keys resident at the end: none left memory", kept.stats.ResidentKeys, kept.stats.Keys)
+				if v.budget == 0 && kept.gone == 0 {
+					t.Errorf("checkpointed: no key ever left memory (%d keys)", kept.stats.Keys)
 				}
 				restored := &ckptRun{t: t, cfg: cfg, store: memStore, budget: v.budget}
 				diffOutputs(t, "letting quiet keys go, restored, vs keeping them", restored.run(tab, steps), want)
@@ -93,7 +95,7 @@ func TestQuietKeysLookups(t *testing.T) {
 			t.Parallel()
 			rng := testutil.Rand(seed)
 			keys := []string{"user_id"}
-			events := churn(testutil.MLEvents(rng, testutil.DefaultEvents(testutil.Scale(300))))
+			events := churn(testutil.MLEvents(rng, testutil.DefaultEvents(300))) // not scaled: see TestQuietKeysLetGo
 			tab := arrival(rng, events, keys, bound)
 			cfg := ckptConfig(t, keys, rangeFrames(), ckptAggs, 0, false)
 			cfg.Retention = retention
@@ -126,6 +128,7 @@ func TestQuietKeysLookups(t *testing.T) {
 			served, refused := 0, 0
 			maxTs := watermark.None
 			newest := map[int64]int64{} // user -> newest row time pushed
+			storeGone := 0              // the most keys ops[2] held out of memory
 			for n, s := range ckptSteps(rng, tab, bound, 0) {
 				for _, op := range ops {
 					stepOut(t, op, tab, s)
@@ -135,6 +138,8 @@ func TestQuietKeysLookups(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
+				st := ops[2].Stats()
+				storeGone = max(storeGone, st.Keys-st.ResidentKeys)
 				for i := s.lo; i < s.hi; i++ {
 					ts := tab.Value(i, "ts").(int64)
 					maxTs = max(maxTs, ts)
@@ -185,8 +190,8 @@ func TestQuietKeysLookups(t *testing.T) {
 			if q := ops[0].Stats().QuietKeys; q == 0 || served == 0 || refused == 0 {
 				t.Fatalf("%d quiet keys let go, %d lookups served, %d refused: want all", q, served, refused)
 			}
-			if st := ops[2].Stats(); st.ResidentKeys >= st.Keys {
-				t.Errorf("with a store: %d of %d keys resident at the end: none left memory", st.ResidentKeys, st.Keys)
+			if storeGone == 0 {
+				t.Errorf("with a store: no key ever left memory (%d keys)", ops[2].Stats().Keys)
 			}
 			t.Logf("%d lookups answered alike, %d older ones refused", served, refused)
 		})
