@@ -77,7 +77,7 @@ func (o *Operator) LookupWith(key []byte, t int64, cand *agg.Rows, bld []array.B
 			if !ok {
 				return o.wm, ErrKeyDropped
 			}
-			ks = o.smallState(p.dropped, p.end)
+			ks = parkedView(p)
 		}
 		if ks == nil {
 			// Evicted: decode a private copy; ingest, which could

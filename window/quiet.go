@@ -100,19 +100,15 @@ func (o *Operator) sweepQuiet(prev int64, released int) error {
 		}
 		if o.cfg.Store == nil {
 			o.park(id, ks)
-			o.stats.QuietKeys++
-			continue
-		}
-		if err := o.ensureResident(id); err != nil {
-			return err
-		}
-		ks = o.states[id] // copy on write may replace it
-		o.forgetRows(ks)
-		if o.cfg.MemoryBudget > 0 {
-			m := &o.kmeta[id]
-			sz := o.sizeOf(ks)
-			o.resident += sz - m.size
-			m.size = sz
+		} else {
+			if err := o.ensureResident(id); err != nil {
+				return err
+			}
+			ks = o.states[id] // copy on write may replace it
+			o.forgetRows(ks)
+			if o.cfg.MemoryBudget > 0 {
+				o.resize(id, ks)
+			}
 		}
 		o.stats.QuietKeys++
 	}
@@ -136,9 +132,7 @@ func (o *Operator) replaceEvicted(id int32) error {
 	o.kmeta[id].newest = None
 	o.markDirty(id)
 	if o.cfg.MemoryBudget > 0 {
-		sz := o.sizeOf(ks)
-		o.resident += sz - o.kmeta[id].size
-		o.kmeta[id].size = sz
+		o.resize(id, ks)
 	}
 	o.stats.QuietKeys++
 	return nil
@@ -165,7 +159,7 @@ type parkedKey struct {
 // park lets go of quiet key id's state ks, without a store: a fresh state
 // with its windows and column headers is about a kilobyte, so the key
 // keeps 16 bytes (parkedKey) and gets its small state back when it has
-// rows again (present) or is looked up.
+// rows again (present); a lookup reads the 16 bytes (parkedView).
 func (o *Operator) park(id int32, ks *keyState) {
 	if n := len(o.states); len(o.parked) < n {
 		o.parked = slices.Grow(o.parked, n-len(o.parked))[:n]
@@ -182,6 +176,13 @@ func (o *Operator) parkedOf(id int32) (p parkedKey, ok bool) {
 		return o.parked[id], true
 	}
 	return parkedKey{}, false
+}
+
+// parkedView returns what a lookup of a key parked as p reads: no row,
+// the next numbered p.end, p.dropped (ErrTooOld for frames reaching it).
+// Lookups read no aggregate window, so none is made.
+func parkedView(p parkedKey) *keyState {
+	return &keyState{rows: agg.Rows{Base: p.end}, dropped: p.dropped}
 }
 
 // present makes key id's state resident before it changes: read from the

@@ -157,9 +157,15 @@ func (o *Operator) readState(id int32) (*keyState, error) {
 
 // touch marks ks used now and updates its size estimate.
 func (o *Operator) touch(id int32, ks *keyState) {
-	m := &o.kmeta[id]
 	o.tick++
-	m.used = o.tick
+	o.kmeta[id].used = o.tick
+	o.resize(id, ks)
+}
+
+// resize updates the size estimate of ks, the state of key id, and the
+// resident total.
+func (o *Operator) resize(id int32, ks *keyState) {
+	m := &o.kmeta[id]
 	sz := o.sizeOf(ks)
 	o.resident += sz - m.size
 	m.size = sz
