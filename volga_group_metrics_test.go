@@ -12,7 +12,6 @@ import (
 	"gocloud.dev/blob/memblob"
 
 	"github.com/volga-go/volga"
-	"github.com/volga-go/volga/source/kafka"
 )
 
 // TestGroupMetrics: with WithMetrics, a member registers the pipeline of
@@ -31,14 +30,7 @@ func TestGroupMetrics(t *testing.T) {
 	produceGroup(t, addrs, "tx", 0, total, &kafkago.Hash{}, volga.RawKey)
 	bucket := memblob.OpenBucket(nil)
 	defer bucket.Close()
-	cfg := volga.GroupConfig{
-		Source: kafka.Config{Brokers: addrs, Topic: "tx", GroupID: "metrics", Schema: groupSchema, TimeField: "ts",
-			MaxWait: 20 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond},
-		CheckpointBucket:   bucket,
-		CheckpointInterval: time.Second,
-		Balancer:           &kafkago.Hash{},
-		KeyEncoder:         volga.RawKey,
-	}
+	cfg := rawKeyGroupConfig(addrs, "metrics", bucket, "")
 	regA, regB := prometheus.NewPedanticRegistry(), prometheus.NewPedanticRegistry()
 	a := startGroup(t, groupQuery, cfg, volga.WithMetrics(regA), volga.WithName("features"))
 	groupWaitFor(t, "member a alone to read every event", 20*time.Second, func() bool {

@@ -24,6 +24,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"gocloud.dev/blob"
 	"gocloud.dev/blob/memblob"
 
 	"github.com/volga-go/volga"
@@ -202,6 +203,21 @@ func startGroup(t *testing.T, query string, cfg volga.GroupConfig, opts ...volga
 		cancel()
 	})
 	return rg
+}
+
+// rawKeyGroupConfig configures a member of consumer group id over topic
+// tx, whose producers key messages by the raw user id placed by Hash,
+// checkpointing into bucket every second, advertised as advertise.
+func rawKeyGroupConfig(addrs []string, id string, bucket *blob.Bucket, advertise string) volga.GroupConfig {
+	return volga.GroupConfig{
+		Source: kafka.Config{Brokers: addrs, Topic: "tx", GroupID: id, Schema: groupSchema, TimeField: "ts",
+			MaxWait: 20 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond},
+		CheckpointBucket:   bucket,
+		CheckpointInterval: time.Second,
+		Advertise:          advertise,
+		Balancer:           &kafkago.Hash{},
+		KeyEncoder:         volga.RawKey,
+	}
 }
 
 func (rg *runningGroup) wait(t *testing.T) error {
@@ -460,19 +476,8 @@ func TestGroupLookupRouting(t *testing.T) {
 	produceGroup(t, addrs, "tx", 0, total, &kafkago.Hash{}, volga.RawKey)
 	bucket := memblob.OpenBucket(nil)
 	defer bucket.Close()
-	cfg := func(name string) volga.GroupConfig {
-		return volga.GroupConfig{
-			Source: kafka.Config{Brokers: addrs, Topic: "tx", GroupID: "lookups", Schema: groupSchema, TimeField: "ts",
-				MaxWait: 20 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond},
-			CheckpointBucket:   bucket,
-			CheckpointInterval: time.Second,
-			Advertise:          name,
-			Balancer:           &kafkago.Hash{},
-			KeyEncoder:         volga.RawKey,
-		}
-	}
-	a := startGroup(t, groupQuery, cfg("http://a.example:8080"))
-	b := startGroup(t, groupQuery, cfg("http://b.example:8080"))
+	a := startGroup(t, groupQuery, rawKeyGroupConfig(addrs, "lookups", bucket, "http://a.example:8080"))
+	b := startGroup(t, groupQuery, rawKeyGroupConfig(addrs, "lookups", bucket, "http://b.example:8080"))
 	groupWaitFor(t, "the two members to share the partitions", 20*time.Second, func() bool {
 		return ownership([]*runningGroup{a, b}, parts) && len(a.g.Owned()) == 2
 	})
