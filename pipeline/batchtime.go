@@ -281,24 +281,35 @@ var batchReleaseRows = 1 << 16
 
 // The rows per key a window task of a batch run lets wait: releaseSmall
 // while its keys' windows hold fewer than largeState rows on average,
-// releaseLarge from then on. The rows waiting and their results (built
-// all at once at the release) cost the same whatever the state; a visit
-// costs more the more the state holds. features-4 (7-day frames, about
-// 23 rows a key at 10 M events): peak RSS 507-523 MB waiting for 3 rows a
-// key against 524-587 MB for 4 (six pairs; DuckDB 545-554), for 6 % more
-// time. ml-3 (30-day frames, 100 rows a key at the end) is 2-3 % slower
-// waiting for 3 rather than 4; waiting for more than 4 costs it peak RSS
-// (8 and 12 rows a key: +0.2 to +0.6 GB) for a gain within the noise.
+// releaseLarge from then on, and releasePerValue from the start when a
+// window keeps an entry per distinct value (window.Operator.PerValueState:
+// topn_frequency, top1_ratio, the *_cate family ...). The rows waiting and
+// their results (built all at once at the release) cost the same whatever
+// the state; a visit costs more the more the state holds, and far more
+// when it holds hash tables and orders of their own. features-4 (7-day
+// frames of sums, counts, an average and a maximum, about 23 rows a key
+// at 10 M events): peak RSS 507-523 MB waiting for 3 rows a key against
+// 524-587 MB for 4 (six pairs; DuckDB 545-554), for 6 % more time. ml-3
+// (topn_frequency, sum_cate, top1_ratio; 30-day frames, 100 rows a key at
+// the end): waiting for 12 rows a key from the start takes 15.4 s against
+// 18.2-19.0 (user CPU 24.4 against 30.3 s) for 3.5-3.8 GB of peak RSS
+// against 3.1-3.2; 8 rows a key 15.7-16.2 s; 12 rows a key only once the
+// keys held 32 rows (a third of the run) 16.2-17.9 s (2026-11-30).
 const (
-	releaseSmall = 3
-	releaseLarge = 4
-	largeState   = 32
+	releaseSmall    = 3
+	releaseLarge    = 4
+	releasePerValue = 12
+	largeState      = 32
 )
 
 // releasePerKey returns the rows per key a task lets wait, given the
-// mean number of rows its keys' windows hold.
-func releasePerKey(retained float64) int {
-	if retained < largeState {
+// mean number of rows its keys' windows hold and whether a window keeps
+// an entry per distinct value.
+func releasePerKey(retained float64, perValue bool) int {
+	switch {
+	case perValue:
+		return releasePerValue
+	case retained < largeState:
 		return releaseSmall
 	}
 	return releaseLarge
@@ -308,6 +319,7 @@ func releasePerKey(retained float64) int {
 type backlogger interface {
 	Backlog() (rows, keys int)
 	RetainedPerKey() float64
+	PerValueState() bool
 }
 
 // deferRelease reports whether a task of a batch run should not release
@@ -325,6 +337,9 @@ func (r *runner) deferRelease(op operator, wm int64) bool {
 	if rows < max(batchReleaseRows, releaseSmall*keys) {
 		return true
 	}
+	if b.PerValueState() {
+		return rows < releasePerKey(0, true)*keys
+	}
 	// Only now the sample: most watermarks find too few rows waiting.
-	return rows < releasePerKey(b.RetainedPerKey())*keys
+	return rows < releasePerKey(b.RetainedPerKey(), false)*keys
 }

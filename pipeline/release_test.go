@@ -12,8 +12,11 @@ type fakeBacklog struct {
 	operator
 	rows, keys int
 	retained   float64
+	perValue   bool
 	sampled    int
 }
+
+func (f *fakeBacklog) PerValueState() bool { return f.perValue }
 
 func (f *fakeBacklog) Backlog() (int, int) { return f.rows, f.keys }
 
@@ -24,7 +27,9 @@ func (f *fakeBacklog) RetainedPerKey() float64 {
 
 // TestDeferRelease checks when a window task of a batch run lets rows
 // wait at a watermark: below batchReleaseRows, below releaseSmall rows a
-// key, and below releaseLarge rows a key once keys hold largeState rows;
+// key, below releaseLarge rows a key once keys hold largeState rows, and
+// below releasePerValue rows a key when a window keeps an entry per
+// distinct value (without sampling the keys);
 // never in a stream, at the end, or for an operator that tells no
 // backlog.
 func TestDeferRelease(t *testing.T) {
@@ -45,6 +50,9 @@ func TestDeferRelease(t *testing.T) {
 		{"small state", batch, 1, &fakeBacklog{rows: releaseSmall * keys, keys: keys, retained: largeState - 0.5}, false, true},
 		{"large state", batch, 1, &fakeBacklog{rows: releaseSmall * keys, keys: keys, retained: largeState}, true, true},
 		{"large state, enough", batch, 1, &fakeBacklog{rows: releaseLarge * keys, keys: keys, retained: 1000}, false, true},
+		{"per value", batch, 1, &fakeBacklog{rows: releasePerValue*keys - 1, keys: keys, retained: 1, perValue: true}, true, false},
+		{"per value, enough", batch, 1, &fakeBacklog{rows: releasePerValue * keys, keys: keys, retained: 1, perValue: true}, false, false},
+		{"per value, few rows", batch, 1, &fakeBacklog{rows: releaseSmall*keys - 1, keys: keys, perValue: true}, true, false},
 		{"end", batch, watermark.End, &fakeBacklog{rows: 1, keys: keys, retained: 1000}, false, false},
 		{"stream", stream, 1, &fakeBacklog{rows: 1, keys: keys, retained: 1000}, false, false},
 	} {

@@ -38,3 +38,9 @@ func (o *Operator) RetainedPerKey() float64 {
 	}
 	return float64(rows) / float64(keys)
 }
+
+// PerValueState reports whether a window of the operator keeps an entry
+// per distinct value of its rows (agg.PerValue: count_distinct, top,
+// topn_frequency, top1_ratio, the *_cate family), which makes a visit to
+// a key cost several cache misses however few rows it brings.
+func (o *Operator) PerValueState() bool { return o.perValue }

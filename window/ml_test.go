@@ -317,3 +317,25 @@ func TestOperatorMLAllowedLateness(t *testing.T) {
 		})
 	}
 }
+
+// TestOperatorPerValueState checks that an operator says its state keeps
+// an entry per distinct value when one of its windows' aggregates does
+// (the batch release policy waits for more rows a key then), and only
+// then.
+func TestOperatorPerValueState(t *testing.T) {
+	hour := testutil.Frame{Preceding: 3_600_000}
+	for _, tc := range []struct {
+		aggs []testutil.Agg
+		want bool
+	}{
+		{[]testutil.Agg{{Func: "sum", Arg: "amount"}, {Func: "count"}, {Func: "max", Arg: "price"}}, false},
+		{[]testutil.Agg{{Func: "sum", Arg: "amount"}, {Func: "topn_frequency", Arg: "merchant", Param: int64(3)}}, true},
+		{[]testutil.Agg{{Func: "sum_cate", Arg: "amount", Cate: "category"}}, true},
+		{[]testutil.Agg{{Func: "count_where", Arg: "amount", Cond: "flag"}}, false},
+	} {
+		m := newMLOp(t, 1, []string{"user_id"}, []testutil.Frame{hour}, tc.aggs, 0, false)
+		if got := m.op.PerValueState(); got != tc.want {
+			t.Errorf("%v: PerValueState = %v, want %v", tc.aggs, got, tc.want)
+		}
+	}
+}

@@ -170,6 +170,9 @@ type Operator struct {
 	stats   Stats
 	nAggs   int
 	maxPrec int64
+	// perValue is set when a window keeps an entry per distinct value
+	// (agg.PerValue).
+	perValue bool
 	// probeRank is the rank of probe rows (see pendRow).
 	probeRank int8
 	// The sweep of quiet keys (sweepQuiet): sweepable says the frames
@@ -451,6 +454,9 @@ func New(cfg Config, in *arrow.Schema) (*Operator, error) {
 		wm: None, nAggs: n, maxTs: None}
 	o.sweepable = true
 	for _, w := range cfg.Windows {
+		for _, f := range w.Aggs {
+			o.perValue = o.perValue || agg.PerValue(f)
+		}
 		o.maxPrec = max(o.maxPrec, w.Frame.Preceding)
 		o.sweepable = o.sweepable && !w.Frame.Rows && !w.Frame.Unbounded
 	}
