@@ -310,6 +310,19 @@ func (p *Pending) Kind() string { return p.kind }
 // After the manifest is written, checkpoints no longer retained (see
 // WithRetain) are deleted; a failure there is logged, not returned.
 func (p *Pending) Commit(ctx context.Context, parts map[string][]byte) (*Manifest, error) {
+	return p.CommitFenced(ctx, parts, nil)
+}
+
+// CommitFenced is Commit for a writer that may lose the right to write
+// the prefix while it runs (a member of a consumer group whose partition
+// was handed to another member): fence, when not nil, is called before
+// anything in the bucket changes (before newer checkpoints are
+// superseded) and again just before the manifest is written, and an
+// error from it aborts the commit with that error (errors.Is finds it).
+// A commit fenced at the manifest leaves its uploaded objects without a
+// manifest, which is no checkpoint: they are deleted when a later commit
+// supersedes or retires that epoch.
+func (p *Pending) CommitFenced(ctx context.Context, parts map[string][]byte, fence func(context.Context) error) (*Manifest, error) {
 	c := p.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -317,7 +330,7 @@ func (p *Pending) Commit(ctx context.Context, parts map[string][]byte) (*Manifes
 		return nil, fmt.Errorf("statestore: checkpoint %d: already committed or aborted", p.epoch)
 	}
 	defer p.release()
-	m, err := p.commit(ctx, parts)
+	m, err := p.commit(ctx, parts, fence)
 	if err != nil {
 		return nil, fmt.Errorf("statestore: checkpoint %d: %w", p.epoch, err)
 	}
@@ -349,11 +362,16 @@ func (p *Pending) release() {
 	_ = os.Remove(p.spool.Name())
 }
 
-func (p *Pending) commit(ctx context.Context, parts map[string][]byte) (*Manifest, error) {
+func (p *Pending) commit(ctx context.Context, parts map[string][]byte, fence func(context.Context) error) (*Manifest, error) {
 	c := p.c
 	for name := range parts {
 		if err := checkPartName(name); err != nil {
 			return nil, err
+		}
+	}
+	if fence != nil {
+		if err := fence(ctx); err != nil {
+			return nil, fmt.Errorf("fenced: %w", err)
 		}
 	}
 	if err := c.supersede(ctx, p.epoch); err != nil {
@@ -404,6 +422,11 @@ func (p *Pending) commit(ctx context.Context, parts map[string][]byte) (*Manifes
 	file, err := encodeManifest(m)
 	if err != nil {
 		return nil, err
+	}
+	if fence != nil {
+		if err := fence(ctx); err != nil {
+			return nil, fmt.Errorf("fenced before the manifest: %w", err)
+		}
 	}
 	if _, err := c.put(ctx, epochDir(p.epoch)+manifestName, func(w io.Writer) error {
 		_, err := w.Write(file)
