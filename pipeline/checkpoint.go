@@ -76,11 +76,16 @@ type Checkpointing struct {
 type CheckpointInfo struct {
 	// Epoch numbers the checkpoint; epochs increase across restarts.
 	Epoch uint64
+	// ID is the checkpoint's unique id, that of its manifest in the
+	// bucket (statestore.Manifest.ID): it tells apart checkpoints of one
+	// epoch written by different runs.
+	ID string
 	// Kind is statestore.KindFull or statestore.KindIncremental.
 	Kind string
 	// Bytes is what the checkpoint uploaded.
 	Bytes int64
-	// Duration is the time from the barrier's injection to the manifest.
+	// Duration is the time from the barrier's injection to the manifest
+	// being written.
 	Duration time.Duration
 	// Stall is how long the checkpoint held the pipeline's output back:
 	// the longest time a window task stood still for it, at the barrier
@@ -203,6 +208,7 @@ type uploadResult struct {
 	pos      []byte
 	stall    time.Duration
 	started  time.Time
+	written  time.Time // when the manifest was written
 	final    bool
 }
 
@@ -703,6 +709,15 @@ func (r *runner) checkpointReady(ctx context.Context) error {
 			pos = st.Position
 		}
 	}
+	var fence func(context.Context) error
+	if f, ok := r.src.(Fencer); ok {
+		fence = func(ctx context.Context) error {
+			if err := f.Fence(ctx, pos); err != nil {
+				return fmt.Errorf("%w: %w", ErrFenced, err)
+			}
+			return nil
+		}
+	}
 	run := func() uploadResult {
 		res := uploadResult{epoch: epoch, pos: pos, stall: stall, started: started, final: final}
 		p, err := cr.ckp.Prepare(cr.db, epoch)
@@ -712,7 +727,8 @@ func (r *runner) checkpointReady(ctx context.Context) error {
 			return res
 		}
 		defer p.Abort()
-		res.manifest, res.err = p.Commit(ctx, parts)
+		res.manifest, res.err = p.CommitFenced(ctx, parts, fence)
+		res.written = time.Now()
 		return res
 	}
 	if final {
@@ -722,6 +738,25 @@ func (r *runner) checkpointReady(ctx context.Context) error {
 	cr.uploads.Go(func() { cr.done <- run() })
 	return nil
 }
+
+// Fencer is a source whose run may lose the right to write its
+// checkpoints while it runs, such as the source of a consumer group
+// member's partition, which the group may hand to another member while
+// this one is paused (and then still runs for a while, a zombie). Fence
+// says whether the run still owns the checkpoints: it is called with
+// the source position a checkpoint records, before the checkpoint
+// changes anything in the bucket and again just before its manifest is
+// written (statestore.Pending.CommitFenced), from a goroutine other than
+// the reader's. An error refuses the checkpoint and ends the run with an
+// error wrapping ErrFenced: another run owns the checkpoints, and going
+// on would only stage output that nobody publishes.
+type Fencer interface {
+	Fence(ctx context.Context, pos []byte) error
+}
+
+// ErrFenced marks a checkpoint refused by its source's Fence: another
+// writer owns the checkpoints now.
+var ErrFenced = errors.New("volga: checkpoint refused: the source no longer owns the checkpoints")
 
 // finishCheckpoint runs on the merger's goroutine with the result of an
 // upload: on success the sink publishes the epoch and a committing source
@@ -733,6 +768,11 @@ func (r *runner) finishCheckpoint(ctx context.Context, res uploadResult) error {
 	if res.err != nil {
 		if res.final {
 			return fmt.Errorf("volga: final checkpoint %d: %w", res.epoch, res.err)
+		}
+		if errors.Is(res.err, ErrFenced) {
+			// Another run owns the checkpoints: going on would only
+			// stage output nobody publishes.
+			return fmt.Errorf("volga: checkpoint %d: %w", res.epoch, res.err)
 		}
 		r.stats.checkpointFailures.Add(1)
 		cr.log.LogAttrs(ctx, slog.LevelError, "volga: checkpoint failed", slog.Uint64("epoch", res.epoch), slog.Any("error", res.err))
@@ -755,15 +795,15 @@ func (r *runner) finishCheckpoint(ctx context.Context, res uploadResult) error {
 			cr.log.LogAttrs(ctx, slog.LevelWarn, "volga: committing the source position failed", slog.Uint64("epoch", res.epoch), slog.Any("error", err))
 		}
 	}
-	info := CheckpointInfo{Epoch: res.epoch, Kind: res.manifest.Kind, Bytes: res.manifest.Bytes(),
-		Duration: time.Since(res.started), Stall: res.stall, Final: res.final}
+	info := CheckpointInfo{Epoch: res.epoch, ID: res.manifest.ID, Kind: res.manifest.Kind, Bytes: res.manifest.Bytes(),
+		Duration: res.written.Sub(res.started), Stall: res.stall, Final: res.final}
 	r.stats.checkpoints.Add(1)
 	r.stats.lastCheckpoint.Store(int64(res.epoch))
 	r.stats.lastCheckpointBytes.Store(info.Bytes)
 	r.stats.lastCheckpointNanos.Store(int64(info.Duration))
 	r.stats.lastStallNanos.Store(int64(info.Stall))
 	r.stats.lastCheckpointUnixMilli.Store(time.Now().UnixMilli())
-	cr.log.LogAttrs(ctx, slog.LevelDebug, "volga: checkpoint complete", slog.Uint64("epoch", info.Epoch),
+	cr.log.LogAttrs(ctx, slog.LevelDebug, "volga: checkpoint complete", slog.Uint64("epoch", info.Epoch), slog.String("id", info.ID),
 		slog.String("kind", info.Kind), slog.Int64("bytes", info.Bytes), slog.Duration("duration", info.Duration), slog.Duration("stall", info.Stall))
 	if cr.cfg.OnCheckpoint != nil {
 		cr.cfg.OnCheckpoint(info)

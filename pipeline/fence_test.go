@@ -1,0 +1,140 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"gocloud.dev/blob/memblob"
+
+	"github.com/volga-go/volga"
+	"github.com/volga-go/volga/internal/testutil"
+	"github.com/volga-go/volga/pipeline"
+	"github.com/volga-go/volga/sink"
+	"github.com/volga-go/volga/source"
+	"github.com/volga-go/volga/statestore"
+)
+
+// fencedSource is a memory source that reads a batch every few
+// milliseconds and refuses checkpoints (pipeline.Fencer) once refuse is
+// set, as the source of a consumer group member's partition does once
+// the group handed the partition to another member.
+type fencedSource struct {
+	*source.Memory
+	refuse atomic.Bool
+	asked  atomic.Int64 // Fence calls
+	pos    atomic.Int64 // the calls with a position
+}
+
+var errOtherOwner = errors.New("another member owns the partition")
+
+func (s *fencedSource) Read(ctx context.Context) (arrow.RecordBatch, error) {
+	time.Sleep(2 * time.Millisecond)
+	return s.Memory.Read(ctx)
+}
+
+func (s *fencedSource) Fence(_ context.Context, pos []byte) error {
+	s.asked.Add(1)
+	if pos != nil {
+		s.pos.Add(1)
+	}
+	if s.refuse.Load() {
+		return errOtherOwner
+	}
+	return nil
+}
+
+var _ pipeline.Fencer = (*fencedSource)(nil)
+
+// TestFencedCheckpoints: a source that refuses a periodic checkpoint ends
+// the run with an error wrapping pipeline.ErrFenced and the source's, and
+// the bucket's latest checkpoint stays the last one the source agreed to;
+// refusing the final checkpoint of a bounded input does the same, and
+// leaves the bucket without a checkpoint. Checkpoints it agrees to ask it
+// twice each, with the checkpoint's source position.
+func TestFencedCheckpoints(t *testing.T) {
+	rng := testutil.Rand(testutil.Seeds(1)[0] + 11)
+	tab := testutil.Events(rng, testutil.DefaultEvents(2000))
+	batches := tab.Batches(rng, 10)
+	defer func() {
+		for _, b := range batches {
+			b.Release()
+		}
+	}()
+	discard := func() sink.Sink {
+		return sink.NewCallback(func(context.Context, arrow.RecordBatch) error { return nil })
+	}
+	t.Run("periodic", func(t *testing.T) {
+		bucket := memblob.OpenBucket(nil)
+		defer bucket.Close()
+		src := &fencedSource{Memory: source.NewMemory(tab.Schema, batches...)}
+		var (
+			mu   sync.Mutex
+			done []volga.CheckpointInfo
+		)
+		onCkpt := func(i volga.CheckpointInfo) {
+			mu.Lock()
+			defer mu.Unlock()
+			done = append(done, i)
+			if len(done) == 3 {
+				src.refuse.Store(true)
+			}
+		}
+		p, err := volga.SQL(ckQuery, volga.WithSource("events", src), volga.WithSink(discard()),
+			volga.WithMode(volga.Streaming), volga.WithMaxOutOfOrder(time.Second),
+			volga.WithCheckpointBucket(bucket, 20*time.Millisecond), volga.WithOnCheckpoint(onCkpt))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = p.Run(context.Background())
+		if !errors.Is(err, pipeline.ErrFenced) || !errors.Is(err, errOtherOwner) {
+			t.Fatalf("Run: %v, want an error wrapping pipeline.ErrFenced and the source's", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(done) != 3 {
+			t.Fatalf("%d checkpoints completed, want the 3 before the refusal", len(done))
+		}
+		m, err := statestore.NewCheckpointer(bucket).Latest(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := done[len(done)-1]; m.Epoch != last.Epoch || m.ID != last.ID {
+			t.Fatalf("the bucket's latest checkpoint is epoch %d (%s), want the last agreed to, %d (%s)", m.Epoch, m.ID, last.Epoch, last.ID)
+		}
+		// Two calls per agreed checkpoint, one for the refused one.
+		if got := src.asked.Load(); got != 2*3+1 {
+			t.Fatalf("Fence was asked %d times, want %d", got, 2*3+1)
+		}
+		if src.pos.Load() != src.asked.Load() {
+			t.Fatalf("Fence got a position %d times of %d", src.pos.Load(), src.asked.Load())
+		}
+	})
+	t.Run("final", func(t *testing.T) {
+		bucket := memblob.OpenBucket(nil)
+		defer bucket.Close()
+		src := &fencedSource{Memory: source.NewMemory(tab.Schema, batches...)}
+		src.refuse.Store(true)
+		var n atomic.Int64
+		p, err := volga.SQL(ckQuery, volga.WithSource("events", src), volga.WithSink(discard()),
+			volga.WithMode(volga.Streaming), volga.WithMaxOutOfOrder(time.Second),
+			volga.WithCheckpointBucket(bucket, time.Hour), volga.WithOnCheckpoint(func(volga.CheckpointInfo) { n.Add(1) }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = p.Run(context.Background())
+		if !errors.Is(err, pipeline.ErrFenced) || !errors.Is(err, errOtherOwner) {
+			t.Fatalf("Run: %v, want an error wrapping pipeline.ErrFenced and the source's", err)
+		}
+		if n.Load() != 0 || src.asked.Load() != 1 {
+			t.Fatalf("%d checkpoints completed and Fence asked %d times, want 0 and 1", n.Load(), src.asked.Load())
+		}
+		if _, err := statestore.NewCheckpointer(bucket).Latest(context.Background()); !errors.Is(err, statestore.ErrNoCheckpoint) {
+			t.Fatalf("Latest after a refused final checkpoint: %v, want ErrNoCheckpoint", err)
+		}
+	})
+}
