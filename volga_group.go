@@ -187,9 +187,21 @@ var errGroupRan = errors.New("volga: a group runs once; create it again to rerun
 //
 // Rebalancing is eager (kafka-go's protocol): every rebalance stops all
 // of a member's pipelines, even those of partitions it keeps, and
-// restarts them from their final checkpoints. Nothing fences a member the
-// group expelled (for missing RebalanceTimeout) but that still runs: its
-// partitions could briefly have two writers.
+// restarts them from their final checkpoints.
+//
+// A member the group dropped while it still runs (paused past
+// SessionTimeout: a stopped process, a long GC pause, a network
+// partition; or too slow to stop within RebalanceTimeout) writes no
+// checkpoint once the group has gone on without it: before a checkpoint
+// changes anything in the bucket, and again before its manifest, the
+// member looks itself up in the group's description (pipeline.Fencer), so
+// the new owner's checkpoints are never superseded by a stale one. The
+// first refused checkpoint stops the member's pipelines (without final
+// checkpoints); it then waits for the next generation and rejoins. The
+// fence covers checkpoints, not the sinks' staging: until its first
+// refused checkpoint the dropped member may stage (never publish) an
+// epoch's rows next to a partition's file sink, where the new owner
+// stages epochs of the same numbers.
 type Group struct {
 	query    string
 	table    string
@@ -535,9 +547,16 @@ func (g *Group) runGeneration(ctx context.Context, gen *kafkago.Generation, buck
 		stopped = true
 	case <-ctx.Done():
 	case m := <-finished:
-		err = fmt.Errorf("volga: partition %d: %w", m.part, m.err)
-		if m.err == nil {
+		switch {
+		case errors.Is(m.err, pipeline.ErrFenced):
+			// The group went on without this member: stop the other
+			// partitions too and wait for the next generation (kafka-go
+			// ends this one once it hears of it).
+			g.log.Warn("volga: the group went on without this member: stopping its partitions", "partition", m.part, "err", m.err)
+		case m.err == nil:
 			err = fmt.Errorf("volga: the pipeline of partition %d ended by itself", m.part)
+		default:
+			err = fmt.Errorf("volga: partition %d: %w", m.part, m.err)
 		}
 	}
 	if terr := g.teardown(ctx, running); err == nil {
@@ -583,7 +602,8 @@ func (g *Group) startPartition(ctx context.Context, gen *kafkago.Generation, end
 	shard := fmt.Sprintf("p%04d", p)
 	opts := slices.Clone(g.opts)
 	opts = append(opts,
-		WithSource(g.table, &partitionSource{src: src, gen: gen, ended: ended, topic: kc.Topic, part: p, idle: g.interval()}),
+		WithSource(g.table, &partitionSource{src: src, gen: gen, ended: ended, topic: kc.Topic, part: p, idle: g.interval(),
+			fence: func(ctx context.Context) error { return g.stillMember(ctx, gen) }}),
 		WithMode(Streaming),
 		WithName(g.name+"-"+shard),
 		func(c *config) {
@@ -627,7 +647,10 @@ func (g *Group) startPartition(ctx context.Context, gen *kafkago.Generation, end
 }
 
 // teardown stops the running pipelines, gracefully (final checkpoints)
-// unless ctx is done, and waits for them.
+// unless ctx is done, and waits for them. A final checkpoint refused
+// because the group went on without this member (pipeline.ErrFenced) is
+// no failure: the partition's new owner resumes from the checkpoint
+// before it.
 func (g *Group) teardown(ctx context.Context, running []*member) error {
 	if ctx.Err() == nil {
 		for _, m := range running {
@@ -637,6 +660,11 @@ func (g *Group) teardown(ctx context.Context, running []*member) error {
 	var err error
 	for _, m := range running {
 		<-m.done
+		if errors.Is(m.err, pipeline.ErrFenced) {
+			g.log.Warn("volga: the group went on without this member: the partition's final checkpoint was not written; its new owner resumes from the one before",
+				"partition", m.part, "err", m.err)
+			continue
+		}
 		if m.err != nil && err == nil && ctx.Err() == nil {
 			err = fmt.Errorf("volga: partition %d: %w", m.part, m.err)
 		}
@@ -677,7 +705,21 @@ type partitionSource struct {
 	topic string
 	part  int
 	idle  time.Duration // the checkpoint interval
+	// fence asks the group coordinator whether the member is still in
+	// gen (Group.stillMember).
+	fence func(context.Context) error
 }
+
+// Fence implements pipeline.Fencer: a checkpoint of the partition is
+// written only while this member is in the generation that assigned it
+// (a rebalance in progress included: the group waits for the member's
+// final checkpoints before it hands the partition on). A member paused
+// past its session timeout (a stopped process, a long GC pause, a
+// network partition) was dropped from the group, and the partition
+// handed to another member, which writes its checkpoints now: the paused
+// member, running again, writes none over them, and its pipelines stop
+// at the first refused checkpoint.
+func (s *partitionSource) Fence(ctx context.Context, _ []byte) error { return s.fence(ctx) }
 
 func (s *partitionSource) Schema() *arrow.Schema { return s.src.Schema() }
 
@@ -719,6 +761,38 @@ func (s *partitionSource) Commit(ctx context.Context, pos []byte) error {
 		return nil
 	}
 	return s.gen.CommitOffsets(map[string]map[int]int64{s.topic: {s.part: off}})
+}
+
+// stillMember asks the group's coordinator whether this member is still
+// in the group, from the group's description (DescribeGroups): a member
+// of generation gen is listed until it leaves, rejoins (which this
+// member does only once every pipeline of gen has stopped) or is dropped
+// (its session or the rebalance timed out), so while it is listed no
+// later generation has handed its partitions to another member. Any
+// error, unreachable coordinators included, is reported: a checkpoint is
+// refused when ownership cannot be confirmed. (A heartbeat would say it
+// too, but kafka-go's Client.Heartbeat reads the error code of responses
+// v1 and later from the wrong field.)
+func (g *Group) stillMember(ctx context.Context, gen *kafkago.Generation) error {
+	id := g.cfg.Source.GroupID
+	res, err := g.client.DescribeGroups(ctx, &kafkago.DescribeGroupsRequest{GroupIDs: []string{id}})
+	if err != nil {
+		return fmt.Errorf("describing group %q: %w", id, err)
+	}
+	for _, d := range res.Groups {
+		if d.GroupID != id {
+			continue
+		}
+		if d.Error != nil {
+			return fmt.Errorf("describing group %q: %w", id, d.Error)
+		}
+		for _, m := range d.Members {
+			if m.MemberID == gen.MemberID {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("group %q went on without member %s of generation %d", id, gen.MemberID, gen.ID)
 }
 
 // advertiser is a group balancer that publishes the member's address in
