@@ -131,7 +131,7 @@ func TestGroupZombieFenced(t *testing.T) {
 			Source: kafka.Config{Brokers: addrs, Topic: "tx", GroupID: "zombie", Schema: groupSchema, TimeField: "ts",
 				BatchSize: 64, MaxWait: 20 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond, SessionTimeout: 1500 * time.Millisecond},
 			CheckpointURL:      ckURL,
-			CheckpointInterval: 100 * time.Millisecond,
+			CheckpointInterval: 300 * time.Millisecond,
 			Advertise:          name,
 			RebalanceTimeout:   5 * time.Second,
 		}
@@ -190,6 +190,20 @@ func TestGroupZombieFenced(t *testing.T) {
 	produceGroup(t, addrs, "tx", 400, 600, &kafkago.Murmur2Balancer{}, volga.JSONKey)
 	time.Sleep(500 * time.Millisecond)
 	releasedAt := time.Now()
+	// back is when a owns a partition again, once it has let go of the
+	// ones it had: its new pipelines begin their first checkpoint a
+	// checkpoint interval after that.
+	backCh := make(chan time.Time, 1)
+	go func() {
+		deadline := time.Now().Add(30 * time.Second)
+		for len(a.g.Owned()) > 0 && time.Now().Before(deadline) {
+			time.Sleep(2 * time.Millisecond)
+		}
+		for len(a.g.Owned()) == 0 && time.Now().Before(deadline) {
+			time.Sleep(2 * time.Millisecond)
+		}
+		backCh <- time.Now()
+	}()
 	releaseOnce()
 
 	// a learns it was dropped, stops its pipelines (their final
@@ -198,6 +212,7 @@ func TestGroupZombieFenced(t *testing.T) {
 		return len(a.g.Owned()) == 1 && len(b.g.Owned()) == 1
 	})
 	rejoined := time.Now()
+	back := <-backCh
 	select {
 	case err := <-a.done:
 		t.Fatalf("the dropped member's Run returned %v while the group went on", err)
@@ -220,8 +235,7 @@ func TestGroupZombieFenced(t *testing.T) {
 	// a's manifests were all written while a owned the partitions.
 	// (Manifest.Created is when the commit began; the fence is asked
 	// after that. The checkpoints of a's pipelines after the rejoin begin
-	// a checkpoint interval after it at the earliest, later than
-	// rejoined, which the wait above saw within 50 ms.)
+	// a checkpoint interval after back at the earliest.)
 	aLog.mu.Lock()
 	ids := slices.Clone(aLog.ids)
 	aLog.mu.Unlock()
@@ -233,18 +247,18 @@ func TestGroupZombieFenced(t *testing.T) {
 			continue
 		}
 		seen++
-		if created.After(took) && created.Before(rejoined) {
+		if created.After(took) && created.Before(back) {
 			late++
-			t.Errorf("a's checkpoint %s was begun %s after b was assigned a's partitions (released %s after, rejoined %s after)",
-				id, created.Sub(took).Round(time.Millisecond), releasedAt.Sub(took).Round(time.Millisecond), rejoined.Sub(took).Round(time.Millisecond))
+			t.Errorf("a's checkpoint %s was begun %s after b was assigned a's partitions (released %s after, a back %s after)",
+				id, created.Sub(took).Round(time.Millisecond), releasedAt.Sub(took).Round(time.Millisecond), back.Sub(took).Round(time.Millisecond))
 		}
 	}
 	watch.mu.Unlock()
 	if seen < 4 {
 		t.Fatalf("the watch saw %d of a's %d checkpoints", seen, len(ids))
 	}
-	t.Logf("paused %s, b assigned %+.3fs, released %+.3fs, rejoined %+.3fs; a's checkpoints %d (%d seen), begun after b's assignment, before the rejoin %d",
-		paused.Format(time.StampMilli), took.Sub(paused).Seconds(), releasedAt.Sub(paused).Seconds(), rejoined.Sub(paused).Seconds(), len(ids), seen, late)
+	t.Logf("paused %s, b assigned %+.3fs, released %+.3fs, a back %+.3fs, both sharing %+.3fs; a's checkpoints %d (%d seen), begun after b's assignment, before a was back %d",
+		paused.Format(time.StampMilli), took.Sub(paused).Seconds(), releasedAt.Sub(paused).Seconds(), back.Sub(paused).Seconds(), rejoined.Sub(paused).Seconds(), len(ids), seen, late)
 
 	// A fresh member restores both partitions from the latest
 	// checkpoints, which the zombie left whole.
