@@ -15,7 +15,11 @@
 // rows durable in the staging directory, Commit (called once the
 // checkpoint is written) publishes them, and Recover, on a restart from a
 // checkpoint, finishes a publication a crash interrupted and cuts away the
-// output of later epochs. With a replayable source the output after any
+// output of later epochs. Each sink instance stages under file names of
+// its own (a random token), so an instance that still writes after
+// another restored the target from a checkpoint (a consumer group member
+// the group dropped while it ran) never writes the files the other
+// publishes. With a replayable source the output after any
 // number of crashes is byte for byte that of a run without one: exactly
 // once (for a ParquetDir, the same rows in the same file order; where
 // files end follows the epochs). CSV and JSON-lines files grow by appending at each Commit; a

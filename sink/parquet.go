@@ -116,6 +116,7 @@ type Parquet struct {
 // pqPart is a staged epoch.
 type pqPart struct {
 	Epoch uint64 `json:"epoch"`
+	Token string `json:"token,omitempty"` // of the instance that staged it (stager.token)
 	Rows  int64  `json:"rows"`
 	Size  int64  `json:"size"`
 }
@@ -359,7 +360,7 @@ func (p *Parquet) newWriter(path string, schema *arrow.Schema) (f *os.File, fw *
 	return f, fw, nil
 }
 
-// open starts the writer of the open epoch: the staging file "current"
+// open starts the writer of the open epoch: the staging file current-<token>
 // (or the target itself when it is written in place).
 func (p *Parquet) open(schema *arrow.Schema) error {
 	path := p.path
@@ -367,7 +368,7 @@ func (p *Parquet) open(schema *arrow.Schema) error {
 		if err := p.mkdir(); err != nil {
 			return err
 		}
-		path = p.staged(currentName + parquetExt)
+		path = p.current(parquetExt)
 	}
 	f, fw, err := p.newWriter(path, schema)
 	if err != nil {
@@ -486,13 +487,13 @@ func (p *Parquet) PrepareCommit(ctx context.Context, epoch uint64) (state []byte
 		if err := p.closeWriter(); err != nil {
 			return nil, err
 		}
-		cur := p.staged(currentName + parquetExt)
+		cur := p.current(parquetExt)
 		if rows == 0 {
 			if err := os.Remove(cur); err != nil {
 				return nil, fmt.Errorf("sink: %w", err)
 			}
 		} else {
-			name := p.staged(epochFile(epoch, parquetExt))
+			name := p.epochStaged(epoch, p.tok(), parquetExt)
 			if err := os.Rename(cur, name); err != nil {
 				return nil, fmt.Errorf("sink: %w", err)
 			}
@@ -509,7 +510,7 @@ func (p *Parquet) PrepareCommit(ctx context.Context, epoch uint64) (state []byte
 			if err != nil {
 				return nil, fmt.Errorf("sink: %w", err)
 			}
-			p.prepared = append(p.prepared, pqPart{Epoch: epoch, Rows: rows, Size: fi.Size()})
+			p.prepared = append(p.prepared, pqPart{Epoch: epoch, Token: p.tok(), Rows: rows, Size: fi.Size()})
 		}
 	}
 	p.last, p.hasLast = epoch, true
@@ -621,7 +622,7 @@ func (p *Parquet) recover(epoch uint64, state []byte) error {
 		}
 	} else {
 		for _, part := range need {
-			fi, err := os.Stat(p.staged(epochFile(part.Epoch, parquetExt)))
+			fi, err := os.Stat(p.epochStaged(part.Epoch, part.Token, parquetExt))
 			if errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("sink: recover %s: the output of epoch %d is lost (neither staged nor in the file)", p.path, part.Epoch)
 			}
@@ -636,7 +637,7 @@ func (p *Parquet) recover(epoch uint64, state []byte) error {
 	}
 	keep := map[string]bool{}
 	for _, part := range p.committed {
-		keep[epochFile(part.Epoch, parquetExt)] = true
+		keep[epochFile(part.Epoch, part.Token, parquetExt)] = true
 	}
 	if err := p.clean(func(name string) bool { return keep[name] }); err != nil {
 		return err
@@ -894,7 +895,7 @@ func (p *Parquet) Close() (err error) {
 	}
 	if p.fw != nil {
 		err := p.closeWriter()
-		if rerr := os.Remove(p.staged(currentName + parquetExt)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		if rerr := os.Remove(p.current(parquetExt)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 			err = errors.Join(err, rerr)
 		}
 		if err != nil {
@@ -915,7 +916,7 @@ func (p *Parquet) Close() (err error) {
 	for _, part := range p.committed {
 		cum += part.Rows
 		t.Epochs = append(t.Epochs, [2]int64{int64(part.Epoch), cum})
-		srcs, limits = append(srcs, p.staged(epochFile(part.Epoch, parquetExt))), append(limits, -1)
+		srcs, limits = append(srcs, p.epochStaged(part.Epoch, part.Token, parquetExt)), append(limits, -1)
 	}
 	if len(srcs) == 0 && p.schema == nil {
 		return p.rmdir()
@@ -924,7 +925,7 @@ func (p *Parquet) Close() (err error) {
 		return err
 	}
 	for _, part := range p.committed {
-		if err := os.Remove(p.staged(epochFile(part.Epoch, parquetExt))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(p.epochStaged(part.Epoch, part.Token, parquetExt)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("sink: %w", err)
 		}
 		if err := p.step("remove staged"); err != nil {
@@ -947,7 +948,7 @@ func (p *Parquet) closePlain() error {
 	if p.err != nil {
 		if p.fw != nil {
 			p.closeWriter()
-			os.Remove(p.staged(currentName + parquetExt))
+			os.Remove(p.current(parquetExt))
 		}
 		p.rmdir()
 		return p.err
@@ -966,7 +967,7 @@ func (p *Parquet) closePlain() error {
 	if err := p.closeWriter(); err != nil {
 		return err
 	}
-	if err := p.renameOver(p.staged(currentName + parquetExt)); err != nil {
+	if err := p.renameOver(p.current(parquetExt)); err != nil {
 		return err
 	}
 	if err := p.step("rename current"); err != nil {

@@ -57,10 +57,7 @@ func TestParquetSinkCheckpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkFile(t, k, path, expect(b[0], b[1], b[2]), "after Close")
-	staged := filepath.Join(stagingDir(path), epochFile(4, parquetExt))
-	if _, err := os.Stat(staged); err != nil {
-		t.Fatalf("prepared epoch 4 not kept: %v", err)
-	}
+	stagedEpoch(t, stagingDir(path), 4, parquetExt) // prepared epoch 4 kept
 	rdr, err := file.OpenParquetFile(path, false)
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +224,7 @@ func TestFileSinksSync(t *testing.T) {
 	var synced []string
 	old := syncFile
 	syncFile = func(f *os.File) error {
-		synced = append(synced, filepath.Base(f.Name()))
+		synced = append(synced, untoken(filepath.Base(f.Name())))
 		return old(f)
 	}
 	defer func() { syncFile = old }()

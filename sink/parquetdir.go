@@ -40,8 +40,8 @@ func WithFileRows(rows int64) Option {
 // for the K-th such file, so that file names sort in output order: the
 // files written before the first checkpoint come before those of every
 // epoch. The staging directory .volga inside the directory holds the
-// epoch being written (current.parquet) and the prepared epochs
-// (epoch-<E:020d>.parquet).
+// epoch being written (current-<token>.parquet) and the prepared epochs
+// (epoch-<E:020d>-<token>.parquet; see stager.token).
 const (
 	dirPartPrefix  = "part-"
 	dirStagingName = ".volga"
@@ -276,7 +276,7 @@ func (p *ParquetDir) open() (err error) {
 	if err := p.mkdir(); err != nil {
 		return err
 	}
-	path := p.staged(currentName + parquetExt)
+	path := p.current(parquetExt)
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("sink: parquet %s: %v", p.path, r)
@@ -318,7 +318,7 @@ func (p *ParquetDir) dropCurrent() error {
 		return nil
 	}
 	err := p.closeWriter()
-	if rerr := os.Remove(p.staged(currentName + parquetExt)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+	if rerr := os.Remove(p.current(parquetExt)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 		err = errors.Join(err, fmt.Errorf("sink: %w", rerr))
 	}
 	if err != nil {
@@ -336,7 +336,7 @@ func (p *ParquetDir) roll() error {
 	if p.rolled >= 1e10 {
 		return fmt.Errorf("sink: parquet %s: too many files", p.path)
 	}
-	if err := os.Rename(p.staged(currentName+parquetExt), filepath.Join(p.path, dirRollName(p.rolled))); err != nil {
+	if err := os.Rename(p.current(parquetExt), filepath.Join(p.path, dirRollName(p.rolled))); err != nil {
 		return fmt.Errorf("sink: %w", err)
 	}
 	p.rolled++
@@ -449,8 +449,8 @@ func (p *ParquetDir) PrepareCommit(ctx context.Context, epoch uint64) (state []b
 			if err := p.closeWriter(); err != nil {
 				return nil, err
 			}
-			name := p.staged(epochFile(epoch, parquetExt))
-			if err := os.Rename(p.staged(currentName+parquetExt), name); err != nil {
+			name := p.epochStaged(epoch, p.tok(), parquetExt)
+			if err := os.Rename(p.current(parquetExt), name); err != nil {
 				return nil, fmt.Errorf("sink: %w", err)
 			}
 			if err := p.step("rename current"); err != nil {
@@ -466,7 +466,7 @@ func (p *ParquetDir) PrepareCommit(ctx context.Context, epoch uint64) (state []b
 			if err != nil {
 				return nil, fmt.Errorf("sink: %w", err)
 			}
-			p.prepared = append(p.prepared, pqPart{Epoch: epoch, Rows: rows, Size: fi.Size()})
+			p.prepared = append(p.prepared, pqPart{Epoch: epoch, Token: p.tok(), Rows: rows, Size: fi.Size()})
 		}
 	}
 	p.last, p.hasLast = epoch, true
@@ -494,7 +494,7 @@ func (p *ParquetDir) Commit(ctx context.Context, epoch uint64) (err error) {
 	n := 0
 	for n < len(p.prepared) && p.prepared[n].Epoch <= epoch {
 		part := p.prepared[n]
-		if err := os.Rename(p.staged(epochFile(part.Epoch, parquetExt)), filepath.Join(p.path, dirEpochName(part.Epoch))); err != nil {
+		if err := os.Rename(p.epochStaged(part.Epoch, part.Token, parquetExt), filepath.Join(p.path, dirEpochName(part.Epoch))); err != nil {
 			return fmt.Errorf("sink: %w", err)
 		}
 		n++
@@ -558,7 +558,7 @@ func (p *ParquetDir) recover(epoch uint64, state []byte) error {
 			}
 			continue
 		}
-		staged := p.staged(epochFile(part.Epoch, parquetExt))
+		staged := p.epochStaged(part.Epoch, part.Token, parquetExt)
 		fi, err := os.Stat(staged)
 		if errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("sink: recover %s: the output of epoch %d is lost (neither staged nor published)", p.path, part.Epoch)

@@ -141,9 +141,7 @@ func TestParquetDirCheckpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	files(dirEpochName(1), dirEpochName(2))
-	if _, err := os.Stat(filepath.Join(dir, dirStagingName, epochFile(4, parquetExt))); err != nil {
-		t.Fatalf("prepared epoch 4 not kept: %v", err)
-	}
+	stagedEpoch(t, filepath.Join(dir, dirStagingName), 4, parquetExt) // prepared epoch 4 kept
 	if _, err := os.Stat(filepath.Join(dir, "notes.txt")); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package sink
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,8 +17,8 @@ import (
 // rename into the target never crosses file systems.
 const (
 	stagingSuffix = ".volga"
-	currentName   = "current"  // rows of the epoch being written
-	epochPrefix   = "epoch-"   // epoch-<020d>[.parquet]: a prepared epoch
+	currentName   = "current"  // current-<token>[.parquet]: rows of the epoch being written
+	epochPrefix   = "epoch-"   // epoch-<020d>-<token>[.parquet]: a prepared epoch
 	tmpSuffix     = ".tmp"     // a file being built (Parquet final file)
 	parquetExt    = ".parquet" // suffix of Parquet parts
 	errPrefix     = "sink: "   // prefix of file-system errors
@@ -27,29 +29,14 @@ func stagingDir(path string) string {
 	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+stagingSuffix)
 }
 
-// epochFile returns the name of the staged output of epoch.
-func epochFile(epoch uint64, ext string) string {
-	return fmt.Sprintf("%s%020d%s", epochPrefix, epoch, ext)
-}
-
-// parseEpochFile returns the epoch of a staged file name.
-func parseEpochFile(name, ext string) (uint64, bool) {
-	s, ok := strings.CutPrefix(name, epochPrefix)
-	if !ok {
-		return 0, false
+// epochFile returns the name of the staged output of epoch written by the
+// sink instance with the given token (see stager.token); "" gives the
+// names of states written before tokens were.
+func epochFile(epoch uint64, token, ext string) string {
+	if token == "" {
+		return fmt.Sprintf("%s%020d%s", epochPrefix, epoch, ext)
 	}
-	s, ok = strings.CutSuffix(s, ext)
-	if !ok || len(s) != 20 {
-		return 0, false
-	}
-	var e uint64
-	for _, c := range []byte(s) {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		e = e*10 + uint64(c-'0')
-	}
-	return e, true
+	return fmt.Sprintf("%s%020d-%s%s", epochPrefix, epoch, token, ext)
 }
 
 // syncFile is (*os.File).Sync; crash tests, which simulate crashes rather
@@ -101,6 +88,38 @@ type stager struct {
 	// parentDirty: the directory of the target has an entry the sink
 	// relies on that is not yet synced (a target it created).
 	parentDirty bool
+	// token is random, made at the first staged file: it is part of the
+	// names of the files this instance stages (current-<token>,
+	// epoch-<E>-<token>), so that two instances writing one target at
+	// once never write each other's files. That happens when a consumer
+	// group member the group dropped still runs (a zombie: its
+	// checkpoints are refused, so it publishes nothing) while the
+	// partition's new owner writes the same epochs. The staged epochs a
+	// checkpoint lists carry their token, so Recover finds them in a
+	// later instance; files of other instances are removed by Recover and
+	// by the start of a run.
+	token string
+}
+
+// tok returns the instance's token, making it the first time.
+func (s *stager) tok() string {
+	if s.token == "" {
+		var b [6]byte
+		_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail
+		s.token = hex.EncodeToString(b[:])
+	}
+	return s.token
+}
+
+// current returns the path of the staging file of the open epoch.
+func (s *stager) current(ext string) string {
+	return s.staged(currentName + "-" + s.tok() + ext)
+}
+
+// epochStaged returns the path of the staged output of epoch written by
+// the instance with token.
+func (s *stager) epochStaged(epoch uint64, token, ext string) string {
+	return s.staged(epochFile(epoch, token, ext))
 }
 
 func (s *stager) step(name string) error {

@@ -21,10 +21,11 @@ var copyChunk = 1 << 20
 // textFile is the file target of a CSV or JSON-lines sink created by
 // CreateCSV or CreateJSONL. It is the io.Writer under the sink's buffer.
 //
-// Rows go to the staging file "current". Without checkpoints, Close
-// renames it over the target. With checkpoints, PrepareCommit(e) fsyncs it
-// and renames it to epoch-<e>; Commit(e) appends the staged files of
-// epochs <= e to the target in order, fsyncs the target and removes them.
+// Rows go to the staging file current-<token> (stager.token). Without
+// checkpoints, Close renames it over the target. With checkpoints,
+// PrepareCommit(e) fsyncs it and renames it to epoch-<e>-<token>;
+// Commit(e) appends the staged files of epochs <= e to the target in
+// order, fsyncs the target and removes them.
 // The state of epoch e records the target length holding exactly the
 // output of epochs <= e and, for every staged epoch, its offset in the
 // target, size and CRC-32C, so Recover can truncate the target to a known
@@ -58,7 +59,8 @@ type textState struct {
 // stagedText is one prepared, unpublished epoch.
 type stagedText struct {
 	Epoch uint64 `json:"epoch"`
-	Off   int64  `json:"off"` // where it goes in the target
+	Token string `json:"token,omitempty"` // of the instance that staged it (stager.token)
+	Off   int64  `json:"off"`             // where it goes in the target
 	Size  int64  `json:"size"`
 	CRC   uint32 `json:"crc"` // CRC-32C (Castagnoli)
 }
@@ -97,7 +99,7 @@ func (f *textFile) Write(p []byte) (int, error) {
 		if err := f.mkdir(); err != nil {
 			return 0, err
 		}
-		c, err := os.OpenFile(f.staged(currentName), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
+		c, err := os.OpenFile(f.current(""), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
 		if err != nil {
 			return 0, fmt.Errorf("sink: %w", err)
 		}
@@ -157,7 +159,7 @@ func (f *textFile) prepare(w *bufio.Writer, epoch uint64) ([]byte, error) {
 		if err := f.closeCurrent(); err != nil {
 			return nil, err
 		}
-		if err := os.Rename(f.staged(currentName), f.staged(epochFile(epoch, ""))); err != nil {
+		if err := os.Rename(f.current(""), f.epochStaged(epoch, f.tok(), "")); err != nil {
 			return nil, fmt.Errorf("sink: %w", err)
 		}
 		if err := f.step("rename current"); err != nil {
@@ -169,7 +171,7 @@ func (f *textFile) prepare(w *bufio.Writer, epoch uint64) ([]byte, error) {
 		if err := f.step("sync staging"); err != nil {
 			return nil, err
 		}
-		f.pending = append(f.pending, stagedText{Epoch: epoch, Off: f.length, Size: size, CRC: crc})
+		f.pending = append(f.pending, stagedText{Epoch: epoch, Token: f.tok(), Off: f.length, Size: size, CRC: crc})
 		f.length += size
 	}
 	f.ckpt, f.last, f.hasLast = true, epoch, true
@@ -200,7 +202,7 @@ func (f *textFile) publish(epoch uint64) error {
 	done := f.pending[:n]
 	f.pending = append([]stagedText(nil), f.pending[n:]...)
 	for _, s := range done {
-		if err := os.Remove(f.staged(epochFile(s.Epoch, ""))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(f.epochStaged(s.Epoch, s.Token, "")); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("sink: %w", err)
 		}
 		if err := f.step("remove staged"); err != nil {
@@ -235,7 +237,7 @@ func (f *textFile) appendStaged(s stagedText, size *int64) error {
 	if *size < s.Off {
 		return fmt.Errorf("sink: %s is %d bytes long, shorter than the %d bytes published before epoch %d", f.path, *size, s.Off, s.Epoch)
 	}
-	name := f.staged(epochFile(s.Epoch, ""))
+	name := f.epochStaged(s.Epoch, s.Token, "")
 	src, err := os.Open(name)
 	if err != nil {
 		return fmt.Errorf("sink: %w", err)
@@ -313,7 +315,7 @@ func (f *textFile) recover(epoch uint64, state []byte) error {
 			return fmt.Errorf("sink: recover %s: inconsistent state", f.path)
 		}
 		end = s.Off + s.Size
-		fi, err := os.Stat(f.staged(epochFile(s.Epoch, "")))
+		fi, err := os.Stat(f.epochStaged(s.Epoch, s.Token, ""))
 		switch {
 		case err == nil && fi.Size() == s.Size:
 			have[i] = true
@@ -373,7 +375,7 @@ func (f *textFile) close(w *bufio.Writer, failed error) error {
 		case f.cur != nil:
 			err = f.closeCurrent()
 			if err == nil {
-				err = f.renameOver(f.staged(currentName))
+				err = f.renameOver(f.current(""))
 			}
 			if err == nil {
 				err = f.step("rename current")
@@ -389,7 +391,7 @@ func (f *textFile) close(w *bufio.Writer, failed error) error {
 		if f.cur != nil {
 			err = f.cur.Close()
 			f.cur = nil
-			if rerr := os.Remove(f.staged(currentName)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			if rerr := os.Remove(f.current("")); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 				err = errors.Join(err, rerr)
 			}
 		}

@@ -240,7 +240,7 @@ func TestTextSinkRecoverErrors(t *testing.T) {
 	})
 	t.Run("staged file changed", func(t *testing.T) {
 		path, _, st2 := setup(t)
-		staged := filepath.Join(stagingDir(path), epochFile(2, ""))
+		staged := stagedEpoch(t, stagingDir(path), 2, "")
 		b, err := os.ReadFile(staged)
 		if err != nil {
 			t.Fatal(err)
@@ -255,7 +255,7 @@ func TestTextSinkRecoverErrors(t *testing.T) {
 	})
 	t.Run("staged file lost", func(t *testing.T) {
 		path, _, st2 := setup(t)
-		if err := os.Remove(filepath.Join(stagingDir(path), epochFile(2, ""))); err != nil {
+		if err := os.Remove(stagedEpoch(t, stagingDir(path), 2, "")); err != nil {
 			t.Fatal(err)
 		}
 		recoverErr(t, path, 2, st2, "lost")
