@@ -197,11 +197,11 @@ var errGroupRan = errors.New("volga: a group runs once; create it again to rerun
 // member looks itself up in the group's description (pipeline.Fencer), so
 // the new owner's checkpoints are never superseded by a stale one. The
 // first refused checkpoint stops the member's pipelines (without final
-// checkpoints); it then waits for the next generation and rejoins. The
-// fence covers checkpoints, not the sinks' staging: until its first
-// refused checkpoint the dropped member may stage (never publish) an
-// epoch's rows next to a partition's file sink, where the new owner
-// stages epochs of the same numbers.
+// checkpoints); it then waits for the next generation and rejoins. Until
+// then it may still stage rows next to a partition's shared file sink:
+// each sink instance stages under names of its own (sink package), so
+// the new owner publishes only its own epochs, and the dropped member,
+// its checkpoints refused, publishes none.
 type Group struct {
 	query    string
 	table    string
@@ -532,7 +532,7 @@ func (g *Group) runGeneration(ctx context.Context, gen *kafkago.Generation, buck
 	for _, p := range parts {
 		m, err := g.startPartition(ctx, gen, ended, p, bucket, finished)
 		if err != nil {
-			g.teardown(ctx, running)
+			g.teardown(ctx, gen, running)
 			return false, err
 		}
 		running = append(running, m)
@@ -548,18 +548,17 @@ func (g *Group) runGeneration(ctx context.Context, gen *kafkago.Generation, buck
 	case <-ctx.Done():
 	case m := <-finished:
 		switch {
-		case errors.Is(m.err, pipeline.ErrFenced):
-			// The group went on without this member: stop the other
-			// partitions too and wait for the next generation (kafka-go
-			// ends this one once it hears of it).
-			g.log.Warn("volga: the group went on without this member: stopping its partitions", "partition", m.part, "err", m.err)
 		case m.err == nil:
 			err = fmt.Errorf("volga: the pipeline of partition %d ended by itself", m.part)
+		case g.droppedBy(ctx, gen, m.err):
+			// Stop the other partitions too and wait for the next
+			// generation (kafka-go ends this one once it hears of it).
+			g.log.Warn("volga: the group went on without this member: stopping its partitions", "partition", m.part, "err", m.err)
 		default:
 			err = fmt.Errorf("volga: partition %d: %w", m.part, m.err)
 		}
 	}
-	if terr := g.teardown(ctx, running); err == nil {
+	if terr := g.teardown(ctx, gen, running); err == nil {
 		err = terr
 	}
 	if err == nil && ctx.Err() != nil {
@@ -646,12 +645,12 @@ func (g *Group) startPartition(ctx context.Context, gen *kafkago.Generation, end
 	return m, nil
 }
 
-// teardown stops the running pipelines, gracefully (final checkpoints)
-// unless ctx is done, and waits for them. A final checkpoint refused
-// because the group went on without this member (pipeline.ErrFenced) is
-// no failure: the partition's new owner resumes from the checkpoint
-// before it.
-func (g *Group) teardown(ctx context.Context, running []*member) error {
+// teardown stops the running pipelines of generation gen, gracefully
+// (final checkpoints) unless ctx is done, and waits for them. A failure
+// once the group went on without this member (a final checkpoint
+// refused: pipeline.ErrFenced) is no failure of the member: the
+// partition's new owner resumes from the checkpoint before it.
+func (g *Group) teardown(ctx context.Context, gen *kafkago.Generation, running []*member) error {
 	if ctx.Err() == nil {
 		for _, m := range running {
 			m.p.Stop()
@@ -660,7 +659,7 @@ func (g *Group) teardown(ctx context.Context, running []*member) error {
 	var err error
 	for _, m := range running {
 		<-m.done
-		if errors.Is(m.err, pipeline.ErrFenced) {
+		if m.err != nil && ctx.Err() == nil && g.droppedBy(ctx, gen, m.err) {
 			g.log.Warn("volga: the group went on without this member: the partition's final checkpoint was not written; its new owner resumes from the one before",
 				"partition", m.part, "err", m.err)
 			continue
@@ -763,6 +762,20 @@ func (s *partitionSource) Commit(ctx context.Context, pos []byte) error {
 	return s.gen.CommitOffsets(map[string]map[int]int64{s.topic: {s.part: off}})
 }
 
+// droppedBy reports whether err, a partition pipeline's failure, is that
+// of a member the group went on without: a checkpoint refused by the
+// fence (pipeline.ErrFenced), or any failure once the member is no
+// longer in the group (the new owner may have removed the files this
+// member staged next to a shared file sink, say). Such a failure ends
+// the member's part in gen, not the member.
+func (g *Group) droppedBy(ctx context.Context, gen *kafkago.Generation, err error) bool {
+	return errors.Is(err, pipeline.ErrFenced) || errors.Is(g.stillMember(ctx, gen), errNotMember)
+}
+
+// errNotMember is stillMember's answer when the group's description does
+// not list the member.
+var errNotMember = errors.New("the group went on without this member")
+
 // stillMember asks the group's coordinator whether this member is still
 // in the group, from the group's description (DescribeGroups): a member
 // of generation gen is listed until it leaves, rejoins (which this
@@ -792,7 +805,7 @@ func (g *Group) stillMember(ctx context.Context, gen *kafkago.Generation) error 
 			}
 		}
 	}
-	return fmt.Errorf("group %q went on without member %s of generation %d", id, gen.MemberID, gen.ID)
+	return fmt.Errorf("group %q, member %s of generation %d: %w", id, gen.MemberID, gen.ID, errNotMember)
 }
 
 // advertiser is a group balancer that publishes the member's address in

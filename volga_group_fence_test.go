@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/volga-go/volga"
+	"github.com/volga-go/volga/sink"
 	"github.com/volga-go/volga/source/kafka"
 )
 
@@ -126,6 +127,7 @@ func TestGroupZombieFenced(t *testing.T) {
 	ckDir := t.TempDir()
 	ckURL := "file://" + filepath.ToSlash(ckDir)
 	watch := watchManifests(t, ckDir)
+	outDir := t.TempDir()
 	cfg := func(name string) volga.GroupConfig {
 		return volga.GroupConfig{
 			Source: kafka.Config{Brokers: addrs, Topic: "tx", GroupID: "zombie", Schema: groupSchema, TimeField: "ts",
@@ -133,6 +135,7 @@ func TestGroupZombieFenced(t *testing.T) {
 			CheckpointURL:      ckURL,
 			CheckpointInterval: 300 * time.Millisecond,
 			Advertise:          name,
+			Sink:               func(p int) (sink.Sink, error) { return sink.CreateCSV(partFile(outDir, p)) },
 			RebalanceTimeout:   5 * time.Second,
 		}
 	}
@@ -261,15 +264,29 @@ func TestGroupZombieFenced(t *testing.T) {
 		paused.Format(time.StampMilli), took.Sub(paused).Seconds(), releasedAt.Sub(paused).Seconds(), back.Sub(paused).Seconds(), rejoined.Sub(paused).Seconds(), len(ids), seen, late)
 
 	// A fresh member restores both partitions from the latest
-	// checkpoints, which the zombie left whole.
+	// checkpoints, which the zombie left whole, and reads the rest.
+	produceGroup(t, addrs, "tx", 700, 800, &kafkago.Murmur2Balancer{}, volga.JSONKey)
 	var cLog checkpointLog
 	restarted := time.Now()
 	m := startGroup(t, groupQuery, cfg("c"), volga.WithOnCheckpoint(cLog.add))
-	groupWaitFor(t, "a fresh member to restore both partitions and checkpoint them", 20*time.Second, func() bool {
-		return len(m.g.Owned()) == 2 && cLog.since(restarted) >= 2
+	groupWaitFor(t, "a fresh member to restore both partitions and publish every row", 20*time.Second, func() bool {
+		return len(m.g.Owned()) == 2 && cLog.since(restarted) >= 2 && len(outputs(t, outDir, 2)) >= 800
 	})
 	m.g.Stop()
 	if err := m.wait(t); err != nil {
 		t.Fatalf("the fresh member's Run: %v", err)
+	}
+	// The partition files, written by the three members in turn (the
+	// dropped one staging rows beside the new owner while paused), hold
+	// the single-instance output: every row once.
+	got := outputs(t, outDir, 2)
+	want := referenceRun(t, addrs, "tx", filepath.Join(t.TempDir(), "reference.csv"))
+	slices.Sort(got)
+	slices.Sort(want)
+	if len(want) != 800 {
+		t.Fatalf("the single-instance run has %d rows, want 800", len(want))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the partition files hold %d rows, not the %d of the single-instance run", len(got), len(want))
 	}
 }
