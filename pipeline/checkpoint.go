@@ -747,9 +747,12 @@ func (r *runner) checkpointReady(ctx context.Context) error {
 // the source position a checkpoint records, before the checkpoint
 // changes anything in the bucket and again just before its manifest is
 // written (statestore.Pending.CommitFenced), from a goroutine other than
-// the reader's. An error refuses the checkpoint and ends the run with an
-// error wrapping ErrFenced: another run owns the checkpoints, and going
-// on would only stage output that nobody publishes.
+// the reader's, and, when the run has a transactional sink, once more
+// before the sink publishes the checkpoint's output (a refusal there
+// leaves the publication to the new owner, which restores that
+// checkpoint). An error ends the run with an error wrapping ErrFenced:
+// another run owns the checkpoints, and going on would only stage
+// output that nobody publishes.
 type Fencer interface {
 	Fence(ctx context.Context, pos []byte) error
 }
@@ -757,6 +760,27 @@ type Fencer interface {
 // ErrFenced marks a checkpoint refused by its source's Fence: another
 // writer owns the checkpoints now.
 var ErrFenced = errors.New("volga: checkpoint refused: the source no longer owns the checkpoints")
+
+// fenceOutput asks a Fencer source once more before transactional sinks
+// publish checkpoint res's output: a run that lost the checkpoints since
+// the manifest was written (paused in between) leaves the publication to
+// the new owner, which restored that checkpoint and publishes what it
+// lists as staged.
+func (r *runner) fenceOutput(ctx context.Context, res uploadResult) error {
+	f, ok := r.src.(Fencer)
+	if !ok {
+		return nil
+	}
+	_, out := r.out.(sink.Committer)
+	_, late := r.opt.Late.(sink.Committer)
+	if !out && !late {
+		return nil
+	}
+	if err := f.Fence(ctx, res.pos); err != nil {
+		return fmt.Errorf("volga: checkpoint %d: publishing the sinks' output: %w: %w", res.epoch, ErrFenced, err)
+	}
+	return nil
+}
 
 // finishCheckpoint runs on the merger's goroutine with the result of an
 // upload: on success the sink publishes the epoch and a committing source
@@ -777,6 +801,9 @@ func (r *runner) finishCheckpoint(ctx context.Context, res uploadResult) error {
 		r.stats.checkpointFailures.Add(1)
 		cr.log.LogAttrs(ctx, slog.LevelError, "volga: checkpoint failed", slog.Uint64("epoch", res.epoch), slog.Any("error", res.err))
 		return nil
+	}
+	if err := r.fenceOutput(ctx, res); err != nil {
+		return err
 	}
 	if c, ok := r.out.(sink.Committer); ok {
 		if err := c.Commit(ctx, res.epoch); err != nil {

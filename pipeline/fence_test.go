@@ -1,8 +1,11 @@
 package pipeline_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,9 +28,10 @@ import (
 // the group handed the partition to another member.
 type fencedSource struct {
 	*source.Memory
-	refuse atomic.Bool
-	asked  atomic.Int64 // Fence calls
-	pos    atomic.Int64 // the calls with a position
+	refuse   atomic.Bool
+	refuseAt int64        // when not 0, the call refused (and those after it)
+	asked    atomic.Int64 // Fence calls
+	pos      atomic.Int64 // the calls with a position
 }
 
 var errOtherOwner = errors.New("another member owns the partition")
@@ -38,11 +42,11 @@ func (s *fencedSource) Read(ctx context.Context) (arrow.RecordBatch, error) {
 }
 
 func (s *fencedSource) Fence(_ context.Context, pos []byte) error {
-	s.asked.Add(1)
+	n := s.asked.Add(1)
 	if pos != nil {
 		s.pos.Add(1)
 	}
-	if s.refuse.Load() {
+	if s.refuse.Load() || s.refuseAt > 0 && n >= s.refuseAt {
 		return errOtherOwner
 	}
 	return nil
@@ -135,6 +139,70 @@ func TestFencedCheckpoints(t *testing.T) {
 		}
 		if _, err := statestore.NewCheckpointer(bucket).Latest(context.Background()); !errors.Is(err, statestore.ErrNoCheckpoint) {
 			t.Fatalf("Latest after a refused final checkpoint: %v, want ErrNoCheckpoint", err)
+		}
+	})
+	// With a transactional sink the fence is asked a third time, before
+	// the sink publishes: refused there, the checkpoint stands but its
+	// output stays staged, and a run restoring it (the new owner)
+	// publishes it, so the file ends as a run without checkpoints writes
+	// it.
+	t.Run("publish", func(t *testing.T) {
+		dir := t.TempDir()
+		ref := filepath.Join(dir, "ref.csv")
+		plain, err := sink.CreateCSV(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := []volga.Option{volga.WithMode(volga.Streaming), volga.WithMaxOutOfOrder(time.Second)}
+		p, err := volga.SQL(ckQuery, append(opts, volga.WithSource("events", source.NewMemory(tab.Schema, batches...)), volga.WithSink(plain))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		bucket := memblob.OpenBucket(nil)
+		defer bucket.Close()
+		out := filepath.Join(dir, "out.csv")
+		src := &fencedSource{Memory: source.NewMemory(tab.Schema, batches...), refuseAt: 3 * 3}
+		var n atomic.Int64
+		csv, err := sink.CreateCSV(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err = volga.SQL(ckQuery, append(opts, volga.WithSource("events", src), volga.WithSink(csv),
+			volga.WithCheckpointBucket(bucket, 20*time.Millisecond), volga.WithOnCheckpoint(func(volga.CheckpointInfo) { n.Add(1) }))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = p.Run(context.Background())
+		if !errors.Is(err, pipeline.ErrFenced) || !errors.Is(err, errOtherOwner) {
+			t.Fatalf("Run: %v, want an error wrapping pipeline.ErrFenced and the source's", err)
+		}
+		if n.Load() != 2 || src.asked.Load() != 9 {
+			t.Fatalf("%d checkpoints completed, Fence asked %d times; want 2 and 9", n.Load(), src.asked.Load())
+		}
+		m, err := statestore.NewCheckpointer(bucket).Latest(context.Background())
+		if err != nil || m.Epoch != 3 {
+			t.Fatalf("latest checkpoint: %v, %v; want epoch 3, written before the refused publication", m, err)
+		}
+		// The new owner: the same bucket and file, the whole input.
+		csv, err = sink.CreateCSV(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err = volga.SQL(ckQuery, append(opts, volga.WithSource("events", source.NewMemory(tab.Schema, batches...)), volga.WithSink(csv),
+			volga.WithCheckpointBucket(bucket, 20*time.Millisecond))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := os.ReadFile(out)
+		want, _ := os.ReadFile(ref)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("the output after the refused publication and a restore differs:\n%s", lineDiff(got, want))
 		}
 	})
 }
