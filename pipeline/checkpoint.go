@@ -45,7 +45,10 @@ import (
 // and row pages wait); the manifest is written last. The output stands
 // still only for a task's step at the barrier and each slice of writing
 // (CheckpointInfo.Stall). Only then is the sink told to publish the
-// epoch's output and a committing source (Kafka) to commit the position.
+// epoch's output and a committing source (Kafka) to commit the position,
+// on a goroutine of its own (a slow commit holds nothing back; only the
+// newest position waiting is committed, and the last one before Run
+// returns).
 //
 // A run started with a bucket that holds a complete checkpoint resumes
 // from the latest one: the store and every operator's state are
@@ -183,6 +186,88 @@ type checkpointRun struct {
 	// waits for it (a run that fails or is cancelled may end while an
 	// upload is still going).
 	uploads sync.WaitGroup
+	// commits hands checkpoint positions to a committing source, under
+	// runCtx, the context of the whole run (the goroutines' ends with
+	// them, and the last position is committed after they ended).
+	commits posCommitter
+	runCtx  context.Context
+}
+
+// positionCommitter is a source that stores the position of each
+// completed checkpoint elsewhere, for monitoring (Kafka: the group's
+// offsets).
+type positionCommitter interface {
+	Commit(ctx context.Context, pos []byte) error
+}
+
+// posCommitter commits checkpoint positions on a goroutine of its own,
+// the newest waiting one only: a commit slow to answer (a Kafka
+// coordinator timing out) would otherwise hold the merger, and with it
+// the output, back. wait commits the last position and ends it, before
+// the run returns.
+type posCommitter struct {
+	mu      sync.Mutex
+	pos     []byte // newest position not yet handed to the source
+	epoch   uint64 // its checkpoint
+	started bool
+	closed  bool
+	wake    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// commit hands the position of checkpoint epoch to c; the first call
+// starts the goroutine, which commits under ctx and logs failures.
+func (pc *posCommitter) commit(ctx context.Context, c positionCommitter, log *slog.Logger, epoch uint64, pos []byte) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.closed {
+		return
+	}
+	pc.pos, pc.epoch = pos, epoch
+	if !pc.started {
+		pc.started = true
+		pc.wake = make(chan struct{}, 1)
+		pc.wg.Go(func() { pc.loop(ctx, c, log) })
+	}
+	select {
+	case pc.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (pc *posCommitter) loop(ctx context.Context, c positionCommitter, log *slog.Logger) {
+	for range pc.wake {
+		pc.mu.Lock()
+		pos, epoch, closed := pc.pos, pc.epoch, pc.closed
+		pc.pos = nil
+		pc.mu.Unlock()
+		if pos != nil && ctx.Err() == nil {
+			if err := c.Commit(ctx, pos); err != nil && ctx.Err() == nil {
+				log.LogAttrs(ctx, slog.LevelWarn, "volga: committing the source position failed", slog.Uint64("epoch", epoch), slog.Any("error", err))
+			}
+		}
+		if closed {
+			return
+		}
+	}
+}
+
+// wait commits the position still waiting, if any, and ends the
+// goroutine.
+func (pc *posCommitter) wait() {
+	pc.mu.Lock()
+	if !pc.started || pc.closed {
+		pc.closed = true
+		pc.mu.Unlock()
+		return
+	}
+	pc.closed = true
+	select {
+	case pc.wake <- struct{}{}:
+	default:
+	}
+	pc.mu.Unlock()
+	pc.wg.Wait()
 }
 
 type inflight struct {
@@ -226,7 +311,7 @@ func (r *runner) openCheckpoints(ctx context.Context) error {
 		cfg.Retain = defaultRetain
 	}
 	log := r.opt.Logger.With(slog.String("pipeline", r.opt.Name))
-	cr := &checkpointRun{cfg: cfg, log: log, done: make(chan uploadResult, 1), ready: make(chan struct{}, 1)}
+	cr := &checkpointRun{cfg: cfg, log: log, done: make(chan uploadResult, 1), ready: make(chan struct{}, 1), runCtx: ctx}
 	opts := []statestore.CheckpointOption{statestore.WithRetain(cfg.Retain), statestore.WithLogger(log)}
 	if cfg.Prefix != "" {
 		opts = append(opts, statestore.WithPrefix(cfg.Prefix))
@@ -305,10 +390,11 @@ func (cr *checkpointRun) openDir(dir string) error {
 	return nil
 }
 
-// close waits for an upload still running, closes the store and removes
-// a temporary directory.
+// close waits for an upload and a position commit still running, closes
+// the store and removes a temporary directory.
 func (cr *checkpointRun) close() error {
 	cr.uploads.Wait()
+	cr.commits.wait()
 	var err error
 	if cr.db != nil {
 		err = cr.db.Close()
@@ -815,12 +901,8 @@ func (r *runner) finishCheckpoint(ctx context.Context, res uploadResult) error {
 			return &operatorError{op: "sink", err: fmt.Errorf("volga: checkpoint %d: publishing the late-row sink's output: %w", res.epoch, err)}
 		}
 	}
-	if c, ok := r.src.(interface {
-		Commit(ctx context.Context, pos []byte) error
-	}); ok && res.pos != nil {
-		if err := c.Commit(ctx, res.pos); err != nil && ctx.Err() == nil {
-			cr.log.LogAttrs(ctx, slog.LevelWarn, "volga: committing the source position failed", slog.Uint64("epoch", res.epoch), slog.Any("error", err))
-		}
+	if c, ok := r.src.(positionCommitter); ok && res.pos != nil {
+		cr.commits.commit(cr.runCtx, c, cr.log, res.epoch, res.pos)
 	}
 	info := CheckpointInfo{Epoch: res.epoch, ID: res.manifest.ID, Kind: res.manifest.Kind, Bytes: res.manifest.Bytes(),
 		Duration: res.written.Sub(res.started), Stall: res.stall, Final: res.final}
