@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"gocloud.dev/blob"
 	"gocloud.dev/blob/memblob"
 
 	"github.com/volga-go/volga"
@@ -54,6 +55,23 @@ func (s *fencedSource) Fence(_ context.Context, pos []byte) error {
 
 var _ pipeline.Fencer = (*fencedSource)(nil)
 
+// runFenced runs ckQuery in streaming mode over src into out, with
+// checkpoints to bucket every interval, and checks that the run ends with
+// an error wrapping pipeline.ErrFenced and the source's.
+func runFenced(t *testing.T, src *fencedSource, out sink.Sink, bucket *blob.Bucket, interval time.Duration, onCkpt func(volga.CheckpointInfo)) {
+	t.Helper()
+	p, err := volga.SQL(ckQuery, volga.WithSource("events", src), volga.WithSink(out),
+		volga.WithMode(volga.Streaming), volga.WithMaxOutOfOrder(time.Second),
+		volga.WithCheckpointBucket(bucket, interval), volga.WithOnCheckpoint(onCkpt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.Run(context.Background())
+	if !errors.Is(err, pipeline.ErrFenced) || !errors.Is(err, errOtherOwner) {
+		t.Fatalf("Run: %v, want an error wrapping pipeline.ErrFenced and the source's", err)
+	}
+}
+
 // TestFencedCheckpoints: a source that refuses a periodic checkpoint ends
 // the run with an error wrapping pipeline.ErrFenced and the source's, and
 // the bucket's latest checkpoint stays the last one the source agreed to;
@@ -88,16 +106,7 @@ func TestFencedCheckpoints(t *testing.T) {
 				src.refuse.Store(true)
 			}
 		}
-		p, err := volga.SQL(ckQuery, volga.WithSource("events", src), volga.WithSink(discard()),
-			volga.WithMode(volga.Streaming), volga.WithMaxOutOfOrder(time.Second),
-			volga.WithCheckpointBucket(bucket, 20*time.Millisecond), volga.WithOnCheckpoint(onCkpt))
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = p.Run(context.Background())
-		if !errors.Is(err, pipeline.ErrFenced) || !errors.Is(err, errOtherOwner) {
-			t.Fatalf("Run: %v, want an error wrapping pipeline.ErrFenced and the source's", err)
-		}
+		runFenced(t, src, discard(), bucket, 20*time.Millisecond, onCkpt)
 		mu.Lock()
 		defer mu.Unlock()
 		if len(done) != 3 {
@@ -124,16 +133,7 @@ func TestFencedCheckpoints(t *testing.T) {
 		src := &fencedSource{Memory: source.NewMemory(tab.Schema, batches...)}
 		src.refuse.Store(true)
 		var n atomic.Int64
-		p, err := volga.SQL(ckQuery, volga.WithSource("events", src), volga.WithSink(discard()),
-			volga.WithMode(volga.Streaming), volga.WithMaxOutOfOrder(time.Second),
-			volga.WithCheckpointBucket(bucket, time.Hour), volga.WithOnCheckpoint(func(volga.CheckpointInfo) { n.Add(1) }))
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = p.Run(context.Background())
-		if !errors.Is(err, pipeline.ErrFenced) || !errors.Is(err, errOtherOwner) {
-			t.Fatalf("Run: %v, want an error wrapping pipeline.ErrFenced and the source's", err)
-		}
+		runFenced(t, src, discard(), bucket, time.Hour, func(volga.CheckpointInfo) { n.Add(1) })
 		if n.Load() != 0 || src.asked.Load() != 1 {
 			t.Fatalf("%d checkpoints completed and Fence asked %d times, want 0 and 1", n.Load(), src.asked.Load())
 		}
@@ -170,15 +170,7 @@ func TestFencedCheckpoints(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err = volga.SQL(ckQuery, append(opts, volga.WithSource("events", src), volga.WithSink(csv),
-			volga.WithCheckpointBucket(bucket, 20*time.Millisecond), volga.WithOnCheckpoint(func(volga.CheckpointInfo) { n.Add(1) }))...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = p.Run(context.Background())
-		if !errors.Is(err, pipeline.ErrFenced) || !errors.Is(err, errOtherOwner) {
-			t.Fatalf("Run: %v, want an error wrapping pipeline.ErrFenced and the source's", err)
-		}
+		runFenced(t, src, csv, bucket, 20*time.Millisecond, func(volga.CheckpointInfo) { n.Add(1) })
 		if n.Load() != 2 || src.asked.Load() != 9 {
 			t.Fatalf("%d checkpoints completed, Fence asked %d times; want 2 and 9", n.Load(), src.asked.Load())
 		}
