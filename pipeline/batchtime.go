@@ -295,11 +295,16 @@ var batchReleaseRows = 1 << 16
 // 18.2-19.0 (user CPU 24.4 against 30.3 s) for 3.5-3.8 GB of peak RSS
 // against 3.1-3.2; 8 rows a key 15.7-16.2 s; 12 rows a key only once the
 // keys held 32 rows (a third of the run) 16.2-17.9 s (2026-11-30).
+//
+// The wait for per-value windows stops at perValueRows rows a task (about
+// 250 MB of rows and results waiting, at ml-3's 250 bytes a row): with a
+// million keys a task, 12 rows a key would be gigabytes.
 const (
 	releaseSmall    = 3
 	releaseLarge    = 4
 	releasePerValue = 12
 	largeState      = 32
+	perValueRows    = 1 << 20
 )
 
 // releasePerKey returns the rows per key a task lets wait, given the
@@ -338,7 +343,7 @@ func (r *runner) deferRelease(op operator, wm int64) bool {
 		return true
 	}
 	if b.PerValueState() {
-		return rows < releasePerKey(0, true)*keys
+		return rows < min(releasePerKey(0, true)*keys, perValueRows)
 	}
 	// Only now the sample: most watermarks find too few rows waiting.
 	return rows < releasePerKey(b.RetainedPerKey(), false)*keys

@@ -28,8 +28,8 @@ func (f *fakeBacklog) RetainedPerKey() float64 {
 // TestDeferRelease checks when a window task of a batch run lets rows
 // wait at a watermark: below batchReleaseRows, below releaseSmall rows a
 // key, below releaseLarge rows a key once keys hold largeState rows, and
-// below releasePerValue rows a key when a window keeps an entry per
-// distinct value (without sampling the keys);
+// below releasePerValue rows a key (at most perValueRows in all) when a
+// window keeps an entry per distinct value (without sampling the keys);
 // never in a stream, at the end, or for an operator that tells no
 // backlog.
 func TestDeferRelease(t *testing.T) {
@@ -50,9 +50,11 @@ func TestDeferRelease(t *testing.T) {
 		{"small state", batch, 1, &fakeBacklog{rows: releaseSmall * keys, keys: keys, retained: largeState - 0.5}, false, true},
 		{"large state", batch, 1, &fakeBacklog{rows: releaseSmall * keys, keys: keys, retained: largeState}, true, true},
 		{"large state, enough", batch, 1, &fakeBacklog{rows: releaseLarge * keys, keys: keys, retained: 1000}, false, true},
-		{"per value", batch, 1, &fakeBacklog{rows: releasePerValue*keys - 1, keys: keys, retained: 1, perValue: true}, true, false},
-		{"per value, enough", batch, 1, &fakeBacklog{rows: releasePerValue * keys, keys: keys, retained: 1, perValue: true}, false, false},
+		{"per value", batch, 1, &fakeBacklog{rows: releasePerValue*keys/2 - 1, keys: keys / 2, retained: 1, perValue: true}, true, false},
+		{"per value, enough", batch, 1, &fakeBacklog{rows: releasePerValue * keys / 2, keys: keys / 2, retained: 1, perValue: true}, false, false},
 		{"per value, few rows", batch, 1, &fakeBacklog{rows: releaseSmall*keys - 1, keys: keys, perValue: true}, true, false},
+		{"per value, many keys", batch, 1, &fakeBacklog{rows: perValueRows, keys: 200_000, perValue: true}, false, false},
+		{"per value, many keys, fewer rows", batch, 1, &fakeBacklog{rows: perValueRows - 1, keys: 200_000, perValue: true}, true, false},
 		{"end", batch, watermark.End, &fakeBacklog{rows: 1, keys: keys, retained: 1000}, false, false},
 		{"stream", stream, 1, &fakeBacklog{rows: 1, keys: keys, retained: 1000}, false, false},
 	} {
