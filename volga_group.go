@@ -718,7 +718,18 @@ type partitionSource struct {
 // handed to another member, which writes its checkpoints now: the paused
 // member, running again, writes none over them, and its pipelines stop
 // at the first refused checkpoint.
-func (s *partitionSource) Fence(ctx context.Context, _ []byte) error { return s.fence(ctx) }
+//
+// A member the group's description does not list is refused with
+// pipeline.ErrFenced (its pipeline ends); one whose membership could not
+// be read (the coordinator did not answer) has the checkpoint refused
+// and goes on.
+func (s *partitionSource) Fence(ctx context.Context, _ []byte) error {
+	err := s.fence(ctx)
+	if errors.Is(err, errNotMember) {
+		return fmt.Errorf("%w: %w", pipeline.ErrFenced, err)
+	}
+	return err
+}
 
 func (s *partitionSource) Schema() *arrow.Schema { return s.src.Schema() }
 

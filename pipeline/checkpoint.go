@@ -799,7 +799,7 @@ func (r *runner) checkpointReady(ctx context.Context) error {
 	if f, ok := r.src.(Fencer); ok {
 		fence = func(ctx context.Context) error {
 			if err := f.Fence(ctx, pos); err != nil {
-				return fmt.Errorf("%w: %w", ErrFenced, err)
+				return fmt.Errorf("fence: %w", err)
 			}
 			return nil
 		}
@@ -834,17 +834,22 @@ func (r *runner) checkpointReady(ctx context.Context) error {
 // changes anything in the bucket and again just before its manifest is
 // written (statestore.Pending.CommitFenced), from a goroutine other than
 // the reader's, and, when the run has a transactional sink, once more
-// before the sink publishes the checkpoint's output (a refusal there
-// leaves the publication to the new owner, which restores that
-// checkpoint). An error ends the run with an error wrapping ErrFenced:
-// another run owns the checkpoints, and going on would only stage
-// output that nobody publishes.
+// before the sink publishes the checkpoint's output. An error wrapping
+// ErrFenced says that another run owns the checkpoints: the checkpoint
+// is refused and the run ends with that error (going on would only stage
+// output that nobody publishes; a refusal before the publication leaves
+// it to the new owner, which restores that checkpoint). Any other error
+// says that ownership could not be confirmed (the coordinator did not
+// answer): the checkpoint is refused, counted as failed, and the run
+// goes on (a publication refused so is made by the next checkpoint's;
+// at the end of the input the run fails, its output staged until a
+// restart).
 type Fencer interface {
 	Fence(ctx context.Context, pos []byte) error
 }
 
-// ErrFenced marks a checkpoint refused by its source's Fence: another
-// writer owns the checkpoints now.
+// ErrFenced marks a checkpoint refused by its source's Fence because
+// another run owns the checkpoints now (see Fencer).
 var ErrFenced = errors.New("volga: checkpoint refused: the source no longer owns the checkpoints")
 
 // fenceOutput asks a Fencer source once more before transactional sinks
@@ -852,20 +857,27 @@ var ErrFenced = errors.New("volga: checkpoint refused: the source no longer owns
 // the manifest was written (paused in between) leaves the publication to
 // the new owner, which restored that checkpoint and publishes what it
 // lists as staged.
-func (r *runner) fenceOutput(ctx context.Context, res uploadResult) error {
+// It reports whether to publish; an error ends the run.
+func (r *runner) fenceOutput(ctx context.Context, res uploadResult) (bool, error) {
 	f, ok := r.src.(Fencer)
 	if !ok {
-		return nil
+		return true, nil
 	}
 	_, out := r.out.(sink.Committer)
 	_, late := r.opt.Late.(sink.Committer)
 	if !out && !late {
-		return nil
+		return true, nil
 	}
-	if err := f.Fence(ctx, res.pos); err != nil {
-		return fmt.Errorf("volga: checkpoint %d: publishing the sinks' output: %w: %w", res.epoch, ErrFenced, err)
+	err := f.Fence(ctx, res.pos)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ErrFenced) || res.final:
+		return false, fmt.Errorf("volga: checkpoint %d: publishing the sinks' output: fence: %w", res.epoch, err)
 	}
-	return nil
+	r.ck.log.LogAttrs(ctx, slog.LevelWarn, "volga: ownership of the checkpoints not confirmed: the sinks publish this checkpoint's output with the next one's",
+		slog.Uint64("epoch", res.epoch), slog.Any("error", err))
+	return false, nil
 }
 
 // finishCheckpoint runs on the merger's goroutine with the result of an
@@ -888,15 +900,16 @@ func (r *runner) finishCheckpoint(ctx context.Context, res uploadResult) error {
 		cr.log.LogAttrs(ctx, slog.LevelError, "volga: checkpoint failed", slog.Uint64("epoch", res.epoch), slog.Any("error", res.err))
 		return nil
 	}
-	if err := r.fenceOutput(ctx, res); err != nil {
+	publish, err := r.fenceOutput(ctx, res)
+	if err != nil {
 		return err
 	}
-	if c, ok := r.out.(sink.Committer); ok {
+	if c, ok := r.out.(sink.Committer); ok && publish {
 		if err := c.Commit(ctx, res.epoch); err != nil {
 			return &operatorError{op: "sink", err: fmt.Errorf("volga: checkpoint %d: publishing the sink's output: %w", res.epoch, err)}
 		}
 	}
-	if c, ok := r.opt.Late.(sink.Committer); ok {
+	if c, ok := r.opt.Late.(sink.Committer); ok && publish {
 		if err := c.Commit(ctx, res.epoch); err != nil {
 			return &operatorError{op: "sink", err: fmt.Errorf("volga: checkpoint %d: publishing the late-row sink's output: %w", res.epoch, err)}
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -30,12 +31,18 @@ import (
 type fencedSource struct {
 	*source.Memory
 	refuse   atomic.Bool
-	refuseAt int64        // when not 0, the call refused (and those after it)
-	asked    atomic.Int64 // Fence calls
-	pos      atomic.Int64 // the calls with a position
+	refuseAt int64          // when not 0, the call refused (and those after it)
+	unsure   map[int64]bool // calls answered errNoAnswer
+	asked    atomic.Int64   // Fence calls
+	pos      atomic.Int64   // the calls with a position
 }
 
-var errOtherOwner = errors.New("another member owns the partition")
+// errOtherOwner is the refusal of a source whose checkpoints another run
+// owns; errNoAnswer that of one that could not tell.
+var (
+	errOtherOwner = fmt.Errorf("another member owns the partition: %w", pipeline.ErrFenced)
+	errNoAnswer   = errors.New("the coordinator did not answer")
+)
 
 func (s *fencedSource) Read(ctx context.Context) (arrow.RecordBatch, error) {
 	time.Sleep(2 * time.Millisecond)
@@ -49,6 +56,9 @@ func (s *fencedSource) Fence(_ context.Context, pos []byte) error {
 	}
 	if s.refuse.Load() || s.refuseAt > 0 && n >= s.refuseAt {
 		return errOtherOwner
+	}
+	if s.unsure[n] {
+		return errNoAnswer
 	}
 	return nil
 }
@@ -195,6 +205,52 @@ func TestFencedCheckpoints(t *testing.T) {
 		want, _ := os.ReadFile(ref)
 		if !bytes.Equal(got, want) {
 			t.Fatalf("the output after the refused publication and a restore differs:\n%s", lineDiff(got, want))
+		}
+	})
+	// A fence that cannot tell refuses the checkpoint it is asked for,
+	// or its publication, and the run goes on: the next checkpoint
+	// publishes what that one did not, and the file ends as a run
+	// without checkpoints writes it.
+	t.Run("unsure", func(t *testing.T) {
+		dir := t.TempDir()
+		ref := filepath.Join(dir, "ref.csv")
+		plain, err := sink.CreateCSV(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := []volga.Option{volga.WithMode(volga.Streaming), volga.WithMaxOutOfOrder(time.Second)}
+		p, err := volga.SQL(ckQuery, append(opts, volga.WithSource("events", source.NewMemory(tab.Schema, batches...)), volga.WithSink(plain))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "out.csv")
+		csv, err := sink.CreateCSV(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The first checkpoint's publication and the second checkpoint
+		// (its first question) are refused.
+		src := &fencedSource{Memory: source.NewMemory(tab.Schema, batches...), unsure: map[int64]bool{3: true, 4: true}}
+		var n atomic.Int64
+		p, err = volga.SQL(ckQuery, append(opts, volga.WithSource("events", src), volga.WithSink(csv),
+			volga.WithCheckpointBucket(memblob.OpenBucket(nil), 20*time.Millisecond), volga.WithOnCheckpoint(func(volga.CheckpointInfo) { n.Add(1) }))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Run(context.Background()); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		st := p.Stats()
+		if st.CheckpointFailures != 1 || n.Load() < 2 || st.Checkpoints != n.Load() {
+			t.Fatalf("%d checkpoints completed (%d in the stats), %d failed; want at least 2 and 1", n.Load(), st.Checkpoints, st.CheckpointFailures)
+		}
+		got, _ := os.ReadFile(out)
+		want, _ := os.ReadFile(ref)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("the output differs from a run without checkpoints:\n%s", lineDiff(got, want))
 		}
 	})
 }

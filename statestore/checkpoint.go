@@ -371,7 +371,7 @@ func (p *Pending) commit(ctx context.Context, parts map[string][]byte, fence fun
 	}
 	if fence != nil {
 		if err := fence(ctx); err != nil {
-			return nil, fmt.Errorf("fenced: %w", err)
+			return nil, fmt.Errorf("refused by the fence: %w", err)
 		}
 	}
 	if err := c.supersede(ctx, p.epoch); err != nil {
@@ -425,7 +425,7 @@ func (p *Pending) commit(ctx context.Context, parts map[string][]byte, fence fun
 	}
 	if fence != nil {
 		if err := fence(ctx); err != nil {
-			return nil, fmt.Errorf("fenced before the manifest: %w", err)
+			return nil, fmt.Errorf("refused by the fence before the manifest: %w", err)
 		}
 	}
 	if _, err := c.put(ctx, epochDir(p.epoch)+manifestName, func(w io.Writer) error {
