@@ -1363,7 +1363,7 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 // the watermark all tasks have passed.
 func (r *runner) merge(ctx context.Context, in chan msg, n int) (err error) {
 	defer func() {
-		if cerr := r.closeSinks(); err == nil {
+		if cerr := r.closeSinks(errors.Is(err, ErrFenced)); err == nil {
 			err = cerr
 		}
 	}()
@@ -1568,17 +1568,34 @@ func (r *runner) merge(ctx context.Context, in chan msg, n int) (err error) {
 	return ctx.Err()
 }
 
-func (r *runner) closeSinks() error {
-	err := r.out.Close()
+// closeSinks closes the sinks; after a run that lost its checkpoints to
+// another (fenced), a sink that can be abandoned (an Abandoner) is,
+// rather than finishing output that is now the other run's to write.
+func (r *runner) closeSinks(fenced bool) error {
+	closeSink := func(s sink.Sink) error {
+		if a, ok := s.(Abandoner); ok && fenced {
+			return a.Abandon()
+		}
+		return s.Close()
+	}
+	err := closeSink(r.out)
 	if err != nil {
 		err = fmt.Errorf("volga: closing sink: %w", err)
 	}
 	if r.opt.Late != nil {
-		if lerr := r.opt.Late.Close(); lerr != nil && err == nil {
+		if lerr := closeSink(r.opt.Late); lerr != nil && err == nil {
 			err = fmt.Errorf("volga: closing late-row sink: %w", lerr)
 		}
 	}
 	return err
+}
+
+// Abandoner is a sink that Close would make finish its output (write a
+// whole file, sink.Parquet), and that a run which lost its checkpoints to
+// another run (ErrFenced) ends with Abandon instead, leaving that to the
+// run that owns the checkpoints now.
+type Abandoner interface {
+	Abandon() error
 }
 
 // projectOutput returns the sorted distinct columns of the last stage's

@@ -253,4 +253,26 @@ func TestFencedCheckpoints(t *testing.T) {
 			t.Fatalf("the output differs from a run without checkpoints:\n%s", lineDiff(got, want))
 		}
 	})
+	// A single Parquet file is written whole when its sink closes: a run
+	// that lost its checkpoints abandons it instead, and the file is the
+	// new owner's to write (here: none, the old one stays).
+	t.Run("parquet", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "out.parquet")
+		if err := os.WriteFile(path, []byte("the new owner's"), 0o666); err != nil {
+			t.Fatal(err)
+		}
+		pq, err := sink.NewParquet(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := &fencedSource{Memory: source.NewMemory(tab.Schema, batches...), refuseAt: 3*3 + 1}
+		var n atomic.Int64
+		runFenced(t, src, pq, memblob.OpenBucket(nil), 20*time.Millisecond, func(volga.CheckpointInfo) { n.Add(1) })
+		if n.Load() != 3 {
+			t.Fatalf("%d checkpoints completed, want 3", n.Load())
+		}
+		if got, err := os.ReadFile(path); err != nil || string(got) != "the new owner's" {
+			t.Fatalf("the file after the fenced run: %.40q (%d bytes), %v; want it untouched", got, len(got), err)
+		}
+	})
 }

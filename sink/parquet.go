@@ -879,6 +879,32 @@ func retype(d arrow.ArrayData, t arrow.DataType) arrow.ArrayData {
 // final file from the file already there (if Recover found one of this
 // run) and the committed epochs; with no committed epoch the file is left
 // as it is. Prepared, uncommitted epochs stay staged for Recover.
+// Abandon ends a sink under checkpoints without writing the final file:
+// the engine calls it instead of Close when the run lost its checkpoints
+// to another run (a consumer group member the group dropped while it ran,
+// pipeline.ErrFenced). The file is the new owner's to write, from the
+// checkpoint it restored; this instance's open epoch is dropped and its
+// prepared epochs stay staged (the new owner's Recover keeps those its
+// checkpoint lists and removes the others). Without checkpoints Abandon
+// is Close.
+func (p *Parquet) Abandon() error {
+	if p.closed {
+		return nil
+	}
+	if !p.ckpt || p.direct {
+		return p.Close()
+	}
+	p.closed = true
+	if p.fw == nil {
+		return nil
+	}
+	err := p.closeWriter()
+	if rerr := os.Remove(p.current(parquetExt)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		err = errors.Join(err, rerr)
+	}
+	return err
+}
+
 func (p *Parquet) Close() (err error) {
 	if p.closed {
 		return nil
