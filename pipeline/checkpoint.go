@@ -186,9 +186,10 @@ type checkpointRun struct {
 	// waits for it (a run that fails or is cancelled may end while an
 	// upload is still going).
 	uploads sync.WaitGroup
-	// commits hands checkpoint positions to a committing source, under
-	// runCtx, the context of the whole run (the goroutines' ends with
-	// them, and the last position is committed after they ended).
+	// commits hands checkpoint positions to a committing source under
+	// runCtx, the context Run was given: the run's goroutines have ended,
+	// and the errgroup's context with them, when the last position is
+	// committed.
 	commits posCommitter
 	runCtx  context.Context
 }
@@ -856,8 +857,9 @@ var ErrFenced = errors.New("volga: checkpoint refused: the source no longer owns
 // publish checkpoint res's output: a run that lost the checkpoints since
 // the manifest was written (paused in between) leaves the publication to
 // the new owner, which restored that checkpoint and publishes what it
-// lists as staged.
-// It reports whether to publish; an error ends the run.
+// lists as staged. It reports whether to publish now: not when ownership
+// could not be confirmed (the next checkpoint's publication includes
+// this one's); an error ends the run.
 func (r *runner) fenceOutput(ctx context.Context, res uploadResult) (bool, error) {
 	f, ok := r.src.(Fencer)
 	if !ok {
