@@ -30,6 +30,14 @@
 // batches and watermarks in-band, so a slow sink slows the source down,
 // and errors and cancellation stop every goroutine (errgroup).
 //
+// With Checkpointing the run takes consistent checkpoints (see its doc):
+// sources that commit positions elsewhere (Kafka) get each completed
+// checkpoint's on a goroutine of their own, and a source that may lose
+// the checkpoints to another run (a consumer group member's partition)
+// implements Fencer, asked before each checkpoint changes the bucket; a
+// run refused with ErrFenced abandons its sinks that would otherwise
+// finish their output (Abandoner).
+//
 // Live serves point-in-time lookups against a running or finished
 // pipeline's state, and Backfill computes training data for a spine of
 // (key, time) rows in one pass. Most programs use these through the front
