@@ -138,7 +138,10 @@
 // s3:// bucket, or a directory on a shared file system). On a rebalance
 // (a member joins, leaves or crashes) the partitions move with their state:
 // the old owner stops them with a final checkpoint, the new one restores it
-// and reads on from the checkpointed offset. --sink writes each partition's
+// and reads on from the checkpointed offset. A member the group dropped
+// while it still ran (paused past its session timeout) writes no
+// checkpoint and publishes no output once the group went on without it,
+// then rejoins. --sink writes each partition's
 // output to a file of its own, PATH with {partition} replaced by its
 // four-digit number (exactly-once, as for volga run with --checkpoints), or
 // to a Kafka topic; --late-sink does the same for the late rows dropped. With --listen the member serves lookups of the keys of
