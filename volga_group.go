@@ -783,6 +783,11 @@ func (g *Group) droppedBy(ctx context.Context, gen *kafkago.Generation, err erro
 	return errors.Is(err, pipeline.ErrFenced) || errors.Is(g.stillMember(ctx, gen), errNotMember)
 }
 
+// describeTimeout bounds a fence's DescribeGroups: a coordinator that does
+// not answer in time leaves ownership unconfirmed (the checkpoint fails;
+// the run goes on).
+const describeTimeout = 10 * time.Second
+
 // errNotMember is stillMember's answer when the group's description does
 // not list the member.
 var errNotMember = errors.New("the group went on without this member")
@@ -799,7 +804,9 @@ var errNotMember = errors.New("the group went on without this member")
 // v1 and later from the wrong field.)
 func (g *Group) stillMember(ctx context.Context, gen *kafkago.Generation) error {
 	id := g.cfg.Source.GroupID
-	res, err := g.client.DescribeGroups(ctx, &kafkago.DescribeGroupsRequest{GroupIDs: []string{id}})
+	dctx, cancel := context.WithTimeout(ctx, describeTimeout)
+	defer cancel()
+	res, err := g.client.DescribeGroups(dctx, &kafkago.DescribeGroupsRequest{GroupIDs: []string{id}})
 	if err != nil {
 		return fmt.Errorf("describing group %q: %w", id, err)
 	}
