@@ -16,7 +16,13 @@
 // let consumers drop those duplicates every message carries the headers
 // volga-epoch (the checkpoint epoch of the row) and volga-seq (its
 // sequence number within the epoch), plus volga-id (SinkConfig.IDColumns)
-// when a stable row identity is configured. The sink implements
+// when a stable row identity is configured. volga-id is the exact key
+// for dropping duplicates. The pair (volga-epoch, volga-seq) names the
+// same row in a replay only up to the replay's first checkpoint barrier,
+// which falls by time, not where the first run's did: past it a
+// duplicate carries another pair, and one pair may name two different
+// rows (each written by both runs under some pair, so dropping by the
+// pair loses no row, but keeps some duplicates). The sink implements
 // sink.Committer only to learn epoch boundaries: PrepareCommit starts the
 // next epoch, Recover resumes at the epoch after the restored checkpoint,
 // and Commit does nothing. Unlike the file sinks of package sink, it is not

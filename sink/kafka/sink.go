@@ -92,7 +92,8 @@ type SinkConfig struct {
 // after a recovery. Every message carries the headers volga-epoch and
 // volga-seq (and volga-id with IDColumns); with a deterministic pipeline a
 // replayed row has the same values as its first copy, so consumers can
-// drop duplicates by them (or by volga-id).
+// drop duplicates by volga-id exactly, or by (volga-epoch, volga-seq) up
+// to the replay's first checkpoint barrier (see the package doc).
 type Sink struct {
 	cfg       SinkConfig
 	w         *kafkago.Writer
