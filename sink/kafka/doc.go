@@ -21,8 +21,8 @@
 // same row in a replay only up to the replay's first checkpoint barrier,
 // which falls by time, not where the first run's did: past it a
 // duplicate carries another pair, and one pair may name two different
-// rows (each written by both runs under some pair, so dropping by the
-// pair loses no row, but keeps some duplicates). The sink implements
+// rows, so that dropping by the pair can drop a row written only once.
+// Configure IDColumns where duplicates must go. The sink implements
 // sink.Committer only to learn epoch boundaries: PrepareCommit starts the
 // next epoch, Recover resumes at the epoch after the restored checkpoint,
 // and Commit does nothing. Unlike the file sinks of package sink, it is not
