@@ -158,19 +158,8 @@ func TestFencedCheckpoints(t *testing.T) {
 	// it.
 	t.Run("publish", func(t *testing.T) {
 		dir := t.TempDir()
-		ref := filepath.Join(dir, "ref.csv")
-		plain, err := sink.CreateCSV(ref)
-		if err != nil {
-			t.Fatal(err)
-		}
 		opts := []volga.Option{volga.WithMode(volga.Streaming), volga.WithMaxOutOfOrder(time.Second)}
-		p, err := volga.SQL(ckQuery, append(opts, volga.WithSource("events", source.NewMemory(tab.Schema, batches...)), volga.WithSink(plain))...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Run(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		want := plainCSV(t, dir, opts, tab.Schema, batches)
 		bucket := memblob.OpenBucket(nil)
 		defer bucket.Close()
 		out := filepath.Join(dir, "out.csv")
@@ -193,7 +182,7 @@ func TestFencedCheckpoints(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err = volga.SQL(ckQuery, append(opts, volga.WithSource("events", source.NewMemory(tab.Schema, batches...)), volga.WithSink(csv),
+		p, err := volga.SQL(ckQuery, append(opts, volga.WithSource("events", source.NewMemory(tab.Schema, batches...)), volga.WithSink(csv),
 			volga.WithCheckpointBucket(bucket, 20*time.Millisecond))...)
 		if err != nil {
 			t.Fatal(err)
@@ -202,7 +191,6 @@ func TestFencedCheckpoints(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, _ := os.ReadFile(out)
-		want, _ := os.ReadFile(ref)
 		if !bytes.Equal(got, want) {
 			t.Fatalf("the output after the refused publication and a restore differs:\n%s", lineDiff(got, want))
 		}
@@ -213,19 +201,8 @@ func TestFencedCheckpoints(t *testing.T) {
 	// without checkpoints writes it.
 	t.Run("unsure", func(t *testing.T) {
 		dir := t.TempDir()
-		ref := filepath.Join(dir, "ref.csv")
-		plain, err := sink.CreateCSV(ref)
-		if err != nil {
-			t.Fatal(err)
-		}
 		opts := []volga.Option{volga.WithMode(volga.Streaming), volga.WithMaxOutOfOrder(time.Second)}
-		p, err := volga.SQL(ckQuery, append(opts, volga.WithSource("events", source.NewMemory(tab.Schema, batches...)), volga.WithSink(plain))...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Run(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		want := plainCSV(t, dir, opts, tab.Schema, batches)
 		out := filepath.Join(dir, "out.csv")
 		csv, err := sink.CreateCSV(out)
 		if err != nil {
@@ -235,7 +212,7 @@ func TestFencedCheckpoints(t *testing.T) {
 		// (its first question) are refused.
 		src := &fencedSource{Memory: source.NewMemory(tab.Schema, batches...), unsure: map[int64]bool{3: true, 4: true}}
 		var n atomic.Int64
-		p, err = volga.SQL(ckQuery, append(opts, volga.WithSource("events", src), volga.WithSink(csv),
+		p, err := volga.SQL(ckQuery, append(opts, volga.WithSource("events", src), volga.WithSink(csv),
 			volga.WithCheckpointBucket(memblob.OpenBucket(nil), 20*time.Millisecond), volga.WithOnCheckpoint(func(volga.CheckpointInfo) { n.Add(1) }))...)
 		if err != nil {
 			t.Fatal(err)
@@ -248,7 +225,6 @@ func TestFencedCheckpoints(t *testing.T) {
 			t.Fatalf("%d checkpoints completed (%d in the stats), %d failed; want at least 2 and 1", n.Load(), st.Checkpoints, st.CheckpointFailures)
 		}
 		got, _ := os.ReadFile(out)
-		want, _ := os.ReadFile(ref)
 		if !bytes.Equal(got, want) {
 			t.Fatalf("the output differs from a run without checkpoints:\n%s", lineDiff(got, want))
 		}
@@ -275,4 +251,28 @@ func TestFencedCheckpoints(t *testing.T) {
 			t.Fatalf("the file after the fenced run: %.40q (%d bytes), %v; want it untouched", got, len(got), err)
 		}
 	})
+}
+
+// plainCSV runs ckQuery over batches with opts and without checkpoints
+// into a CSV file in dir and returns the file's bytes: what a run with
+// checkpoints must end with.
+func plainCSV(t *testing.T, dir string, opts []volga.Option, schema *arrow.Schema, batches []arrow.RecordBatch) []byte {
+	t.Helper()
+	ref := filepath.Join(dir, "ref.csv")
+	plain, err := sink.CreateCSV(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := volga.SQL(ckQuery, append(opts, volga.WithSource("events", source.NewMemory(schema, batches...)), volga.WithSink(plain))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
