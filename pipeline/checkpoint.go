@@ -798,12 +798,7 @@ func (r *runner) checkpointReady(ctx context.Context) error {
 	}
 	var fence func(context.Context) error
 	if f, ok := r.src.(Fencer); ok {
-		fence = func(ctx context.Context) error {
-			if err := f.Fence(ctx, pos); err != nil {
-				return fmt.Errorf("fence: %w", err)
-			}
-			return nil
-		}
+		fence = func(ctx context.Context) error { return f.Fence(ctx, pos) }
 	}
 	run := func() uploadResult {
 		res := uploadResult{epoch: epoch, pos: pos, stall: stall, started: started, final: final}
