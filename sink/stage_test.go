@@ -2,6 +2,8 @@ package sink
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -77,6 +79,62 @@ func TestStagingTwoWriters(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkFile(t, k, path, expectText(t, k, b[0], b[2], b[4]), "the new owner's output")
+		})
+	}
+}
+
+// TestStagingLegacyNames: a checkpoint state written before staged files
+// carried their instance's token (no "token", files epoch-<E>) still
+// recovers: Recover publishes the staged epoch under its old name.
+func TestStagingLegacyNames(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	var b [2]arrow.RecordBatch
+	for i := range b {
+		b[i] = txBatch(mem, 10*i, 3)
+		defer b[i].Release()
+	}
+	for _, k := range textKinds {
+		t.Run(k.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), k.file)
+			s, err := k.open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustWrite(t, s, b[0])
+			mustPrepare(t, s, 1)
+			mustCommit(t, s, 1)
+			mustWrite(t, s, b[1])
+			st := mustPrepare(t, s, 2) // crash before Commit(2)
+			s.abandon()
+			// The state and the staged file as an earlier version left them.
+			var state map[string]any
+			if err := json.Unmarshal(st, &state); err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range state["staged"].([]any) {
+				delete(e.(map[string]any), "token")
+			}
+			old, err := json.Marshal(state)
+			if err != nil {
+				t.Fatal(err)
+			}
+			staged := stagedEpoch(t, stagingDir(path), 2, "")
+			if err := os.Rename(staged, filepath.Join(stagingDir(path), epochFile(2, "", ""))); err != nil {
+				t.Fatal(err)
+			}
+			r, err := k.open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Recover(ctx, 2, old); err != nil {
+				t.Fatalf("Recover from a state without tokens: %v", err)
+			}
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			checkFile(t, k, path, expectText(t, k, b[0], b[1]), "after Recover")
 		})
 	}
 }
