@@ -58,12 +58,15 @@ func ml3Array(mem memory.Allocator, rng *rand.Rand, dt arrow.DataType, n int) ar
 	return b.NewArray()
 }
 
-// BenchmarkGatherML3 gathers ml-3 shaped columns the two ways the batch
+// BenchmarkGatherML3 gathers ml-3 shaped columns the ways the batch
 // pipeline does: "window" puts the results of 8 chunks of 65 536 rows
 // (built in key order) back in arrival order, one row per run, 32 768 rows
 // per call; "merger" interleaves two sources in runs of 1-3 rows, as the
-// merge of two tasks' outputs does. ns/row and allocs/row are per output
-// row.
+// merge of two tasks' outputs does; "release" takes 65 536 rows at random
+// from two sources of 1 M rows, as the merge of two tasks' releases of
+// per-value windows does (each task's results of a release in key order,
+// some 100 MB of them: most reads miss the caches). ns/row and allocs/row
+// are per output row.
 func BenchmarkGatherML3(b *testing.B) {
 	mem := memory.NewGoAllocator()
 	rng := rand.New(rand.NewPCG(7, 3))
@@ -81,6 +84,16 @@ func BenchmarkGatherML3(b *testing.B) {
 		for _, k := range rng.Perm(chunk * nChunks)[:out] {
 			win = append(win, Seg{Src: int32(k / chunk), Start: int32(k % chunk), End: int32(k%chunk) + 1})
 		}
+		var rel []Seg
+		var big []arrow.Array
+		if dt.ID() == arrow.LIST || dt.ID() == arrow.MAP {
+			const bigRows = 1 << 20
+			big = []arrow.Array{ml3Array(mem, rng, dt, bigRows), ml3Array(mem, rng, dt, bigRows)}
+			for range 1 << 16 {
+				r := int32(rng.IntN(bigRows))
+				rel = append(rel, Seg{Src: int32(rng.IntN(2)), Start: r, End: r + 1})
+			}
+		}
 		var mrg []Seg
 		pos := [2]int32{}
 		for n := 0; n < out; {
@@ -93,7 +106,11 @@ func BenchmarkGatherML3(b *testing.B) {
 		for _, c := range []struct {
 			name string
 			segs []Seg
-		}{{"window", win}, {"merger", mrg}} {
+			srcs []arrow.Array
+		}{{"window", win, srcs}, {"merger", mrg, srcs}, {"release", rel, big}} {
+			if c.srcs == nil {
+				continue
+			}
 			b.Run(fmt.Sprintf("%s/%s", c.name, name), func(b *testing.B) {
 				rows := segRows(c.segs)
 				var m0, m1 runtime.MemStats
@@ -102,7 +119,7 @@ func BenchmarkGatherML3(b *testing.B) {
 				b.ReportAllocs()
 				b.ResetTimer()
 				for range b.N {
-					a, err := Gather(mem, dt, srcs, c.segs)
+					a, err := Gather(mem, dt, c.srcs, c.segs)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -117,6 +134,7 @@ func BenchmarkGatherML3(b *testing.B) {
 			})
 		}
 		ReleaseAll(srcs)
+		ReleaseAll(big)
 	}
 }
 
