@@ -46,6 +46,9 @@ import (
 //	volga_window_pending_rows{stage}       rows waiting for the watermark
 //	volga_window_quiet_keys_total{stage}   times a quiet key's rows were let go (no frame
 //	                                       or lookup could reach them any more)
+//	volga_window_forgotten_keys_total{stage}
+//	                                       quiet keys forgotten altogether, entry and all
+//	                                       (without durable state, once as many as the others)
 //	volga_lookup_duration_seconds          histogram of Pipeline.Lookup latencies
 //	volga_lookup_errors_total              lookups that returned an error
 //	volga_checkpoints_total{outcome}       checkpoints "completed" or "failed" (WithCheckpoints)
@@ -111,7 +114,7 @@ type pipelineMetrics struct {
 	sourceRows, sinkRows, filtered, late, dead                   *prometheus.Desc
 	watermark, lag, runningDesc                                  *prometheus.Desc
 	winIn, winOut, winKeys, winResident, winRetained, winPending *prometheus.Desc
-	winQuiet                                                     *prometheus.Desc
+	winQuiet, winForgotten                                       *prometheus.Desc
 	ckTotal, ckEpoch, ckBytes, ckDuration, ckStall               *prometheus.Desc
 	ckTime                                                       *prometheus.Desc
 }
@@ -138,6 +141,7 @@ func (m *pipelineMetrics) RunStarted(opt pipeline.RunOptions) error {
 	m.winRetained = desc("volga_window_retained_rows", "Rows held in the window state of a stage for frames and lookups.", "stage")
 	m.winPending = desc("volga_window_pending_rows", "Rows of a stage waiting for the watermark.", "stage")
 	m.winQuiet = desc("volga_window_quiet_keys_total", "Times the rows of a quiet key of a stage were let go: none could be in a frame or a lookup any more.", "stage")
+	m.winForgotten = desc("volga_window_forgotten_keys_total", "Quiet keys of a stage forgotten altogether, entry and all: a key that comes back is new again.", "stage")
 	m.ckTotal = desc("volga_checkpoints_total", "Checkpoints by outcome: completed or failed.", "outcome")
 	m.ckEpoch = desc("volga_checkpoint_epoch", "Epoch of the latest completed checkpoint.")
 	m.ckBytes = desc("volga_checkpoint_bytes", "Bytes uploaded by the latest completed checkpoint.")
@@ -186,7 +190,7 @@ func (m *pipelineMetrics) LookupDone(d time.Duration, err error) {
 func (m *pipelineMetrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		m.sourceRows, m.sinkRows, m.filtered, m.late, m.dead, m.watermark, m.lag, m.runningDesc,
-		m.winIn, m.winOut, m.winKeys, m.winResident, m.winRetained, m.winPending, m.winQuiet,
+		m.winIn, m.winOut, m.winKeys, m.winResident, m.winRetained, m.winPending, m.winQuiet, m.winForgotten,
 		m.ckTotal, m.ckEpoch, m.ckBytes, m.ckDuration, m.ckStall, m.ckTime,
 	} {
 		ch <- d
@@ -234,9 +238,9 @@ func (m *pipelineMetrics) Collect(ch chan<- prometheus.Metric) {
 	if m.live != nil {
 		for s, tasks := range m.live.WindowStats() {
 			var sum struct {
-				in, out, retained, quiet int64
-				keys, resident, pending  int
-				any                      bool
+				in, out, retained, quiet, forgotten int64
+				keys, resident, pending             int
+				any                                 bool
 			}
 			for _, t := range tasks {
 				if t == nil {
@@ -250,6 +254,7 @@ func (m *pipelineMetrics) Collect(ch chan<- prometheus.Metric) {
 				sum.resident += t.ResidentKeys
 				sum.pending += t.Pending
 				sum.quiet += t.QuietKeys
+				sum.forgotten += t.ForgottenKeys
 			}
 			if !sum.any {
 				continue
@@ -262,6 +267,7 @@ func (m *pipelineMetrics) Collect(ch chan<- prometheus.Metric) {
 			gauge(m.winRetained, float64(sum.retained), stage)
 			gauge(m.winPending, float64(sum.pending), stage)
 			counter(m.winQuiet, sum.quiet, stage)
+			counter(m.winForgotten, sum.forgotten, stage)
 		}
 	}
 	m.lookups.Collect(ch)

@@ -334,10 +334,12 @@ func TestMetricsQuietKeys(t *testing.T) {
 		return got[`volga_window_quiet_keys_total{pipeline="quiet",stage="0"}`] >= 1
 	})
 	got := scrape(t, reg)
-	// User 1 is parked (its state let go): not resident.
+	// User 1 is parked (its state let go): not resident. It is not
+	// forgotten: keys are forgotten a million at a time.
 	expect(t, got, map[string]float64{
-		`volga_window_keys{pipeline="quiet",stage="0"}`:          2,
-		`volga_window_resident_keys{pipeline="quiet",stage="0"}`: 1,
+		`volga_window_keys{pipeline="quiet",stage="0"}`:                 2,
+		`volga_window_resident_keys{pipeline="quiet",stage="0"}`:        1,
+		`volga_window_forgotten_keys_total{pipeline="quiet",stage="0"}`: 0,
 	})
 	// User 2's rows of the last hour (and the one at the watermark's
 	// edge) are all that remain.

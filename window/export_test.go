@@ -20,3 +20,7 @@ func GroupKeys(g *GroupOperator) (held int, forgotten int64) {
 // DisableQuietSweep turns o's sweep of quiet keys off, so that tests can
 // compare with it.
 func DisableQuietSweep(o *Operator) { o.sweepable = false }
+
+// SetKeyForgetMin sets the least number of parked keys o forgets at once
+// (maybeForgetKeys), so that tests forget keys often.
+func SetKeyForgetMin(o *Operator, n int) { o.forgetMin = n }

@@ -31,46 +31,31 @@ func (g *GroupOperator) maybeCompactKeys() error {
 	if g.cfg.Clustered || n < max(g.compactAt, groupCompactMin) {
 		return nil
 	}
-	live := make([]bool, n)
-	nlive := 0
-	mark := func(id int32) {
-		if !live[id] {
-			live[id] = true
-			nlive++
-		}
-	}
+	live := newLiveKeys(n)
 	for _, sw := range g.wins {
 		for id := range sw.byKey {
-			mark(id)
+			live.mark(id)
 		}
 	}
 	for _, p := range g.pend {
-		mark(p.key)
+		live.mark(p.key)
 	}
-	g.compactAt = n + max(nlive, groupCompactMin)
-	if dead := n - nlive; dead < max(nlive, groupCompactMin) {
+	g.compactAt = n + max(live.n, groupCompactMin)
+	if dead := n - live.n; dead < max(live.n, groupCompactMin) {
 		return nil
 	}
-	return g.compactKeys(live, nlive)
+	return g.compactKeys(live)
 }
 
-// compactKeys renumbers the keys marked live 0..nlive-1 in their order
+// compactKeys renumbers the keys marked live 0..live.n-1 in their order
 // and drops the others.
-func (g *GroupOperator) compactKeys(live []bool, nlive int) error {
-	newID := make([]int32, len(live))
-	m := int32(0)
-	for id, ok := range live {
-		newID[id] = -1
-		if ok {
-			newID[id] = m
-			m++
-		}
-	}
+func (g *GroupOperator) compactKeys(live *liveKeys) error {
+	newID, nlive := live.renumbering(), live.n
 	vals := make([]agg.Column, len(g.keyVals))
 	for j := range g.keyVals {
 		vals[j] = agg.Column{Type: g.keyVals[j].Type, Kind: g.keyVals[j].Kind}
-		for id, ok := range live {
-			if ok {
+		for id, to := range newID {
+			if to >= 0 {
 				vals[j].AppendFrom(&g.keyVals[j], id)
 			}
 		}
@@ -93,6 +78,6 @@ func (g *GroupOperator) compactKeys(live []bool, nlive int) error {
 		g.pend[i].key = newID[g.pend[i].key]
 	}
 	g.keys, g.keyVals = keys, vals
-	g.forgotten += int64(len(live) - nlive)
+	g.forgotten += int64(len(newID) - nlive)
 	return nil
 }

@@ -70,7 +70,11 @@ func (o *Operator) LookupWith(key []byte, t int64, cand *agg.Rows, bld []array.B
 		return o.wm, fmt.Errorf("window: Lookup needs states for %d windows, got %d", len(o.cfg.Windows), len(states))
 	}
 	var ks *keyState
-	if id, ok := o.keys.find(key); ok {
+	if id, ok := o.keys.find(key); !ok && o.forgotDropped != None {
+		// Not held: perhaps forgotten (maybeForgetKeys), its rows dropped
+		// up to forgotDropped at the latest.
+		ks = &keyState{dropped: o.forgotDropped}
+	} else if ok {
 		ks = o.states[id]
 		if ks == nil && o.cfg.Store == nil {
 			p, ok := o.parkedOf(id)

@@ -120,7 +120,8 @@ type Stats struct {
 	// LateDropped counts late rows not applied; LateApplied late rows
 	// applied within the allowed lateness.
 	LateDropped, LateApplied int64
-	// Keys is the number of distinct keys seen.
+	// Keys is the number of distinct keys held: seen, less the ones
+	// forgotten (ForgottenKeys).
 	Keys int
 	// Pending is the number of rows waiting for the watermark.
 	Pending int
@@ -143,6 +144,10 @@ type Stats struct {
 	// older than the longest frame behind the watermark, the allowed
 	// lateness and the lookup retention).
 	QuietKeys int64
+	// ForgottenKeys counts the quiet keys forgotten altogether, entry and
+	// all (without a store, once many: see the package doc); a key that
+	// comes back is new again. Keys counts the keys held.
+	ForgottenKeys int64
 	// PagesWritten and PagesRead count row pages written to and read back
 	// from Store (Config.PageRows).
 	PagesWritten, PagesRead int64
@@ -184,6 +189,17 @@ type Operator struct {
 	// parked holds, by key id, what a quiet key let go without a store
 	// keeps instead of its state (states[id] is nil; see park).
 	parked []parkedKey
+	// Forgetting parked keys (maybeForgetKeys): forgetOK says the
+	// configuration allows it, nParked counts the keys parked, forgetAt
+	// is the least number of keys at which they are counted next,
+	// forgotDropped the newest dropped row of the keys forgotten (None:
+	// none), for lookups of keys not held; forgetMin replaces
+	// keyForgetMin when > 0 (tests).
+	forgetOK      bool
+	nParked       int
+	forgetAt      int
+	forgetMin     int
+	forgotDropped int64
 	// maxTs is the newest event time released so far.
 	maxTs int64
 	// tileMin is the frame size from which lookups use tiles; tilesInit
@@ -451,7 +467,7 @@ func New(cfg Config, in *arrow.Schema) (*Operator, error) {
 		mem = memory.DefaultAllocator
 	}
 	o := &Operator{cfg: cfg, mem: mem, in: in, out: arrow.NewSchema(fields, nil), keys: newKeyIndex(cfg.KeyCols),
-		wm: None, nAggs: n, maxTs: None}
+		wm: None, nAggs: n, maxTs: None, forgotDropped: None}
 	o.sweepable = true
 	for _, w := range cfg.Windows {
 		for _, f := range w.Aggs {
@@ -461,6 +477,7 @@ func New(cfg Config, in *arrow.Schema) (*Operator, error) {
 		o.sweepable = o.sweepable && !w.Frame.Rows && !w.Frame.Unbounded
 	}
 	o.sweepable = o.sweepable && cfg.PageRows == 0
+	o.forgetOK = canForget(cfg, o.sweepable)
 	o.tileMin = tileMinRows
 	switch {
 	case cfg.TileMinRows > 0:
@@ -944,6 +961,7 @@ func (o *Operator) advance(ctx context.Context, wm int64, scatter bool, emit fun
 	if err := o.sweepQuiet(prev, len(rel)); err != nil {
 		return err
 	}
+	o.maybeForgetKeys(rel)
 	if len(rel) == 0 {
 		return nil
 	}

@@ -46,9 +46,10 @@ func (o *Operator) quietHorizon(wm int64) (h int64, ok bool) {
 // reaching the dropped rows are refused (ErrTooOld) as for any trimmed
 // row. Its entry (id, key value) stays; what a fresh state weighs (about
 // a kilobyte with a few aggregates: windows, column headers) does not:
-// without a store the key is parked (16 bytes, see park), with one it is
-// dropped from memory on a later visit once clean (a checkpoint wrote its
-// small state) and no checkpoint is being written.
+// without a store the key is parked (16 bytes, see park; parked keys
+// are forgotten altogether once many, see maybeForgetKeys), with one it
+// is dropped from memory on a later visit once clean (a checkpoint wrote
+// its small state) and no checkpoint is being written.
 //
 // The keys are walked in id order from where the last step stopped, a
 // full round per maxPrec of watermark progress (at most quietSweepMin keys
@@ -166,6 +167,7 @@ func (o *Operator) park(id int32, ks *keyState) {
 	}
 	r := &ks.rows
 	o.parked[id] = parkedKey{dropped: max(ks.dropped, r.Ts[r.Len()-1]), end: r.End()}
+	o.nParked++
 	o.states[id] = nil
 }
 
@@ -196,6 +198,7 @@ func (o *Operator) present(id int32) error {
 		if p, ok := o.parkedOf(id); ok {
 			o.states[id] = o.smallState(p.dropped, p.end)
 			o.parked[id] = parkedKey{}
+			o.nParked--
 		}
 	}
 	return nil

@@ -3,6 +3,8 @@ package window_test
 import (
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -83,6 +85,100 @@ func TestQuietKeysLetGo(t *testing.T) {
 			})
 		}
 	}
+}
+
+// noRangeEval are ckptAggs without ew_avg, whose values depend on the
+// rows' absolute numbers (agg.RangeEvaluator): an operator that has it
+// never forgets keys.
+var noRangeEval = slices.DeleteFunc(slices.Clone(ckptAggs), func(a testutil.Agg) bool { return a.Func == "ew_avg" })
+
+// TestQuietKeysForgotten: an operator without a store that forgets its
+// parked keys (here as soon as 2 are, and as many as the live ones)
+// emits exactly what one that keeps every key emits, over keys that come
+// and go (churn: it then holds fewer keys at the end) or come back after
+// they were forgotten (recurring), out-of-order and late rows, allowed
+// lateness. With ew_avg among its aggregates it forgets none.
+func TestQuietKeysForgotten(t *testing.T) {
+	const bound = 2000
+	for _, seed := range testutil.Seeds(2) {
+		for _, v := range ckptVariants {
+			if v.budget > 0 {
+				continue // a memory budget needs a store
+			}
+			for _, keys := range []string{"churn", "recurring"} {
+				t.Run(fmt.Sprintf("seed=%d/%s/%s", seed, v.name, keys), func(t *testing.T) {
+					t.Parallel()
+					rng := testutil.Rand(seed)
+					// Not scaled down: see TestQuietKeysLetGo.
+					events := testutil.MLEvents(rng, testutil.DefaultEvents(400))
+					if keys == "churn" {
+						events = churn(events)
+					} else {
+						events = recurring(events)
+					}
+					tab := arrival(rng, events, v.keys, bound)
+					if v.lateness > 0 {
+						tab = lateArrival(rng, events, bound)
+					}
+					cfg := ckptConfig(t, v.keys, rangeFrames(), noRangeEval, v.lateness, v.batch)
+					steps := ckptSteps(rng, tab, bound, 0)
+					keep := &ckptRun{t: t, cfg: cfg, noSweep: true}
+					want := keep.run(tab, steps)
+					forget := &ckptRun{t: t, cfg: cfg, forgetMin: 2}
+					diffOutputs(t, "forgetting quiet keys vs keeping them", forget.run(tab, steps), want)
+					st, seen := forget.stats, keep.stats.Keys
+					t.Logf("%d keys held at the end (%d keeping them), %d forgotten", st.Keys, seen, st.ForgottenKeys)
+					switch {
+					case st.ForgottenKeys == 0:
+						t.Fatalf("no key forgotten (%d held)", st.Keys)
+					case keys == "churn" && st.Keys >= seen:
+						t.Errorf("%d keys held at the end, %d keeping them", st.Keys, seen)
+					case keys == "recurring" && int64(st.Keys)+st.ForgottenKeys <= int64(seen):
+						// Keys that came back were counted twice.
+						t.Errorf("%d keys held and %d forgotten of %d: none came back", st.Keys, st.ForgottenKeys, seen)
+					}
+					ew := &ckptRun{t: t, cfg: ckptConfig(t, v.keys, rangeFrames(), ckptAggs, v.lateness, v.batch), forgetMin: 2}
+					ew.run(tab, steps)
+					if ew.quiet == 0 || ew.stats.ForgottenKeys != 0 {
+						t.Errorf("with ew_avg: %d keys let go, %d forgotten: want some let go, none forgotten", ew.quiet, ew.stats.ForgottenKeys)
+					}
+				})
+			}
+		}
+	}
+}
+
+// recurring makes the users and merchants of events take turns: each
+// twelfth of the time span has keys of its own. Half of them (odd user
+// ids, merchants of odd last byte) come back six twelfths later, after a
+// quiet spell longer than any frame; the others never do, so that new
+// keys keep coming (an operator counts its keys to forget only then).
+func recurring(events *testutil.Table) *testutil.Table {
+	ts := events.Col("ts")
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, r := range events.Rows {
+		lo, hi = min(lo, r[ts].(int64)), max(hi, r[ts].(int64))
+	}
+	period := max(hi-lo, 24) / 12
+	for _, col := range []string{"user_id", "merchant"} {
+		j := events.Col(col)
+		for _, r := range events.Rows {
+			turn := (r[ts].(int64) - lo) / period
+			switch v := r[j].(type) {
+			case string:
+				if v != "" && v[len(v)-1]%2 == 1 {
+					turn %= 6
+				}
+				r[j] = fmt.Sprintf("%s-%d", v, turn)
+			case int64:
+				if v%2 != 0 {
+					turn %= 6
+				}
+				r[j] = v + 1000*turn
+			}
+		}
+	}
+	return events
 }
 
 // TestQuietKeysLookups: with a lookup retention, lookups of every key at
@@ -216,4 +312,86 @@ func lookupText(t *testing.T, op *window.Operator, key []byte, at int64) (string
 		defer cols[i].Release()
 	}
 	return fmt.Sprint(testutil.Rows(array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, 1))), nil
+}
+
+// TestForgetKeysPendingAndLookups: a parked key whose new row is pending
+// when the keys are counted is kept (its row comes out right), the other
+// parked keys are forgotten, and lookups of keys not held are refused
+// (ErrTooOld) where their frames reach the newest row of a forgotten key
+// (users 2-10 had rows up to 9 s), and otherwise answer as an operator
+// that keeps the keys parked does (empty frames).
+func TestForgetKeysPendingAndLookups(t *testing.T) {
+	rng := testutil.Rand(1)
+	tab := testutil.MLEvents(rng, testutil.DefaultEvents(12))
+	ts, user := tab.Col("ts"), tab.Col("user_id")
+	// Users 1-10 have a row each at 0-9 s; user 1 comes back at 200 s,
+	// user 50 is new at 200.5 s.
+	for i := range 10 {
+		tab.Rows[i][ts], tab.Rows[i][user] = int64(i)*1000, int64(i+1)
+	}
+	tab.Rows[10][ts], tab.Rows[10][user] = int64(200_000), int64(1)
+	tab.Rows[11][ts], tab.Rows[11][user] = int64(200_500), int64(50)
+	frames := []testutil.Frame{{Preceding: 2000}}
+	aggs := []testutil.Agg{{Func: "count"}, {Func: "sum", Arg: "amount"}, {Func: "topn_frequency", Arg: "category", Param: int64(2)}}
+	cfg := ckptConfig(t, []string{"user_id"}, frames, aggs, 0, false)
+	ops := make([]*window.Operator, 2) // ops[0] forgets, ops[1] parks
+	for i := range ops {
+		op, err := window.New(cfg, mlSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer op.Close()
+		ops[i] = op
+	}
+	window.SetKeyForgetMin(ops[0], 2)
+	steps := []step{{lo: 0, hi: 11, wm: 100_000}, {lo: 11, hi: 11, wm: 150_000}, {lo: 11, hi: 12, wm: watermark.End}}
+	var outs [2][]string
+	for _, s := range steps {
+		for i, op := range ops {
+			outs[i] = append(outs[i], stepOut(t, op, tab, s)...)
+		}
+	}
+	diffOutputs(t, "forgetting vs parking", outs[0], outs[1])
+	if len(outs[0]) != 12 {
+		t.Fatalf("%d rows out, want 12", len(outs[0]))
+	}
+	st := ops[0].Stats()
+	if st.ForgottenKeys != 9 || st.Keys != 2 {
+		t.Fatalf("%d keys forgotten, %d held: want users 2-10 forgotten, 1 and 50 held", st.ForgottenKeys, st.Keys)
+	}
+	types := ops[0].KeyTypes()
+	for _, c := range []struct {
+		user, at int64
+		tooOld   bool // refused by the forgetting operator
+	}{
+		{5, 5_500, true},      // reaches user 5's row at 4 s (parked: refused too)
+		{5, 6_500, true},      // reaches 9 s (parked: an empty frame)
+		{5, 11_001, false},    // starts after 9 s: an empty frame
+		{5, 120_000, false},   //
+		{999, 9_500, true},    // never seen
+		{999, 11_500, false},  //
+		{1, 200_000, false},   // held: user 1's row at 200 s
+		{50, 201_000, false},  //
+		{10, 11_001, false},   // starts after user 10's row at 9 s
+		{10, 11_000, true},    // starts at it (parked: refused too)
+		{999, 200_000, false}, //
+	} {
+		key, err := window.EncodeKeyValues(nil, types, []any{c.user})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, gerr := lookupText(t, ops[0], key, c.at)
+		want, werr := lookupText(t, ops[1], key, c.at)
+		switch {
+		case c.tooOld:
+			if !errors.Is(gerr, window.ErrTooOld) {
+				t.Errorf("user %d at %d: %q, %v; want ErrTooOld", c.user, c.at, got, gerr)
+			}
+			if werr != nil && !errors.Is(werr, window.ErrTooOld) {
+				t.Errorf("user %d at %d, parked: %q, %v", c.user, c.at, want, werr)
+			}
+		case gerr != nil || werr != nil || got != want:
+			t.Errorf("user %d at %d: forgetting gave %q, %v; parking %q, %v", c.user, c.at, got, gerr, want, werr)
+		}
+	}
 }

@@ -129,6 +129,9 @@ type ckptRun struct {
 	budget int64
 	// noSweep turns the operators' sweep of quiet keys off.
 	noSweep bool
+	// forgetMin, when > 0, is the least number of parked keys the
+	// operators forget at once (window.SetKeyForgetMin).
+	forgetMin int
 	// sameOp checkpoints the operator and goes on with it, without a
 	// restore, at every step.
 	sameOp bool
@@ -156,6 +159,9 @@ func (c *ckptRun) newOp(st statestore.Store) *window.Operator {
 	}
 	if c.noSweep {
 		window.DisableQuietSweep(op)
+	}
+	if c.forgetMin > 0 {
+		window.SetKeyForgetMin(op, c.forgetMin)
 	}
 	return op
 }
