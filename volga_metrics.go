@@ -48,7 +48,7 @@ import (
 //	                                       or lookup could reach them any more)
 //	volga_window_forgotten_keys_total{stage}
 //	                                       quiet keys forgotten altogether, entry and all
-//	                                       (without durable state, once as many as the others)
+//	                                       (once many, and as many as the others)
 //	volga_lookup_duration_seconds          histogram of Pipeline.Lookup latencies
 //	volga_lookup_errors_total              lookups that returned an error
 //	volga_checkpoints_total{outcome}       checkpoints "completed" or "failed" (WithCheckpoints)

@@ -29,13 +29,13 @@
 // its longest frame (plus the allowed lateness and the lookup retention)
 // is quiet: its rows and its aggregates' state are let go (RANGE frames
 // only, without row paging). Without a store the key keeps 16 bytes
-// besides its entry, until at least 65 536 keys are quiet and as many as
-// the others: then they are forgotten altogether, entries and all (not
-// with ew_avg, whose values depend on row numbers), so that a stream
-// whose keys come and go holds about its live keys. With a store a quiet
-// key leaves memory once a checkpoint has written what is left, and keeps
-// its entry. Probe rows (backfill spines) get frames without being
-// stored. Lookup answers point-in-time queries under
+// besides its entry; with one it leaves memory once a checkpoint has
+// written what is left. Once at least 65 536 keys are quiet (and, with a
+// store, out of memory) and as many as the others, they are forgotten
+// altogether, entries, bookkeeping and stored states (not with ew_avg,
+// whose values depend on row numbers), so that a stream whose keys come
+// and go holds about its live keys, in memory and in the store. Probe
+// rows (backfill spines) get frames without being stored. Lookup answers point-in-time queries under
 // a read lock, merging pre-aggregated tiles for long frames.
 //
 // GroupOperator serves tumbling and hopping windows (GROUP BY key,

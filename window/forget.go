@@ -1,25 +1,27 @@
 package window
 
 import (
+	"fmt"
+
 	"github.com/volga-go/volga/agg"
+	"github.com/volga-go/volga/statestore"
 )
 
 // keyForgetMin is the least number of keys an OVER operator forgets at
 // once (see maybeForgetKeys; Operator.forgetMin, set by tests, replaces
-// it): parked keys hold at most about 10 MB (or as much as the live keys'
+// it): quiet keys hold at most about 10 MB (or as much as the live keys'
 // entries) before they are forgotten, and the work of forgetting, linear
 // in the keys held, is spread over at least that many.
 const keyForgetMin = 1 << 16
 
-// canForget reports whether an operator of cfg may forget parked keys
-// (see maybeForgetKeys): without a store (a store holds what a quiet key
-// keeps, and its checkpoints name it), with every frame swept (RANGE,
-// bounded), and with no aggregate whose value depends on the rows'
+// canForget reports whether an operator of cfg may forget quiet keys (see
+// maybeForgetKeys): with every frame swept (RANGE, bounded, no row
+// paging), and with no aggregate whose value depends on the rows'
 // absolute numbers (agg.RangeEvaluator: a key that came back would be
 // numbered from 0 again, and its frames grouped otherwise than by a run
 // that kept it, by a rounding).
 func canForget(cfg Config, sweepable bool) bool {
-	if cfg.Store != nil || !sweepable {
+	if !sweepable {
 		return false
 	}
 	for _, w := range cfg.Windows {
@@ -32,39 +34,54 @@ func canForget(cfg Config, sweepable bool) bool {
 	return true
 }
 
-// maybeForgetKeys forgets parked keys (quiet keys let go without a store,
-// see park): each kept its entry in the key index, its id and 16 bytes
-// besides, about 150 bytes in all, for good, so that a stream whose keys
-// come and go (sessions, devices, requests) grew by that much with every
-// key it had ever seen. Once at least as many keys are parked as not (and
-// at least keyForgetMin), the live ones get new ids, dense and in the
-// order of their old ones, and the parked ones are dropped (renumbering
-// the ids held by rel, the rows being released, and by the pending rows;
-// a parked key with rows pending is kept). The work is linear in the keys
-// and the pending rows, once per as many keys forgotten. A key that comes
-// back later is new again: its frames start empty, as they would have (a
-// parked key has no row any frame still to come can reach), and it is
-// numbered from 0, which changes no aggregate's value (canForget).
-// Lookups of a key not held whose frames reach the newest row of a
-// forgotten key are refused (ErrTooOld), as they were for the key
-// parked; a lookup at a time still served (Config.Retention) never
-// reaches one. Called with the lock held, after sweepQuiet.
-func (o *Operator) maybeForgetKeys(rel []pendRow) {
+// maybeForgetKeys forgets quiet keys that were let go: without a store
+// the parked ones (see park), with one those dropped from memory once a
+// checkpoint had written their small state (see sweepQuiet), whose
+// stored state it deletes. Each kept its entry in the key index, its id
+// and 16 bytes besides (with a store, its encoded key and bookkeeping in
+// memory and its small state in the store), about 150 bytes in all, for
+// good, so that a stream whose keys come and go (sessions, devices,
+// requests) grew by that much with every key it had ever seen. Once at
+// least as many keys are quiet as not (and at least keyForgetMin), the
+// live ones get new ids, dense and in the order of their old ones, and
+// the quiet ones are dropped (renumbering the ids held by rel, the rows
+// being released, and by the pending rows; a quiet key with rows pending
+// is kept). The work is linear in the keys and the pending rows, once per
+// as many keys forgotten. With a store it waits until the operator may
+// write (mayWrite): the deletions go into the next checkpoint, and a
+// restore from it does not see the keys either.
+//
+// A key that comes back later is new again: its frames start empty, as
+// they would have (a quiet key has no row any frame still to come can
+// reach), and it is numbered from 0, which changes no aggregate's value
+// (canForget). Lookups of a key not held whose frames reach the newest
+// row of a forgotten key (at most that of any key dropped quiet, with a
+// store) are refused (ErrTooOld), as they were for the key kept; a lookup
+// at a time still served (Config.Retention) never reaches one. Called
+// with the lock held, after sweepQuiet.
+func (o *Operator) maybeForgetKeys(rel []pendRow) error {
 	n := len(o.states)
 	least := keyForgetMin
 	if o.forgetMin > 0 {
 		least = o.forgetMin
 	}
-	if !o.forgetOK || !o.sweepable || o.finished != nil || o.nParked < max(least, n-o.nParked) || n < o.forgetAt {
-		return
+	quiet := o.nParked
+	if o.cfg.Store != nil {
+		quiet = o.quietDrops
+	}
+	if !o.forgetOK || !o.sweepable || o.finished != nil || quiet < max(least, n-quiet) || n < o.forgetAt {
+		return nil
+	}
+	if o.cfg.Store != nil && !o.mayWrite() {
+		return nil
 	}
 	live := newLiveKeys(n)
 	for id, ks := range o.states {
-		if _, parked := o.parkedOf(int32(id)); ks != nil || !parked {
+		if !o.forgettable(int32(id), ks) {
 			live.mark(int32(id))
 		}
 	}
-	// A parked key with rows pending is made present when they are
+	// A quiet key with rows pending is made present when they are
 	// released.
 	for _, ch := range o.pend.chunks {
 		for _, p := range ch {
@@ -75,11 +92,26 @@ func (o *Operator) maybeForgetKeys(rel []pendRow) {
 		live.mark(p.key)
 	}
 	if dead := n - live.n; dead < max(live.n, least) {
-		// Parked keys with rows pending: try again once more keys came.
+		// Quiet keys came back: try again once more keys came.
 		o.forgetAt = n + least
-		return
+		return nil
 	}
-	o.forgetKeys(live, rel)
+	return o.forgetKeys(live, rel)
+}
+
+// forgettable reports whether key id, of state ks (nil when not
+// resident), is quiet and let go: parked, or dropped from memory quiet
+// and clean.
+func (o *Operator) forgettable(id int32, ks *keyState) bool {
+	if ks != nil {
+		return false
+	}
+	if o.cfg.Store == nil {
+		_, parked := o.parkedOf(id)
+		return parked
+	}
+	m := &o.kmeta[id]
+	return m.quiet && !m.dirty
 }
 
 // liveKeys marks the keys an operator keeps when it forgets the others.
@@ -113,10 +145,17 @@ func (l *liveKeys) renumbering() []int32 {
 }
 
 // forgetKeys renumbers the keys marked live 0..live.n-1 in their order and
-// drops the others, which are parked.
-func (o *Operator) forgetKeys(live *liveKeys, rel []pendRow) {
+// drops the others, which are quiet and let go; with a store, it deletes
+// their stored states first.
+func (o *Operator) forgetKeys(live *liveKeys, rel []pendRow) error {
 	newID := live.renumbering()
 	nlive := live.n
+	if o.cfg.Store != nil {
+		if err := o.deleteForgotten(newID); err != nil {
+			return err
+		}
+		o.forgotDropped = max(o.forgotDropped, o.quietDropped)
+	}
 	sweepAt := 0 // the sweep goes on from the next live key
 	for id := len(newID) - 1; id >= o.sweepAt && id >= 0; id-- {
 		if newID[id] >= 0 {
@@ -128,7 +167,9 @@ func (o *Operator) forgetKeys(live *liveKeys, rel []pendRow) {
 	for id, to := range newID {
 		p, isParked := o.parkedOf(int32(id))
 		if to < 0 {
-			o.forgotDropped = max(o.forgotDropped, p.dropped)
+			if isParked {
+				o.forgotDropped = max(o.forgotDropped, p.dropped)
+			}
 			continue
 		}
 		states[to] = o.states[id]
@@ -146,6 +187,9 @@ func (o *Operator) forgetKeys(live *liveKeys, rel []pendRow) {
 			o.nParked++
 		}
 	}
+	if o.cfg.Store != nil {
+		o.renumberStored(newID, nlive)
+	}
 	o.forgetAt = 0
 	for _, ch := range o.pend.chunks {
 		for i := range ch {
@@ -158,6 +202,53 @@ func (o *Operator) forgetKeys(live *liveKeys, rel []pendRow) {
 	o.keys.renumber(newID, int32(nlive))
 	o.sweepAt = sweepAt
 	o.stats.ForgottenKeys += int64(len(newID) - nlive)
+	return nil
+}
+
+// deleteForgotten deletes the stored states of the keys newID drops.
+func (o *Operator) deleteForgotten(newID []int32) error {
+	wb, err := statestore.NewWriteBatch(o.cfg.Store)
+	if err != nil {
+		return fmt.Errorf("window: forgetting quiet keys: %w", err)
+	}
+	defer wb.Cancel()
+	for id, to := range newID {
+		if to < 0 {
+			if err := wb.Delete(o.storeKey(int32(id))); err != nil {
+				return fmt.Errorf("window: forgetting quiet keys: %w", err)
+			}
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		return fmt.Errorf("window: forgetting quiet keys: %w", err)
+	}
+	return nil
+}
+
+// renumberStored renumbers the store-backed bookkeeping by newID: the
+// encoded keys, their metadata, the keys listed dirty; the scratch of the
+// last checkpoint is let go.
+func (o *Operator) renumberStored(newID []int32, nlive int) {
+	encs := make([]string, nlive)
+	kmeta := make([]keyMeta, nlive)
+	o.quietDrops = 0
+	for id, to := range newID {
+		if to >= 0 {
+			encs[to], kmeta[to] = o.encs[id], o.kmeta[id]
+			if kmeta[to].quiet && o.states[to] == nil {
+				o.quietDrops++
+			}
+		}
+	}
+	o.encs, o.kmeta = encs, kmeta
+	dirty := o.dirtyIDs[:0]
+	for _, id := range o.dirtyIDs {
+		if to := newID[id]; to >= 0 {
+			dirty = append(dirty, to)
+		}
+	}
+	o.dirtyIDs = dirty
+	o.ckptIDs, o.ckptOwed = nil, nil
 }
 
 // renumber gives key id the id newID[id], or drops it when that is -1;

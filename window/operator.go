@@ -145,8 +145,8 @@ type Stats struct {
 	// lateness and the lookup retention).
 	QuietKeys int64
 	// ForgottenKeys counts the quiet keys forgotten altogether, entry and
-	// all (without a store, once many: see the package doc); a key that
-	// comes back is new again. Keys counts the keys held.
+	// all (once many: see the package doc); a key that comes back is new
+	// again. Keys counts the keys held.
 	ForgottenKeys int64
 	// PagesWritten and PagesRead count row pages written to and read back
 	// from Store (Config.PageRows).
@@ -189,14 +189,18 @@ type Operator struct {
 	// parked holds, by key id, what a quiet key let go without a store
 	// keeps instead of its state (states[id] is nil; see park).
 	parked []parkedKey
-	// Forgetting parked keys (maybeForgetKeys): forgetOK says the
-	// configuration allows it, nParked counts the keys parked, forgetAt
-	// is the least number of keys at which they are counted next,
-	// forgotDropped the newest dropped row of the keys forgotten (None:
-	// none), for lookups of keys not held; forgetMin replaces
-	// keyForgetMin when > 0 (tests).
+	// Forgetting quiet keys (maybeForgetKeys): forgetOK says the
+	// configuration allows it; nParked counts the keys parked (without a
+	// store), quietDrops the keys dropped from memory quiet since the
+	// last time keys were forgotten (with one), and quietDropped the
+	// newest dropped row of those; forgetAt is the least number of keys
+	// at which they are counted next, forgotDropped the newest dropped
+	// row of the keys forgotten (None: none), for lookups of keys not
+	// held; forgetMin replaces keyForgetMin when > 0 (tests).
 	forgetOK      bool
 	nParked       int
+	quietDrops    int
+	quietDropped  int64
 	forgetAt      int
 	forgetMin     int
 	forgotDropped int64
@@ -315,10 +319,14 @@ type keyMeta struct {
 	used uint64
 	size int64
 	// newest is the event time of the newest row of an evicted key (None
-	// when it had none, or, for a key left in the store at a restore,
-	// unknown) and end the number its next row would get: the sweep of
-	// quiet keys reads them (replaceEvicted).
+	// when it had none, or, for a key left in the store at a restore
+	// whose state storedHeader cannot read, unknown) and end the number
+	// its next row would get: the sweep of
+	// quiet keys reads them (replaceEvicted). quiet marks a key dropped
+	// from memory with no row (a quiet key's small state, see
+	// dropResident): maybeForgetKeys forgets it.
 	newest, end int64
+	quiet       bool
 }
 
 type pendRow struct {
@@ -467,7 +475,7 @@ func New(cfg Config, in *arrow.Schema) (*Operator, error) {
 		mem = memory.DefaultAllocator
 	}
 	o := &Operator{cfg: cfg, mem: mem, in: in, out: arrow.NewSchema(fields, nil), keys: newKeyIndex(cfg.KeyCols),
-		wm: None, nAggs: n, maxTs: None, forgotDropped: None}
+		wm: None, nAggs: n, maxTs: None, forgotDropped: None, quietDropped: None}
 	o.sweepable = true
 	for _, w := range cfg.Windows {
 		for _, f := range w.Aggs {
@@ -961,7 +969,9 @@ func (o *Operator) advance(ctx context.Context, wm int64, scatter bool, emit fun
 	if err := o.sweepQuiet(prev, len(rel)); err != nil {
 		return err
 	}
-	o.maybeForgetKeys(rel)
+	if err := o.maybeForgetKeys(rel); err != nil {
+		return err
+	}
 	if len(rel) == 0 {
 		return nil
 	}

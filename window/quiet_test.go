@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -92,19 +93,21 @@ func TestQuietKeysLetGo(t *testing.T) {
 // never forgets keys.
 var noRangeEval = slices.DeleteFunc(slices.Clone(ckptAggs), func(a testutil.Agg) bool { return a.Func == "ew_avg" })
 
-// TestQuietKeysForgotten: an operator without a store that forgets its
-// parked keys (here as soon as 2 are, and as many as the live ones)
-// emits exactly what one that keeps every key emits, over keys that come
-// and go (churn: it then holds fewer keys at the end) or come back after
-// they were forgotten (recurring), out-of-order and late rows, allowed
-// lateness. With ew_avg among its aggregates it forgets none.
+// TestQuietKeysForgotten: operators that forget their quiet keys (here as
+// soon as 2 are, and as many as the live ones) emit exactly what one that
+// keeps every key emits, over keys that come and go (churn: they then
+// hold fewer keys at the end) or come back after they were forgotten
+// (recurring), out-of-order and late rows, allowed lateness: without a
+// store (parked keys), with one checkpointed at every step, and with one
+// checkpointed at every step and restored from checkpoints at random
+// points (the keys forgotten are deleted from the store, and the restored
+// operators do not see them; the others, left quiet in the store, are
+// not loaded), with and without a memory budget. With ew_avg among its aggregates an
+// operator forgets none.
 func TestQuietKeysForgotten(t *testing.T) {
 	const bound = 2000
 	for _, seed := range testutil.Seeds(2) {
 		for _, v := range ckptVariants {
-			if v.budget > 0 {
-				continue // a memory budget needs a store
-			}
 			for _, keys := range []string{"churn", "recurring"} {
 				t.Run(fmt.Sprintf("seed=%d/%s/%s", seed, v.name, keys), func(t *testing.T) {
 					t.Parallel()
@@ -121,26 +124,37 @@ func TestQuietKeysForgotten(t *testing.T) {
 						tab = lateArrival(rng, events, bound)
 					}
 					cfg := ckptConfig(t, v.keys, rangeFrames(), noRangeEval, v.lateness, v.batch)
-					steps := ckptSteps(rng, tab, bound, 0)
+					steps := ckptSteps(rng, tab, bound, 0.15)
 					keep := &ckptRun{t: t, cfg: cfg, noSweep: true}
 					want := keep.run(tab, steps)
-					forget := &ckptRun{t: t, cfg: cfg, forgetMin: 2}
-					diffOutputs(t, "forgetting quiet keys vs keeping them", forget.run(tab, steps), want)
-					st, seen := forget.stats, keep.stats.Keys
-					t.Logf("%d keys held at the end (%d keeping them), %d forgotten", st.Keys, seen, st.ForgottenKeys)
-					switch {
-					case st.ForgottenKeys == 0:
-						t.Fatalf("no key forgotten (%d held)", st.Keys)
-					case keys == "churn" && st.Keys >= seen:
-						t.Errorf("%d keys held at the end, %d keeping them", st.Keys, seen)
-					case keys == "recurring" && int64(st.Keys)+st.ForgottenKeys <= int64(seen):
-						// Keys that came back were counted twice.
-						t.Errorf("%d keys held and %d forgotten of %d: none came back", st.Keys, st.ForgottenKeys, seen)
+					seen := keep.stats.Keys
+					runs := map[string]*ckptRun{
+						"checkpointed": {t: t, cfg: cfg, store: memStore, budget: v.budget, sameOp: true, forgetMin: 2},
+						"restored":     {t: t, cfg: cfg, store: memStore, budget: v.budget, everyStep: true, forgetMin: 2},
 					}
-					ew := &ckptRun{t: t, cfg: ckptConfig(t, v.keys, rangeFrames(), ckptAggs, v.lateness, v.batch), forgetMin: 2}
+					if v.budget == 0 { // a budget needs a store
+						runs["parked"] = &ckptRun{t: t, cfg: cfg, forgetMin: 2}
+					}
+					for name, r := range runs {
+						diffOutputs(t, "forgetting quiet keys ("+name+") vs keeping them", r.run(tab, steps), want)
+						st := r.stats
+						t.Logf("%s: %d keys held at the end (%d keeping them), %d forgotten (%d let go, %d restores)", name, st.Keys, seen, r.forgotten, r.quiet, r.restores)
+						switch {
+						case r.forgotten == 0:
+							t.Errorf("%s: no key forgotten (%d held)", name, st.Keys)
+						case keys == "churn" && st.Keys >= seen:
+							t.Errorf("%s: %d keys held at the end, %d keeping them", name, st.Keys, seen)
+						case keys == "recurring" && name != "restored" && int64(st.Keys)+r.forgotten <= int64(seen):
+							// Keys that came back were counted twice.
+							t.Errorf("%s: %d keys held and %d forgotten of %d: none came back", name, st.Keys, r.forgotten, seen)
+						case r.storeKeys > st.Keys:
+							t.Errorf("%s: %d key states in the store, %d keys held", name, r.storeKeys, st.Keys)
+						}
+					}
+					ew := &ckptRun{t: t, cfg: ckptConfig(t, v.keys, rangeFrames(), ckptAggs, v.lateness, v.batch), store: memStore, sameOp: true, forgetMin: 2}
 					ew.run(tab, steps)
-					if ew.quiet == 0 || ew.stats.ForgottenKeys != 0 {
-						t.Errorf("with ew_avg: %d keys let go, %d forgotten: want some let go, none forgotten", ew.quiet, ew.stats.ForgottenKeys)
+					if ew.quiet == 0 || ew.forgotten != 0 {
+						t.Errorf("with ew_avg: %d keys let go, %d forgotten: want some let go, none forgotten", ew.quiet, ew.forgotten)
 					}
 				})
 			}
@@ -392,6 +406,106 @@ func TestForgetKeysPendingAndLookups(t *testing.T) {
 			}
 		case gerr != nil || werr != nil || got != want:
 			t.Errorf("user %d at %d: forgetting gave %q, %v; parking %q, %v", c.user, c.at, got, gerr, want, werr)
+		}
+	}
+}
+
+// TestForgetKeysStoreRenumbersDirty: with a store, a key changed since
+// the last checkpoint when others are forgotten gets a new id and is
+// still written by the next checkpoint, which lists few changed keys (so
+// it visits the list rather than every key): a restore from it answers
+// lookups of every key as the operator does, and holds the live keys
+// only.
+func TestForgetKeysStoreRenumbersDirty(t *testing.T) {
+	rng := testutil.Rand(1)
+	const n = 200 // users 0-99 go quiet and are forgotten, 100-199 stay
+	tab := testutil.MLEvents(rng, testutil.DefaultEvents(n+n/2+1))
+	ts, user := tab.Col("ts"), tab.Col("user_id")
+	for i := range n {
+		tab.Rows[i][ts], tab.Rows[i][user] = int64(1000+i%100), int64(i)
+	}
+	// Users 100-199 again, far later; user 199 once more before them.
+	for i := range n / 2 {
+		tab.Rows[n+i][ts], tab.Rows[n+i][user] = int64(100_000+i), int64(100+i)
+	}
+	end := n + n/2
+	tab.Rows[end][ts], tab.Rows[end][user] = int64(60_001), int64(199)
+	frames := []testutil.Frame{{Preceding: 2000}}
+	aggs := []testutil.Agg{{Func: "count"}, {Func: "sum", Arg: "amount"}}
+	cfg := ckptConfig(t, []string{"user_id"}, frames, aggs, 0, false)
+	cfg.Store = statestore.NewMemory()
+	op, err := window.New(cfg, mlSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	window.SetKeyForgetMin(op, 2)
+	stepOut(t, op, tab, step{lo: 0, hi: n, wm: 2000})
+	stepOut(t, op, tab, step{lo: n, hi: end + 1, wm: 50_000})
+	stepOut(t, op, tab, step{lo: end + 1, hi: end + 1, wm: 60_000}) // every user quiet: small states
+	if _, err := op.Checkpoint(); err != nil {                      // written: clean
+		t.Fatal(err)
+	}
+	// User 199's row at 60.001 s comes out: it changed. The step is too
+	// short to sweep any key.
+	stepOut(t, op, tab, step{lo: end + 1, hi: end + 1, wm: 60_002})
+	// The sweep drops the others from memory; users 100-198 have rows
+	// pending: 0-99 are forgotten.
+	stepOut(t, op, tab, step{lo: end + 1, hi: end + 1, wm: 99_000})
+	st := op.Stats()
+	if st.ForgottenKeys != n/2 || st.Keys != n/2 {
+		t.Fatalf("%d keys forgotten, %d held: want users 0-99 forgotten, 100-199 held", st.ForgottenKeys, st.Keys)
+	}
+	meta, err := op.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := op.Stats(); st.CheckpointKeys != 1 {
+		t.Fatalf("the checkpoint wrote %d keys, want user 199's", st.CheckpointKeys)
+	}
+	snap := statestore.NewMemory()
+	copyStore(t, snap, cfg.Store)
+	rcfg := cfg
+	rcfg.Store = snap
+	restored, err := window.New(rcfg, mlSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restored.Close()
+	if err := restored.Restore(meta); err != nil {
+		t.Fatal(err)
+	}
+	if k := restored.Stats().Keys; k != n/2 {
+		t.Fatalf("restored %d keys, want %d", k, n/2)
+	}
+	types := op.KeyTypes()
+	for u := range int64(n) {
+		key, err := window.EncodeKeyValues(nil, types, []any{u})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, at := range []int64{60_500, 99_500} {
+			got, gerr := lookupText(t, restored, key, at)
+			want, werr := lookupText(t, op, key, at)
+			if got != want || (gerr == nil) != (werr == nil) {
+				t.Fatalf("user %d at %d: restored gave %q, %v; the operator %q, %v", u, at, got, gerr, want, werr)
+			}
+		}
+	}
+	key, _ := window.EncodeKeyValues(nil, types, []any{int64(199)})
+	if got, err := lookupText(t, restored, key, 60_500); err != nil || !strings.HasPrefix(got, "[[1 ") {
+		t.Fatalf("user 199 at 60.5 s: %q, %v; want its row at 60.001 s counted", got, err)
+	}
+	// User 5, forgotten, had a row at 1.005 s: refused where frames reach
+	// it (the newest forgotten row, 1.099 s), by the restored operator
+	// too; an empty frame after.
+	key, _ = window.EncodeKeyValues(nil, types, []any{int64(5)})
+	for _, o := range []*window.Operator{op, restored} {
+		if got, err := lookupText(t, o, key, 2500); !errors.Is(err, window.ErrTooOld) {
+			t.Errorf("user 5 at 2.5 s: %q, %v; want ErrTooOld", got, err)
+		}
+		if got, err := lookupText(t, o, key, 3100); err != nil || !strings.HasPrefix(got, "[[0 ") {
+			t.Errorf("user 5 at 3.1 s: %q, %v; want an empty frame", got, err)
 		}
 	}
 }

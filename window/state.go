@@ -251,6 +251,12 @@ func (o *Operator) dropResident(id int32, ks *keyState) {
 	m.newest, m.end = None, ks.rows.End()
 	if n := ks.rows.Len(); n > 0 {
 		m.newest = ks.rows.Ts[n-1]
+	} else if ks.rows.Base > 0 && ks.edge == nil && !m.quiet {
+		// A quiet key's small state (a key just seen has rows pending
+		// and none numbered yet).
+		m.quiet = true
+		o.quietDrops++
+		o.quietDropped = max(o.quietDropped, ks.dropped)
 	}
 	o.states[id] = nil
 }
@@ -765,12 +771,22 @@ func (o *Operator) BeginCheckpoint() ([]byte, error) {
 		out = binary.AppendVarint(out, o.finBelow)
 		out = binary.AppendVarint(out, o.finDone)
 	}
+	if o.forgotDropped != None {
+		// Keys were forgotten: lookups of keys not held reaching their
+		// rows are refused after a restore too.
+		out = append(out, metaForgotten)
+		out = binary.AppendVarint(out, o.forgotDropped)
+	}
 	return out, nil
 }
 
-// metaFinished tags the optional last section of the meta, present once
-// FinishBefore was called: finBelow and finDone.
-const metaFinished = 'f'
+// metaFinished and metaForgotten tag the optional last sections of the
+// meta, in this order: finBelow and finDone, present once FinishBefore
+// was called; forgotDropped, present once quiet keys were forgotten.
+const (
+	metaFinished  = 'f'
+	metaForgotten = 'g'
+)
 
 // ckptLockKeys is how many key states WriteCheckpoint writes under the
 // write lock before it lets waiting lookups in.
@@ -1125,14 +1141,22 @@ func (o *Operator) Restore(meta []byte) error {
 		v[i] = d.varint()
 	}
 	pend := d.bytes()
-	finished := d.err == nil && len(d.b) > 0
+	finished := d.err == nil && len(d.b) > 0 && d.b[0] == metaFinished
 	var finBelow, finDone int64
 	if finished {
-		if d.byte() != metaFinished {
-			d.fail()
-		}
+		d.byte()
 		finBelow, finDone = d.varint(), d.varint()
 		if d.err == nil && (finDone < 0 || finDone > finBelow) {
+			d.fail()
+		}
+	}
+	forgotDropped := None
+	if d.err == nil && len(d.b) > 0 {
+		if d.byte() != metaForgotten {
+			d.fail()
+		}
+		forgotDropped = d.varint()
+		if d.err == nil && forgotDropped == None {
 			d.fail()
 		}
 	}
@@ -1155,12 +1179,25 @@ func (o *Operator) Restore(meta []byte) error {
 		if len(value) > 0 && value[0]&keyStateFinished != 0 {
 			o.markFinished(id)
 		}
-		if o.cfg.MemoryBudget == 0 {
+		base, dropped, rows, newest, end, ok := storedHeader(value)
+		switch {
+		case ok && rows == 0 && base > 0:
+			// A quiet key's small state: left in the store, as when it
+			// was dropped from memory (see dropResident).
+			o.kmeta[id].quiet = true
+			o.quietDrops++
+			o.quietDropped = max(o.quietDropped, dropped)
+		case o.cfg.MemoryBudget == 0:
 			ks, err := o.decodeKeyState(value)
 			if err != nil {
 				return fmt.Errorf("window: key state %q: %w", enc, err)
 			}
 			o.states[id] = ks
+		case ok && rows > 0:
+			// Left in the store, as if evicted: the sweep of quiet keys
+			// replaces it by its small state once it is quiet
+			// (replaceEvicted).
+			o.kmeta[id].newest, o.kmeta[id].end = newest, end
 		}
 		return nil
 	})
@@ -1168,6 +1205,7 @@ func (o *Operator) Restore(meta []byte) error {
 		return fmt.Errorf("window: restore: %w", err)
 	}
 	o.wm, o.maxTs = v[0], v[1]
+	o.forgotDropped = forgotDropped
 	if finished {
 		o.finBelow, o.finDone = finBelow, finDone
 		if o.finished == nil {
@@ -1191,6 +1229,46 @@ func (o *Operator) Restore(meta []byte) error {
 	}
 	o.stats.RowsIn, o.stats.RowsOut, o.stats.LateDropped, o.stats.LateApplied = v[2], v[3], v[4], v[5]
 	return nil
+}
+
+// storedHeader reads the start of a stored key state (see
+// encodeKeyState): the number of its first row, its newest dropped row,
+// its rows and the newest of them (None without rows), and the number its
+// next row would get. ok is false for a state it cannot read that way
+// (paged, damaged: decodeKeyState says which).
+func storedHeader(value []byte) (base, dropped int64, rows int, newest, end int64, ok bool) {
+	if len(value) == 0 || value[0]&^keyStateFinished != keyStateVersion {
+		return 0, 0, 0, 0, 0, false
+	}
+	b := value[1:]
+	base, n := binary.Varint(b)
+	if n <= 0 || base < 0 {
+		return 0, 0, 0, 0, 0, false
+	}
+	b = b[n:]
+	if dropped, n = binary.Varint(b); n <= 0 {
+		return 0, 0, 0, 0, 0, false
+	}
+	b = b[n:]
+	count, n := binary.Uvarint(b)
+	if n <= 0 || count > uint64(len(b)) {
+		return 0, 0, 0, 0, 0, false
+	}
+	b = b[n:]
+	newest = None
+	for i := uint64(0); i < count; i++ {
+		d, n := binary.Varint(b)
+		if n <= 0 {
+			return 0, 0, 0, 0, 0, false
+		}
+		b = b[n:]
+		if i == 0 {
+			newest = d
+		} else {
+			newest += d
+		}
+	}
+	return base, dropped, int(count), newest, base + int64(count), true
 }
 
 // restoring prepares an empty index for insert: the fast path a single key

@@ -95,8 +95,9 @@ func TestKeyStateRoundTrip(t *testing.T) {
 }
 
 // FuzzRestoreMetaTrailer: whatever follows the pending rows in an
-// operator's meta (the FinishBefore section, or garbage) gives Restore an
-// error or a state it can checkpoint again, never a panic. (The pending
+// operator's meta (the FinishBefore and forgotten-keys sections, or
+// garbage) gives Restore an error or a state it can checkpoint again and
+// restore from with the same sections, never a panic. (The pending
 // rows are Arrow IPC, left alone: arrow-go's reader trusts the sizes in a
 // damaged schema and may allocate without bound.)
 func FuzzRestoreMetaTrailer(f *testing.F) {
@@ -118,6 +119,9 @@ func FuzzRestoreMetaTrailer(f *testing.F) {
 	f.Add([]byte{metaFinished, 2, 2})
 	f.Add([]byte{metaFinished, 2, 4})
 	f.Add([]byte{'x', 0, 0})
+	f.Add([]byte{metaFinished, 6, 0, metaForgotten, 200, 1})
+	f.Add([]byte{metaForgotten, 3})
+	f.Add([]byte{metaForgotten, 1, metaFinished, 6, 0})
 	f.Fuzz(func(t *testing.T, tail []byte) {
 		cfg := op.cfg
 		cfg.Store = statestore.NewMemory()
@@ -132,14 +136,27 @@ func FuzzRestoreMetaTrailer(f *testing.F) {
 		if o.finDone > o.finBelow {
 			t.Fatalf("restored finDone %d above finBelow %d", o.finDone, o.finBelow)
 		}
-		if _, err := o.Checkpoint(); err != nil {
+		again, err := o.Checkpoint()
+		if err != nil {
 			t.Fatalf("restored operator does not checkpoint: %v", err)
+		}
+		o2, err := New(cfg, op.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer o2.Close()
+		if err := o2.Restore(again); err != nil {
+			t.Fatalf("checkpoint of a restored operator does not restore: %v", err)
+		}
+		if o2.finBelow != o.finBelow || o2.finDone != o.finDone || o2.forgotDropped != o.forgotDropped {
+			t.Fatalf("restored again (%d, %d, %d), want (%d, %d, %d)", o2.finBelow, o2.finDone, o2.forgotDropped, o.finBelow, o.finDone, o.forgotDropped)
 		}
 	})
 }
 
 // FuzzDecodeKeyState: corrupt key states give an error, never a panic;
-// what decodes encodes again.
+// what decodes encodes again, and its header as Restore reads it
+// (storedHeader) agrees with it.
 func FuzzDecodeKeyState(f *testing.F) {
 	op, encs := fuzzOperator(f)
 	defer op.Close()
@@ -151,12 +168,25 @@ func FuzzDecodeKeyState(f *testing.F) {
 	f.Add([]byte{keyStateVersion})
 	f.Add([]byte{9, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
+		base, dropped, rows, newest, end, hdr := storedHeader(data)
 		ks, err := op.decodeKeyState(data)
 		if err != nil {
 			return
 		}
 		if _, err := op.encodeKeyState(ks); err != nil {
 			t.Fatalf("decoded state does not encode: %v", err)
+		}
+		// The header Restore reads agrees with the state decoded.
+		if data[0]&^keyStateFinished != keyStateVersion {
+			return
+		}
+		r := &ks.rows
+		want := None
+		if r.Len() > 0 {
+			want = r.Ts[r.Len()-1]
+		}
+		if !hdr || base != r.Base || dropped != ks.dropped || rows != r.Len() || newest != want || end != r.End() {
+			t.Fatalf("header (%d, %d, %d, %d, %d, %v), state (%d, %d, %d, %d, %d)", base, dropped, rows, newest, end, hdr, r.Base, ks.dropped, r.Len(), want, r.End())
 		}
 	})
 }

@@ -133,17 +133,21 @@ type ckptRun struct {
 	// operators forget at once (window.SetKeyForgetMin).
 	forgetMin int
 	// sameOp checkpoints the operator and goes on with it, without a
-	// restore, at every step.
-	sameOp bool
+	// restore, at every step; everyStep checkpoints it at every step too,
+	// and restores at the steps that say so.
+	sameOp, everyStep bool
 	// stats of the last operator, at the end of the run.
 	stats    window.Stats
 	restores int
-	// quiet, evicted and loaded sum the QuietKeys, Evicted and Loaded of
-	// every operator of the run.
-	quiet, evicted, loaded int64
+	// quiet, evicted, loaded and forgotten sum the QuietKeys, Evicted,
+	// Loaded and ForgottenKeys of every operator of the run.
+	quiet, evicted, loaded, forgotten int64
 	// gone is the most keys out of memory (Keys - ResidentKeys) after
 	// any step.
 	gone int
+	// storeKeys is the number of key states in the store at the end
+	// (with a store, after a last checkpoint).
+	storeKeys int
 }
 
 func (c *ckptRun) newOp(st statestore.Store) *window.Operator {
@@ -185,6 +189,11 @@ func (c *ckptRun) run(tab *testutil.Table, steps []step) []string {
 	defer func() { op.Close() }()
 	var out []string
 	for _, s := range steps {
+		if c.everyStep && !s.ckpt && st != nil {
+			if _, err := op.Checkpoint(); err != nil {
+				t.Fatalf("Checkpoint: %v", err)
+			}
+		}
 		if (s.ckpt || c.sameOp) && st != nil {
 			meta, err := op.Checkpoint()
 			if err != nil {
@@ -200,6 +209,7 @@ func (c *ckptRun) run(tab *testutil.Table, steps []step) []string {
 			c.quiet += ost.QuietKeys
 			c.evicted += ost.Evicted
 			c.loaded += ost.Loaded
+			c.forgotten += ost.ForgottenKeys
 			snap := c.store()
 			copyStore(t, snap, st)
 			op.Close()
@@ -217,10 +227,20 @@ func (c *ckptRun) run(tab *testutil.Table, steps []step) []string {
 		st := op.Stats()
 		c.gone = max(c.gone, st.Keys-st.ResidentKeys)
 	}
+	if st != nil {
+		if _, err := op.Checkpoint(); err != nil {
+			t.Fatalf("Checkpoint: %v", err)
+		}
+		err := st.Scan([]byte("k/"), func(k, v []byte) error { c.storeKeys++; return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	c.stats = op.Stats()
 	c.quiet += c.stats.QuietKeys
 	c.evicted += c.stats.Evicted
 	c.loaded += c.stats.Loaded
+	c.forgotten += c.stats.ForgottenKeys
 	return out
 }
 
