@@ -38,7 +38,10 @@
 // integers, floats (NaN and ±Inf as null), strings, booleans, null for
 // SQL NULL, arrays for lists, objects for maps (keys rendered as strings)
 // and structs, and RFC 3339 UTC strings for timestamps. A key without any
-// rows gets the empty-frame values (count 0, sum null, ...).
+// rows gets the empty-frame values (count 0, sum null, ...), except at
+// times whose frames reach the rows of keys the pipeline has forgotten
+// (quiet keys, forgotten once many: see package window), which are
+// answered as times older than the state kept.
 //
 // "watermark" tells how complete the answer is: rows with an event time
 // at or before it are all counted; newer ones may still be on their way.
