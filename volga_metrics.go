@@ -37,7 +37,8 @@ import (
 //	volga_watermark_seconds                the watermark, as Unix seconds (streaming)
 //	volga_watermark_lag_seconds            wall-clock time minus the watermark (streaming)
 //	volga_pipeline_running                 1 while Run runs, 0 before and after
-//	volga_window_input_rows_total{stage}   rows into the sliding-window operators of a stage
+//	volga_window_input_rows_total{stage}   rows into the window operators of a stage (sliding,
+//	                                       tumbling or hopping)
 //	volga_window_output_rows_total{stage}  rows out of them
 //	volga_window_keys{stage}               distinct keys held in window state
 //	volga_window_resident_keys{stage}      of those, keys whose state is in memory (not
@@ -134,8 +135,8 @@ func (m *pipelineMetrics) RunStarted(opt pipeline.RunOptions) error {
 	m.watermark = desc("volga_watermark_seconds", "The source watermark, as Unix time in seconds.")
 	m.lag = desc("volga_watermark_lag_seconds", "Wall-clock time minus the watermark, in seconds.")
 	m.runningDesc = desc("volga_pipeline_running", "1 while the pipeline runs, 0 otherwise.")
-	m.winIn = desc("volga_window_input_rows_total", "Rows into the sliding-window operators of a stage.", "stage")
-	m.winOut = desc("volga_window_output_rows_total", "Rows emitted by the sliding-window operators of a stage.", "stage")
+	m.winIn = desc("volga_window_input_rows_total", "Rows into the window operators (sliding, tumbling or hopping) of a stage.", "stage")
+	m.winOut = desc("volga_window_output_rows_total", "Rows emitted by the window operators (sliding, tumbling or hopping) of a stage.", "stage")
 	m.winKeys = desc("volga_window_keys", "Distinct keys held in the window state of a stage.", "stage")
 	m.winResident = desc("volga_window_resident_keys", "Keys of a stage whose window state is in memory: not quiet keys let go, nor keys evicted to the state store.", "stage")
 	m.winRetained = desc("volga_window_retained_rows", "Rows held in the window state of a stage for frames and lookups.", "stage")

@@ -219,6 +219,65 @@ volga_pipeline_running{pipeline="fraud"} 0
 	}
 }
 
+// TestMetricsGroupBy: a tumbling-window query reports its window
+// operators like a sliding one: rows in, windows out (one row per key and
+// window), the keys held, nothing pending at the end, no rows retained.
+func TestMetricsGroupBy(t *testing.T) {
+	checkGoroutines(t)
+	// Users 1-3 over three 2-minute windows: (1, 2) in the first, (1, 2)
+	// in the second, (1, 3) in the third.
+	evs := []event{{1, 0, 20}, {2, 60_000, 5}, {1, 120_000, 30}, {2, 180_000, 1}, {3, 240_000, 7.5}, {1, 300_000, 100}, {1, 310_000, 1}}
+	rec := batchOf(evs...)
+	defer rec.Release()
+	reg := prometheus.NewPedanticRegistry()
+	out := sink.NewCollector()
+	defer out.Release()
+	p, err := volga.SQL(`SELECT user_id, window_start, count(*) AS n, sum(amount) AS spend
+FROM tx GROUP BY user_id, tumble(ts, INTERVAL '2' MINUTE)`,
+		volga.WithSource("tx", source.NewMemorySliced(metricSchema, 2, rec)), volga.WithSink(out),
+		volga.WithParallelism(2), volga.WithMetrics(reg), volga.WithName("hourly"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Scrapes while the run goes on read the operators' counters from
+	// another goroutine (the race detector checks it).
+	done := make(chan struct{})
+	scraped := make(chan struct{})
+	go func() {
+		defer close(scraped)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				if _, err := reg.Gather(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	}()
+	err = p.Run(context.Background())
+	close(done)
+	<-scraped
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(out.Rows()); n != 6 {
+		t.Fatalf("%d windows out, want 6", n)
+	}
+	expect(t, scrape(t, reg), map[string]float64{
+		`volga_window_input_rows_total{pipeline="hourly",stage="0"}`:     7,
+		`volga_window_output_rows_total{pipeline="hourly",stage="0"}`:    6,
+		`volga_window_keys{pipeline="hourly",stage="0"}`:                 3,
+		`volga_window_resident_keys{pipeline="hourly",stage="0"}`:        3,
+		`volga_window_pending_rows{pipeline="hourly",stage="0"}`:         0,
+		`volga_window_retained_rows{pipeline="hourly",stage="0"}`:        0,
+		`volga_window_forgotten_keys_total{pipeline="hourly",stage="0"}`: 0,
+		`volga_sink_rows_total{pipeline="hourly"}`:                       6,
+	})
+}
+
 func TestMetricsFilteredRows(t *testing.T) {
 	rec := batchOf(event{1, 0, 20}, event{2, 1, 5}, event{1, 2, 30}, event{3, 3, 1})
 	defer rec.Release()

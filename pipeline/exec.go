@@ -1112,8 +1112,13 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 			return &operatorError{op: "window", stage: s, task: id, err: fmt.Errorf("volga: restoring checkpoint %d: %w", r.ck.epoch, err)}
 		}
 	}
-	if wop, ok := op.(*window.Operator); ok && r.opt.Live != nil {
-		r.opt.Live.register(s, id, wop)
+	if r.opt.Live != nil {
+		switch wop := op.(type) {
+		case *window.Operator:
+			r.opt.Live.register(s, id, wop)
+		case *window.GroupOperator:
+			r.opt.Live.registerGroup(s, id, wop)
+		}
 	}
 	comb := watermark.NewCombiner(senders)
 	cur := watermark.None

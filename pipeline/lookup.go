@@ -43,6 +43,9 @@ type Live struct {
 	mu  sync.RWMutex
 	c   *Compiled
 	ops [][]*window.Operator // [stage][task]
+	// groups are the tumble/hop operators, [stage][task] (for their
+	// stats only: they answer no lookups).
+	groups [][]*window.GroupOperator
 	// missing counts the sliding-window tasks not registered yet: until
 	// every one is, lookups get ErrNotRunning (rather than answers for
 	// the keys of some tasks and ErrNotRunning for the others).
@@ -93,12 +96,14 @@ func (l *Live) start(c *Compiled, n int) {
 	l.c = c
 	l.canErr = c.CanLookup()
 	l.ops = make([][]*window.Operator, len(c.stages))
+	l.groups = make([][]*window.GroupOperator, len(c.stages))
 	l.keyNames = make([][]string, len(c.stages))
 	l.keyTypes = make([][]arrow.DataType, len(c.stages))
 	l.outPos = make([][]int, len(c.stages))
 	l.missing = 0
 	for s, st := range c.stages {
 		l.ops[s] = make([]*window.Operator, n)
+		l.groups[s] = make([]*window.GroupOperator, n)
 		if st.group == nil {
 			l.missing += n
 		}
@@ -183,6 +188,13 @@ func (l *Live) register(stage, task int, op *window.Operator) {
 		l.missing--
 	}
 	l.ops[stage][task] = op
+}
+
+// registerGroup makes a tumble/hop operator's stats part of WindowStats.
+func (l *Live) registerGroup(stage, task int, op *window.GroupOperator) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.groups[stage][task] = op
 }
 
 // KeyColumns returns the key columns a lookup must give: the union of the

@@ -144,27 +144,33 @@ func (l *Live) setObserver(o Observer) {
 	l.obs = o
 }
 
-// WindowStats returns the counters of the sliding-window operators, by
-// stage and task (nil for a task that has not started yet): rows in and
-// out, late rows, keys, rows retained and rows pending. Each operator is
-// read under its lock, in time linear in its number of keys; it is meant
-// for metrics scrapes, not for hot loops. A query without sliding windows
-// has none.
+// WindowStats returns the counters of the window operators, sliding and
+// tumbling/hopping, by stage and task (nil for a task that has not
+// started yet): rows in and out, late rows, keys, rows retained and rows
+// pending, keys let go and forgotten. Each sliding-window operator is read
+// under its lock, in time linear in its number of keys; it is meant for
+// metrics scrapes, not for hot loops.
 func (l *Live) WindowStats() [][]*window.Stats {
 	l.mu.RLock()
-	ops := l.ops
+	ops, groups := l.ops, l.groups
 	l.mu.RUnlock()
 	out := make([][]*window.Stats, len(ops))
 	for s, tasks := range ops {
 		out[s] = make([]*window.Stats, len(tasks))
 		for t := range tasks {
 			l.mu.RLock()
-			op := ops[s][t]
+			op, gop := ops[s][t], groups[s][t]
 			l.mu.RUnlock()
-			if op != nil {
-				st := op.Stats()
-				out[s][t] = &st
+			var st window.Stats
+			switch {
+			case op != nil:
+				st = op.Stats()
+			case gop != nil:
+				st = gop.Stats()
+			default:
+				continue
 			}
+			out[s][t] = &st
 		}
 	}
 	return out

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -97,6 +98,8 @@ type GroupOperator struct {
 	// counts the live ones; forgotten counts the keys it dropped.
 	compactAt int
 	forgotten int64
+	// pub is what Stats reports, published after each change.
+	pub groupStats
 	// Input clustered by key (FinishBefore): every row before finBelow is
 	// of a key whose rows have all come (a key whose last row is before
 	// it may not come again); finDone is finBelow at the last Advance.
@@ -290,6 +293,42 @@ func (g *GroupOperator) Late() (dropped, applied int64) {
 	return g.stats.LateDropped, g.stats.LateApplied
 }
 
+// groupStats holds what Stats reports of a GroupOperator: copied by the
+// goroutine that runs the operator after each call that changes it, and
+// read from others (metrics scrapes).
+type groupStats struct {
+	rowsIn, rowsOut, lateDropped, lateApplied atomic.Int64
+	keys, pending, forgotten                  atomic.Int64
+}
+
+// publish copies g's counters for Stats.
+func (g *GroupOperator) publish() {
+	p := &g.pub
+	p.rowsIn.Store(g.stats.RowsIn)
+	p.rowsOut.Store(g.stats.RowsOut)
+	p.lateDropped.Store(g.stats.LateDropped)
+	p.lateApplied.Store(g.stats.LateApplied)
+	p.keys.Store(int64(g.keys.n))
+	p.pending.Store(int64(len(g.pend)))
+	p.forgotten.Store(g.forgotten)
+}
+
+// Stats returns the operator's counters: rows in and out, late rows, the
+// keys held (Keys; all in memory: ResidentKeys), the rows waiting for the
+// watermark (Pending) and the keys forgotten (ForgottenKeys). Unlike the
+// operator's other methods it may be called from any goroutine: it reads
+// what the last Push, Advance or Restore left.
+func (g *GroupOperator) Stats() Stats {
+	p := &g.pub
+	keys := int(p.keys.Load())
+	return Stats{
+		RowsIn: p.rowsIn.Load(), RowsOut: p.rowsOut.Load(),
+		LateDropped: p.lateDropped.Load(), LateApplied: p.lateApplied.Load(),
+		Keys: keys, ResidentKeys: keys, Pending: int(p.pending.Load()),
+		ForgottenKeys: p.forgotten.Load(),
+	}
+}
+
 // Close releases nothing held across calls; it is here for symmetry with
 // Operator.
 func (g *GroupOperator) Close() {}
@@ -315,6 +354,7 @@ func floorDiv(a, b int64) int64 {
 // the windows not yet emitted when within the allowed lateness, else
 // returned in late. Push emits nothing.
 func (g *GroupOperator) Push(rec arrow.RecordBatch) (out []arrow.RecordBatch, late arrow.RecordBatch, err error) {
+	defer g.publish()
 	n := int(rec.NumRows())
 	if n == 0 {
 		return nil, nil, nil
@@ -425,6 +465,7 @@ func (g *GroupOperator) FinishBefore(seq int64, forget bool) {
 // of their keys is emitted (and only those, before the End watermark),
 // ordered by the first row of their key, then by start.
 func (g *GroupOperator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBatch, error) {
+	defer g.publish()
 	out, err := g.advance(ctx, wm)
 	if err != nil {
 		return nil, err

@@ -127,6 +127,7 @@ func (g *GroupOperator) Checkpoint() ([]byte, error) {
 // before its first Push. Meta of an operator of another configuration
 // is refused (ErrIncompatibleCheckpoint).
 func (g *GroupOperator) Restore(meta []byte) (err error) {
+	defer g.publish()
 	if g.stats.RowsIn != 0 || g.keys.n != 0 || g.wm != None {
 		return errors.New("window: Restore needs a fresh GroupOperator")
 	}
