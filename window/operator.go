@@ -321,10 +321,10 @@ type keyMeta struct {
 	// newest is the event time of the newest row of an evicted key (None
 	// when it had none, or, for a key left in the store at a restore
 	// whose state storedHeader cannot read, unknown) and end the number
-	// its next row would get: the sweep of
-	// quiet keys reads them (replaceEvicted). quiet marks a key dropped
-	// from memory with no row (a quiet key's small state, see
-	// dropResident): maybeForgetKeys forgets it.
+	// its next row would get: the sweep of quiet keys reads them
+	// (replaceEvicted). quiet marks a key dropped from memory with no row
+	// (a quiet key's small state, see dropResident): maybeForgetKeys
+	// forgets it.
 	newest, end int64
 	quiet       bool
 }
