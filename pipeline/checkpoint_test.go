@@ -20,6 +20,7 @@ import (
 	"gocloud.dev/blob/memblob"
 
 	"github.com/volga-go/volga"
+	"github.com/volga-go/volga/internal/arrowutil"
 	"github.com/volga-go/volga/internal/testutil"
 	"github.com/volga-go/volga/pipeline"
 	"github.com/volga-go/volga/sink"
@@ -181,11 +182,7 @@ func TestCheckpointStopResume(t *testing.T) {
 	tab := testutil.Events(rng, testutil.DefaultEvents(testutil.Scale(2000)))
 	tab = tab.Subset(testutil.Shuffle(rng, tab, "ts", nil, 1500))
 	batches := tab.Batches(rng, 25)
-	defer func() {
-		for _, b := range batches {
-			b.Release()
-		}
-	}()
+	defer arrowutil.ReleaseAll(batches)
 	opts := []volga.Option{volga.WithMode(volga.Streaming), volga.WithMaxOutOfOrder(time.Second), volga.WithParallelism(2)}
 	dir := t.TempDir()
 	ref := filepath.Join(dir, "ref.csv")
@@ -220,11 +217,7 @@ func TestCheckpointFinishedRunReadsNothingTwice(t *testing.T) {
 	rng := testutil.Rand(testutil.Seeds(1)[0])
 	tab := testutil.Events(rng, testutil.DefaultEvents(500))
 	batches := tab.Batches(rng, 30)
-	defer func() {
-		for _, b := range batches {
-			b.Release()
-		}
-	}()
+	defer arrowutil.ReleaseAll(batches)
 	dir := t.TempDir()
 	bucket := memblob.OpenBucket(nil)
 	defer bucket.Close()
@@ -270,11 +263,7 @@ func TestCheckpointCorruptLatestFallsBack(t *testing.T) {
 	rng := testutil.Rand(testutil.Seeds(1)[0] + 7)
 	tab := testutil.Events(rng, testutil.DefaultEvents(2000))
 	batches := tab.Batches(rng, 20)
-	defer func() {
-		for _, b := range batches {
-			b.Release()
-		}
-	}()
+	defer arrowutil.ReleaseAll(batches)
 	dir := t.TempDir()
 	ref := filepath.Join(dir, "ref.csv")
 	if err := runToFile(context.Background(), t, ref, tab.Schema, batches, 0, nil); err != nil {
@@ -419,11 +408,7 @@ func TestStopWithoutCheckpoints(t *testing.T) {
 	tab := testutil.Events(rng, testutil.DefaultEvents(1500))
 	tab = tab.Subset(testutil.Shuffle(rng, tab, "ts", nil, 1500))
 	batches := tab.Batches(rng, 25)
-	defer func() {
-		for _, b := range batches {
-			b.Release()
-		}
-	}()
+	defer arrowutil.ReleaseAll(batches)
 	opts := []volga.Option{volga.WithMode(volga.Streaming), volga.WithMaxOutOfOrder(time.Second), volga.WithParallelism(2)}
 	dir := t.TempDir()
 	n := len(batches) / 2
@@ -448,11 +433,7 @@ func TestCheckpointOtherParallelismRefused(t *testing.T) {
 	rng := testutil.Rand(testutil.Seeds(1)[0] + 5)
 	tab := testutil.Events(rng, testutil.DefaultEvents(300))
 	batches := tab.Batches(rng, 50)
-	defer func() {
-		for _, b := range batches {
-			b.Release()
-		}
-	}()
+	defer arrowutil.ReleaseAll(batches)
 	bucket := memblob.OpenBucket(nil)
 	defer bucket.Close()
 	out := filepath.Join(t.TempDir(), "out.csv")

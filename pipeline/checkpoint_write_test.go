@@ -15,6 +15,7 @@ import (
 	"gocloud.dev/blob/memblob"
 
 	"github.com/volga-go/volga"
+	"github.com/volga-go/volga/internal/arrowutil"
 	"github.com/volga-go/volga/internal/testutil"
 	"github.com/volga-go/volga/pipeline"
 	"github.com/volga-go/volga/sink"
@@ -79,11 +80,7 @@ func TestCheckpointOutputFlowsWhileStateIsWritten(t *testing.T) {
 	tab := testutil.Events(rng, ecfg)
 	tab = tab.Subset(testutil.Shuffle(rng, tab, "ts", nil, 1500))
 	batches := tab.Batches(rng, 25)
-	defer func() {
-		for _, b := range batches {
-			b.Release()
-		}
-	}()
+	defer arrowutil.ReleaseAll(batches)
 	opts := []volga.Option{volga.WithMode(volga.Streaming), volga.WithParallelism(2), volga.WithMaxOutOfOrder(time.Second)}
 	dir := t.TempDir()
 	ref := filepath.Join(dir, "ref.csv")

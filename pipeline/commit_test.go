@@ -12,6 +12,7 @@ import (
 	"gocloud.dev/blob/memblob"
 
 	"github.com/volga-go/volga"
+	"github.com/volga-go/volga/internal/arrowutil"
 	"github.com/volga-go/volga/internal/testutil"
 	"github.com/volga-go/volga/sink"
 	"github.com/volga-go/volga/source"
@@ -58,11 +59,7 @@ func TestSlowPositionCommit(t *testing.T) {
 	rng := testutil.Rand(testutil.Seeds(1)[0] + 12)
 	tab := testutil.Events(rng, testutil.DefaultEvents(3000))
 	batches := tab.Batches(rng, 10)
-	defer func() {
-		for _, b := range batches {
-			b.Release()
-		}
-	}()
+	defer arrowutil.ReleaseAll(batches)
 	src := &slowCommitSource{Memory: source.NewMemory(tab.Schema, batches...), blocked: make(chan struct{}), release: make(chan struct{})}
 	var rows, ckpts atomic.Int64
 	out := sink.NewCallback(func(_ context.Context, rec arrow.RecordBatch) error {

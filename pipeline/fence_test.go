@@ -17,6 +17,7 @@ import (
 	"gocloud.dev/blob/memblob"
 
 	"github.com/volga-go/volga"
+	"github.com/volga-go/volga/internal/arrowutil"
 	"github.com/volga-go/volga/internal/testutil"
 	"github.com/volga-go/volga/pipeline"
 	"github.com/volga-go/volga/sink"
@@ -92,11 +93,7 @@ func TestFencedCheckpoints(t *testing.T) {
 	rng := testutil.Rand(testutil.Seeds(1)[0] + 11)
 	tab := testutil.Events(rng, testutil.DefaultEvents(2000))
 	batches := tab.Batches(rng, 10)
-	defer func() {
-		for _, b := range batches {
-			b.Release()
-		}
-	}()
+	defer arrowutil.ReleaseAll(batches)
 	discard := func() sink.Sink {
 		return sink.NewCallback(func(context.Context, arrow.RecordBatch) error { return nil })
 	}

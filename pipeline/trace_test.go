@@ -11,6 +11,7 @@ import (
 	"gocloud.dev/blob/memblob"
 
 	"github.com/volga-go/volga"
+	"github.com/volga-go/volga/internal/arrowutil"
 	"github.com/volga-go/volga/internal/testutil"
 )
 
@@ -21,11 +22,7 @@ func TestCheckpointTraceRegions(t *testing.T) {
 	rng := testutil.Rand(testutil.Seeds(1)[0])
 	tab := testutil.Events(rng, testutil.DefaultEvents(300))
 	batches := tab.Batches(rng, 20)
-	defer func() {
-		for _, b := range batches {
-			b.Release()
-		}
-	}()
+	defer arrowutil.ReleaseAll(batches)
 	traced := func(opts ...volga.Option) []byte {
 		var buf bytes.Buffer
 		if err := trace.Start(&buf); err != nil {

@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
+
+	"github.com/volga-go/volga/internal/arrowutil"
 )
 
 // TestParquetSinkCheckpoints walks the engine's sequence of calls: the
@@ -22,11 +24,8 @@ func TestParquetSinkCheckpoints(t *testing.T) {
 	k := parquetKind
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
-	var b [6]arrow.RecordBatch
-	for i := range b {
-		b[i] = txBatch(mem, i*10, 3)
-		defer b[i].Release()
-	}
+	b := txBatches(mem, 6)
+	defer arrowutil.ReleaseAll(b)
 	expect := func(recs ...arrow.RecordBatch) string { return expectText(t, k, recs...) }
 
 	dir := t.TempDir()

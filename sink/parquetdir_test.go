@@ -13,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
+
+	"github.com/volga-go/volga/internal/arrowutil"
 )
 
 var _ Committer = (*ParquetDir)(nil)
@@ -93,11 +95,8 @@ func TestParquetDirCheckpoints(t *testing.T) {
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
-	var b [6]arrow.RecordBatch
-	for i := range b {
-		b[i] = txBatch(mem, i*10, 3)
-		defer b[i].Release()
-	}
+	b := txBatches(mem, 6)
+	defer arrowutil.ReleaseAll(b)
 	k := parquetDirKind(DefaultFileRows)
 	expect := func(recs ...arrow.RecordBatch) string { return expectText(t, k, recs...) }
 	dir := filepath.Join(t.TempDir(), "out")

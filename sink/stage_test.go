@@ -8,8 +8,9 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/volga-go/volga/internal/arrowutil"
 )
 
 // tokenRE matches the token in a staged file's name (stager.token).
@@ -42,11 +43,8 @@ func TestStagingTwoWriters(t *testing.T) {
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
-	var b [5]arrow.RecordBatch
-	for i := range b {
-		b[i] = txBatch(mem, 10*i, 3)
-		defer b[i].Release()
-	}
+	b := txBatches(mem, 5)
+	defer arrowutil.ReleaseAll(b)
 	for _, k := range textKinds {
 		t.Run(k.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), k.file)
@@ -90,11 +88,8 @@ func TestStagingLegacyNames(t *testing.T) {
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
-	var b [2]arrow.RecordBatch
-	for i := range b {
-		b[i] = txBatch(mem, 10*i, 3)
-		defer b[i].Release()
-	}
+	b := txBatches(mem, 2)
+	defer arrowutil.ReleaseAll(b)
 	for _, k := range textKinds {
 		t.Run(k.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), k.file)

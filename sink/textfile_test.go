@@ -10,6 +10,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/volga-go/volga/internal/arrowutil"
 )
 
 // expectText returns what a run without checkpoints writes for batches.
@@ -56,11 +58,8 @@ func TestTextSinkCheckpoints(t *testing.T) {
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
-	var b [6]arrow.RecordBatch
-	for i := range b {
-		b[i] = txBatch(mem, i*10, 3)
-		defer b[i].Release()
-	}
+	b := txBatches(mem, 6)
+	defer arrowutil.ReleaseAll(b)
 	for _, k := range textKinds {
 		t.Run(k.name, func(t *testing.T) {
 			dir := t.TempDir()

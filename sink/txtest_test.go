@@ -141,6 +141,16 @@ var txSchema = arrow.NewSchema([]arrow.Field{
 }, nil)
 
 // txBatch returns n rows whose ids start at first; names need CSV quoting.
+// txBatches returns n batches of 3 rows each, batch i's ids from 10*i;
+// the caller releases them (arrowutil.ReleaseAll).
+func txBatches(mem memory.Allocator, n int) []arrow.RecordBatch {
+	out := make([]arrow.RecordBatch, n)
+	for i := range out {
+		out[i] = txBatch(mem, 10*i, 3)
+	}
+	return out
+}
+
 func txBatch(mem memory.Allocator, first, n int) arrow.RecordBatch {
 	b := array.NewRecordBuilder(mem, txSchema)
 	defer b.Release()
