@@ -72,8 +72,8 @@ func (o *Operator) LookupWith(key []byte, t int64, cand *agg.Rows, bld []array.B
 	var ks *keyState
 	if id, ok := o.keys.find(key); !ok && o.forgotDropped != None {
 		// Not held: perhaps forgotten (maybeForgetKeys), its rows dropped
-		// up to forgotDropped at the latest.
-		ks = &keyState{dropped: o.forgotDropped}
+		// up to forgotDropped at the latest, as a parked key's.
+		ks = parkedView(parkedKey{dropped: o.forgotDropped})
 	} else if ok {
 		ks = o.states[id]
 		if ks == nil && o.cfg.Store == nil {

@@ -1179,7 +1179,9 @@ func (o *Operator) Restore(meta []byte) error {
 		if len(value) > 0 && value[0]&keyStateFinished != 0 {
 			o.markFinished(id)
 		}
-		base, dropped, rows, newest, end, ok := storedHeader(value)
+		// The event times are read for keys left in the store only (the
+		// others are decoded whole).
+		base, dropped, rows, newest, end, ok := storedHeader(value, o.cfg.MemoryBudget > 0)
 		switch {
 		case ok && rows == 0 && base > 0:
 			// A quiet key's small state: left in the store, as when it
@@ -1233,10 +1235,11 @@ func (o *Operator) Restore(meta []byte) error {
 
 // storedHeader reads the start of a stored key state (see
 // encodeKeyState): the number of its first row, its newest dropped row,
-// its rows and the newest of them (None without rows), and the number its
-// next row would get. ok is false for a state it cannot read that way
+// its rows and, when walk is set, the newest of them (None without rows
+// or without walk: the event times are read only then), and the number
+// its next row would get. ok is false for a state it cannot read that way
 // (paged, damaged: decodeKeyState says which).
-func storedHeader(value []byte) (base, dropped int64, rows int, newest, end int64, ok bool) {
+func storedHeader(value []byte, walk bool) (base, dropped int64, rows int, newest, end int64, ok bool) {
 	if len(value) == 0 || value[0]&^keyStateFinished != keyStateVersion {
 		return 0, 0, 0, 0, 0, false
 	}
@@ -1256,7 +1259,7 @@ func storedHeader(value []byte) (base, dropped int64, rows int, newest, end int6
 	}
 	b = b[n:]
 	newest = None
-	for i := uint64(0); i < count; i++ {
+	for i := uint64(0); walk && i < count; i++ {
 		d, n := binary.Varint(b)
 		if n <= 0 {
 			return 0, 0, 0, 0, 0, false

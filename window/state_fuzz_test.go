@@ -168,7 +168,7 @@ func FuzzDecodeKeyState(f *testing.F) {
 	f.Add([]byte{keyStateVersion})
 	f.Add([]byte{9, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		base, dropped, rows, newest, end, hdr := storedHeader(data)
+		base, dropped, rows, newest, end, hdr := storedHeader(data, true)
 		ks, err := op.decodeKeyState(data)
 		if err != nil {
 			return
