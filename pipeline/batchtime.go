@@ -307,14 +307,11 @@ const (
 	perValueRows    = 1 << 20
 )
 
-// releasePerKey returns the rows per key a task lets wait, given the
-// mean number of rows its keys' windows hold and whether a window keeps
-// an entry per distinct value.
-func releasePerKey(retained float64, perValue bool) int {
-	switch {
-	case perValue:
-		return releasePerValue
-	case retained < largeState:
+// releasePerKey returns the rows per key a task without per-value
+// windows lets wait, given the mean number of rows its keys' windows
+// hold.
+func releasePerKey(retained float64) int {
+	if retained < largeState {
 		return releaseSmall
 	}
 	return releaseLarge
@@ -343,8 +340,8 @@ func (r *runner) deferRelease(op operator, wm int64) bool {
 		return true
 	}
 	if b.PerValueState() {
-		return rows < min(releasePerKey(0, true)*keys, perValueRows)
+		return rows < min(releasePerValue*keys, perValueRows)
 	}
 	// Only now the sample: most watermarks find too few rows waiting.
-	return rows < releasePerKey(b.RetainedPerKey(), false)*keys
+	return rows < releasePerKey(b.RetainedPerKey())*keys
 }
