@@ -257,15 +257,12 @@ func (pc *posCommitter) loop(ctx context.Context, c positionCommitter, log *slog
 // goroutine.
 func (pc *posCommitter) wait() {
 	pc.mu.Lock()
-	if !pc.started || pc.closed {
-		pc.closed = true
-		pc.mu.Unlock()
-		return
-	}
 	pc.closed = true
-	select {
-	case pc.wake <- struct{}{}:
-	default:
+	if pc.started {
+		select {
+		case pc.wake <- struct{}{}:
+		default:
+		}
 	}
 	pc.mu.Unlock()
 	pc.wg.Wait()
