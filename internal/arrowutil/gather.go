@@ -10,6 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/volga-go/volga/internal/prefetch"
 )
 
 // Seg is a run of consecutive rows [Start, End) of source Src.
@@ -62,7 +64,7 @@ func Gather(mem memory.Allocator, dt arrow.DataType, srcs []arrow.Array, segs []
 	for i, s := range srcs {
 		ds[i] = s.Data()
 	}
-	d := gatherData(mem, dt, ds, segs, segRows(segs))
+	d := gatherData(mem, dt, ds, segs, segRows(segs), scattered(segs, len(ds)))
 	defer d.Release()
 	return array.MakeFromData(d), nil
 }
@@ -234,7 +236,7 @@ func castI64(b []byte) []int64 {
 	return unsafe.Slice((*int64)(unsafe.Pointer(&b[0])), len(b)/8)
 }
 
-func gatherData(mem memory.Allocator, dt arrow.DataType, ds []arrow.ArrayData, segs []Seg, n int) arrow.ArrayData {
+func gatherData(mem memory.Allocator, dt arrow.DataType, ds []arrow.ArrayData, segs []Seg, n int, pf bool) arrow.ArrayData {
 	if dt.ID() == arrow.NULL {
 		return array.NewData(dt, n, []*memory.Buffer{nil}, nil, n, 0)
 	}
@@ -267,13 +269,13 @@ func gatherData(mem memory.Allocator, dt arrow.DataType, ds []arrow.ArrayData, s
 		}
 		return array.NewData(dt, n, []*memory.Buffer{valid, buf}, nil, nulls, 0)
 	case *arrow.StringType, *arrow.BinaryType:
-		return gatherVar(mem, dt, ds, segs, n, valid, nulls, castI32)
+		return gatherVar(mem, dt, ds, segs, n, valid, nulls, castI32, pf)
 	case *arrow.LargeStringType, *arrow.LargeBinaryType:
-		return gatherVar(mem, dt, ds, segs, n, valid, nulls, castI64)
+		return gatherVar(mem, dt, ds, segs, n, valid, nulls, castI64, pf)
 	case *arrow.ListType:
-		return gatherList(mem, dt, t.Elem(), ds, segs, n, valid, nulls)
+		return gatherList(mem, dt, t.Elem(), ds, segs, n, valid, nulls, pf)
 	case *arrow.MapType:
-		return gatherList(mem, dt, t.Elem(), ds, segs, n, valid, nulls)
+		return gatherList(mem, dt, t.Elem(), ds, segs, n, valid, nulls, pf)
 	case *arrow.StructType:
 		children := make([]arrow.ArrayData, len(t.Fields()))
 		// A struct's children are indexed by the struct's physical row.
@@ -287,7 +289,7 @@ func gatherData(mem memory.Allocator, dt arrow.DataType, ds []arrow.ArrayData, s
 			for k, d := range ds {
 				cds[k] = d.Children()[i]
 			}
-			children[i] = gatherData(mem, f.Type, cds, csegs, n)
+			children[i] = gatherData(mem, f.Type, cds, csegs, n, pf)
 		}
 		defer func() {
 			for _, c := range children {
@@ -302,9 +304,9 @@ func gatherData(mem memory.Allocator, dt arrow.DataType, ds []arrow.ArrayData, s
 		out := buf.Bytes()
 		switch w {
 		case 8:
-			gatherWords(ds, segs, out, castI64)
+			gatherWords(ds, segs, out, castI64, pf)
 		case 4:
-			gatherWords(ds, segs, out, castI32)
+			gatherWords(ds, segs, out, castI32, pf)
 		default:
 			vals := make([][]byte, len(ds))
 			for i, d := range ds {
@@ -322,9 +324,46 @@ func gatherData(mem memory.Allocator, dt arrow.DataType, ds []arrow.ArrayData, s
 	panic(fmt.Sprintf("arrowutil: gather of %s", dt))
 }
 
+// Rows gathered out of key order (pf: see scattered) miss the caches run
+// after run, first on their offsets, then on their values. The loops over
+// runs then prefetch the place of the run ahead runs on while they copy
+// the current one, so that the misses overlap instead of waiting one
+// after the other (BenchmarkGatherML3 release/list, 65 536 rows at random
+// from two sources of 1 M: 149 CPU ns a row without, 104-120 with).
+// Plain loads of the rows ahead (touching them) were slower than nothing:
+// a load holds the CPU's reorder window, a prefetch does not. Runs read
+// in order (a merge of sources read front to back) are left alone: there
+// the prefetches cost 10-15 % and find the lines on their way already.
+const ahead = 16
+
+// scattered reports whether segs read their nsrc sources out of order:
+// whether more than a quarter of the runs do not start where the
+// previous run of their source ended.
+func scattered(segs []Seg, nsrc int) bool {
+	if len(segs) < 4*ahead {
+		return false
+	}
+	end := make([]int32, nsrc)
+	jumps := 0
+	for _, s := range segs {
+		if s.Start != end[s.Src] {
+			jumps++
+		}
+		end[s.Src] = s.End
+	}
+	return 4*jumps > len(segs)
+}
+
+// prefetchRow prefetches v[i] (nothing when out of range).
+func prefetchRow[T any](v []T, i int) {
+	if uint(i) < uint(len(v)) {
+		prefetch.Of(&v[i])
+	}
+}
+
 // gatherWords gathers the values buffers of fixed-width arrays of 4- or
 // 8-byte values into out, run by run (single rows without a copy call).
-func gatherWords[T int32 | int64](ds []arrow.ArrayData, segs []Seg, out []byte, cast func([]byte) []T) {
+func gatherWords[T int32 | int64](ds []arrow.ArrayData, segs []Seg, out []byte, cast func([]byte) []T, pf bool) {
 	vals := make([][]T, len(ds))
 	for i, d := range ds {
 		if d.Len() > 0 {
@@ -333,7 +372,11 @@ func gatherWords[T int32 | int64](ds []arrow.ArrayData, segs []Seg, out []byte, 
 	}
 	o := cast(out)
 	pos := 0
-	for _, s := range segs {
+	for k, s := range segs {
+		if pf && k+ahead < len(segs) {
+			a := segs[k+ahead]
+			prefetchRow(vals[a.Src], int(a.Start))
+		}
 		v := vals[s.Src]
 		if s.End-s.Start == 1 {
 			o[pos] = v[s.Start]
@@ -354,7 +397,7 @@ func gatherWords[T int32 | int64](ds []arrow.ArrayData, segs []Seg, out []byte, 
 // places. Results gathered out of key order miss the cache on the offsets
 // and again on the bytes; read in one loop, each copy had to wait for its
 // own offsets first.
-func gatherVar[T int32 | int64](mem memory.Allocator, dt arrow.DataType, ds []arrow.ArrayData, segs []Seg, n int, valid *memory.Buffer, nulls int, cast func([]byte) []T) arrow.ArrayData {
+func gatherVar[T int32 | int64](mem memory.Allocator, dt arrow.DataType, ds []arrow.ArrayData, segs []Seg, n int, valid *memory.Buffer, nulls int, cast func([]byte) []T, pf bool) arrow.ArrayData {
 	offs := make([][]T, len(ds))
 	datas := make([][]byte, len(ds))
 	for i, d := range ds {
@@ -370,6 +413,10 @@ func gatherVar[T int32 | int64](mem memory.Allocator, dt arrow.DataType, ds []ar
 	bases := make([]T, len(segs))
 	pos, cur := 0, T(0)
 	for k, s := range segs {
+		if pf && k+ahead < len(segs) {
+			a := segs[k+ahead]
+			prefetchRow(offs[a.Src], int(a.Start))
+		}
 		o := offs[s.Src]
 		base := o[s.Start]
 		bases[k] = base
@@ -390,6 +437,9 @@ func gatherVar[T int32 | int64](mem memory.Allocator, dt arrow.DataType, ds []ar
 	data := db.Bytes()
 	pos = 0
 	for k, s := range segs {
+		if pf && k+ahead < len(segs) {
+			prefetchRow(datas[segs[k+ahead].Src], int(bases[k+ahead]))
+		}
 		from, to := out[pos], out[pos+int(s.End-s.Start)]
 		pos += int(s.End - s.Start)
 		base := bases[k]
@@ -400,7 +450,7 @@ func gatherVar[T int32 | int64](mem memory.Allocator, dt arrow.DataType, ds []ar
 
 // gatherList gathers List and Map arrays (int32 offsets and one child):
 // each run of rows is one run of the child.
-func gatherList(mem memory.Allocator, dt, elem arrow.DataType, ds []arrow.ArrayData, segs []Seg, n int, valid *memory.Buffer, nulls int) arrow.ArrayData {
+func gatherList(mem memory.Allocator, dt, elem arrow.DataType, ds []arrow.ArrayData, segs []Seg, n int, valid *memory.Buffer, nulls int, pf bool) arrow.ArrayData {
 	offs := make([][]int32, len(ds))
 	cds := make([]arrow.ArrayData, len(ds))
 	for i, d := range ds {
@@ -414,7 +464,11 @@ func gatherList(mem memory.Allocator, dt, elem arrow.DataType, ds []arrow.ArrayD
 	out := castI32(ob.Bytes())
 	csegs := make([]Seg, 0, len(segs))
 	pos, cur := 0, int32(0)
-	for _, s := range segs {
+	for k, s := range segs {
+		if pf && k+ahead < len(segs) {
+			a := segs[k+ahead]
+			prefetchRow(offs[a.Src], int(a.Start))
+		}
 		o := offs[s.Src]
 		base := o[s.Start]
 		for r := s.Start; r < s.End; r++ {
@@ -429,7 +483,7 @@ func gatherList(mem memory.Allocator, dt, elem arrow.DataType, ds []arrow.ArrayD
 		cur += end - base
 	}
 	out[pos] = cur
-	child := gatherData(mem, elem, cds, csegs, int(cur))
+	child := gatherData(mem, elem, cds, csegs, int(cur), pf)
 	defer child.Release()
 	return array.NewData(dt, n, []*memory.Buffer{valid, ob}, []arrow.ArrayData{child}, nulls, 0)
 }

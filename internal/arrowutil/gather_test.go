@@ -100,13 +100,33 @@ func TestGatherMatchesTake(t *testing.T) {
 					}
 					srcs[i] = a
 				}
+				// Runs at random (prefetched when there are enough of
+				// them: scattered), or every source read front to back
+				// (a merge, not prefetched).
 				var segs []Seg
-				for k := rng.IntN(80); k > 0; k-- {
-					src := int32(rng.IntN(nsrc))
-					n := int32(srcs[src].Len())
-					s := int32(rng.IntN(int(n)))
-					e := s + 1 + int32(rng.IntN(int(min(4, n-s))))
-					segs = AppendSegRun(segs, src, s, e)
+				if trial%2 == 0 {
+					for k := rng.IntN(200); k > 0; k-- {
+						src := int32(rng.IntN(nsrc))
+						n := int32(srcs[src].Len())
+						s := int32(rng.IntN(int(n)))
+						e := s + 1 + int32(rng.IntN(int(min(4, n-s))))
+						segs = append(segs, Seg{Src: src, Start: s, End: e})
+					}
+				} else {
+					at := make([]int32, nsrc)
+					for range 200 {
+						src := int32(rng.IntN(nsrc))
+						n := int32(srcs[src].Len())
+						if at[src] == n {
+							continue
+						}
+						e := at[src] + 1 + int32(rng.IntN(int(min(3, n-at[src]))))
+						segs = append(segs, Seg{Src: src, Start: at[src], End: e})
+						at[src] = e
+					}
+					if scattered(segs, nsrc) {
+						t.Fatalf("trial %d: runs in order taken as scattered", trial)
+					}
 				}
 				got, err := Gather(mem, dt, srcs, segs)
 				if err != nil {
@@ -201,5 +221,29 @@ func TestGatherNoBytes(t *testing.T) {
 		}
 		sl.Release()
 		a.Release()
+	}
+}
+
+// TestScattered checks which gathers prefetch: runs at random do, runs
+// reading each source in order do not, nor do a few runs.
+func TestScattered(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var random, merge []Seg
+	at := []int32{0, 0}
+	for range 1000 {
+		r := int32(rng.IntN(1 << 20))
+		random = append(random, Seg{Src: int32(rng.IntN(2)), Start: r, End: r + 1})
+		src := rng.IntN(2)
+		merge = append(merge, Seg{Src: int32(src), Start: at[src], End: at[src] + 2})
+		at[src] += 2
+	}
+	if !scattered(random, 2) {
+		t.Error("runs at random not taken as scattered")
+	}
+	if scattered(merge, 2) {
+		t.Error("a merge of two sources taken as scattered")
+	}
+	if scattered(random[:4*ahead-1], 2) {
+		t.Errorf("%d runs taken as scattered", 4*ahead-1)
 	}
 }
