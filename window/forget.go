@@ -256,6 +256,7 @@ func (o *Operator) renumberStored(newID []int32, nlive int) {
 func (k *keyIndex) renumber(newID []int32, n int32) {
 	if k.ints.len() > 0 {
 		var t intTable
+		t.reserve(int(n))
 		for _, s := range k.ints.slots {
 			if s.id != 0 {
 				if id := newID[s.id-1]; id >= 0 {
@@ -265,7 +266,7 @@ func (k *keyIndex) renumber(newID []int32, n int32) {
 		}
 		k.ints = t
 	}
-	strs := make(map[string]int32, n)
+	strs := make(map[string]int32, min(int(n), len(k.strs)))
 	for s, id := range k.strs {
 		if id = newID[id]; id >= 0 {
 			strs[s] = id

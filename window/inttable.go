@@ -60,9 +60,27 @@ func (t *intTable) put(key int64, id int32) {
 	}
 }
 
-func (t *intTable) grow() {
+func (t *intTable) grow() { t.resize(max(2*len(t.slots), 64)) }
+
+// reserve makes room for n keys without growing. A table filled from
+// another one's slots needs it: those come in the order of their hashes,
+// whose top bits are a smaller table's homes too, so that filling a
+// table that grows on the way piles each stretch of keys onto a few
+// homes: quadratic probing, in effect (BenchmarkKeyIndexRenumber, 160 000
+// keys kept of 320 000: 803 ms without, 4-5 ms with).
+func (t *intTable) reserve(n int) {
+	size := 64
+	for size < 2*(n+1) {
+		size *= 2
+	}
+	if size > len(t.slots) {
+		t.resize(size)
+	}
+}
+
+// resize moves the keys into a table of size slots (a power of two).
+func (t *intTable) resize(size int) {
 	old := t.slots
-	size := max(2*len(old), 64)
 	t.slots = make([]intSlot, size)
 	t.shift = 64
 	for s := size; s > 1; s >>= 1 {
