@@ -1,14 +1,26 @@
 package window
 
 // Backlog returns the number of rows waiting for the watermark and the
-// number of keys the operator has seen. A batch run uses it to release
-// rows in large enough steps: visiting a key costs about the same for one
-// row as for ten (its state is cold in the CPU caches), so releasing a
-// few rows per key at a time costs several times the CPU of releasing
-// many (BenchmarkBatchRelease). Call it from the goroutine that pushes.
+// number of keys they belong to. A batch run uses it to release rows in
+// large enough steps: a release visits each of those keys, and visiting
+// a key costs about the same for one row as for ten (its state is cold in
+// the CPU caches), so releasing a few rows per key at a time costs
+// several times the CPU of releasing many (BenchmarkBatchRelease). (Keys
+// with no row waiting cost the release nothing: counting them too, a run
+// over keys that come and go, sessions for example, waited for a few
+// rows per key it had ever seen, which could mean waiting until the end,
+// and its quiet keys were then never let go or forgotten.) Call it from
+// the goroutine that pushes.
 func (o *Operator) Backlog() (rows, keys int) {
-	return o.pend.n, len(o.states)
+	return o.pend.n, o.nPendKeys
 }
+
+// KeysCreated returns the number of keys the operator has created so far:
+// keys seen for the first time, or again after being forgotten. A batch
+// run tells by it keys that come and go (sessions), whose rows each bring
+// a new key, from keys spread evenly that come back. Call it from the
+// goroutine that pushes.
+func (o *Operator) KeysCreated() int64 { return o.keysCreated }
 
 // retainedSample is the most keys RetainedPerKey looks at.
 const retainedSample = 256

@@ -196,6 +196,7 @@ func (o *Operator) forgetKeys(live *liveKeys, rel []pendRow) error {
 			ch[i].key = newID[ch[i].key]
 		}
 	}
+	o.recountPending()
 	for i := range rel {
 		rel[i].key = newID[rel[i].key]
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/volga-go/volga/agg"
 	"github.com/volga-go/volga/internal/arrowutil"
 	"github.com/volga-go/volga/internal/prefetch"
+	"github.com/volga-go/volga/internal/testhook"
 	"github.com/volga-go/volga/statestore"
 )
 
@@ -169,12 +170,18 @@ type Operator struct {
 	keys    *keyIndex
 	states  []*keyState
 	pend    pendChunks
-	held    heldBatches
-	nextID  int32
-	wm      int64
-	stats   Stats
-	nAggs   int
-	maxPrec int64
+	// pendKeys marks the ids of the keys with rows pending, a bit each,
+	// and nPendKeys counts them (Backlog).
+	pendKeys  []uint64
+	nPendKeys int
+	// keysCreated counts the keys created (KeysCreated).
+	keysCreated int64
+	held        heldBatches
+	nextID      int32
+	wm          int64
+	stats       Stats
+	nAggs       int
+	maxPrec     int64
 	// perValue is set when a window keeps an entry per distinct value
 	// (agg.PerValue).
 	perValue bool
@@ -196,7 +203,8 @@ type Operator struct {
 	// newest dropped row of those; forgetAt is the least number of keys
 	// at which they are counted next, forgotDropped the newest dropped
 	// row of the keys forgotten (None: none), for lookups of keys not
-	// held; forgetMin replaces keyForgetMin when > 0 (tests).
+	// held; forgetMin replaces keyForgetMin when > 0 (tests, through
+	// SetKeyForgetMin or testhook.KeyForgetMin).
 	forgetOK      bool
 	nParked       int
 	quietDrops    int
@@ -392,6 +400,32 @@ const (
 	pendSpare = 4
 )
 
+// markPending marks key as having rows pending.
+func (o *Operator) markPending(key int32) {
+	if key < 0 {
+		return
+	}
+	w := int(key >> 6)
+	if w >= len(o.pendKeys) {
+		o.pendKeys = append(o.pendKeys, make([]uint64, max(w+1, 2*len(o.pendKeys))-len(o.pendKeys))...)
+	}
+	if b := uint64(1) << (key & 63); o.pendKeys[w]&b == 0 {
+		o.pendKeys[w] |= b
+		o.nPendKeys++
+	}
+}
+
+// recountPending marks anew the keys of the rows pending.
+func (o *Operator) recountPending() {
+	clear(o.pendKeys)
+	o.nPendKeys = 0
+	for _, ch := range o.pend.chunks {
+		for _, p := range ch {
+			o.markPending(p.key)
+		}
+	}
+}
+
 func (pc *pendChunks) add(p pendRow) {
 	k := len(pc.chunks)
 	if k == 0 || len(pc.chunks[k-1]) == pendChunk {
@@ -486,6 +520,9 @@ func New(cfg Config, in *arrow.Schema) (*Operator, error) {
 	}
 	o.sweepable = o.sweepable && cfg.PageRows == 0
 	o.forgetOK = canForget(cfg, o.sweepable)
+	if n := testhook.KeyForgetMin.Load(); n > 0 {
+		o.forgetMin = int(n)
+	}
 	o.tileMin = tileMinRows
 	switch {
 	case cfg.TileMinRows > 0:
@@ -704,6 +741,7 @@ func (o *Operator) push(rec arrow.RecordBatch, sel []int32, dst *Dest) (out []ar
 	}
 	ids, err := o.keys.internRows(rec, sel, func(id int32, row int) {
 		o.states = append(o.states, nil)
+		o.keysCreated++
 		o.states[id] = o.newKeyState()
 		if o.cfg.Store != nil {
 			o.encs = append(o.encs, o.encodeKeyRow(rec, row))
@@ -740,6 +778,7 @@ func (o *Operator) push(rec arrow.RecordBatch, sel []int32, dst *Dest) (out []ar
 			p.rank = o.probeRank
 		}
 		o.pend.add(p)
+		o.markPending(p.key)
 		hb.left++
 	}
 	if hb.left > 0 || len(applyRows) > 0 {
@@ -1346,15 +1385,19 @@ func (o *Operator) release(wm int64) []pendRow {
 		}
 	}
 	// Scatter released rows, compact kept ones to the front of their chunk
-	// (writes never pass reads, so this is safe in place).
+	// (writes never pass reads, so this is safe in place), marking their
+	// keys anew.
 	j := 0
 	var chunks [][]pendRow
+	clear(o.pendKeys)
+	o.nPendKeys = 0
 	for _, ch := range o.pend.chunks {
 		keep := ch[:0]
 		for _, p := range ch {
 			switch {
 			case p.ts > wm && p.seq >= fin:
 				keep = append(keep, p)
+				o.markPending(p.key)
 			case counting:
 				rel[cnt[p.key]] = p
 				cnt[p.key]++
