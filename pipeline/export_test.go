@@ -20,6 +20,15 @@ func SetBatchReleaseRows(n int) (undo func()) {
 	return func() { batchReleaseRows = old }
 }
 
+// SetReleaseMaxRows sets the most rows a window task of a batch run lets
+// wait, with and without per-value windows, until the returned function
+// undoes it.
+func SetReleaseMaxRows(rows, perValue int) (undo func()) {
+	oldRows, oldPerValue := releaseMaxRows, perValueRows
+	releaseMaxRows, perValueRows = rows, perValue
+	return func() { releaseMaxRows, perValueRows = oldRows, oldPerValue }
+}
+
 // SetMergeChunk sets the rows a merger writes at most in one batch (and
 // lets come between merges), until the returned function undoes it.
 func SetMergeChunk(n int) (undo func()) {

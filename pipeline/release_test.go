@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"math"
+	"sync/atomic"
 	"testing"
 
 	"github.com/volga-go/volga/watermark"
@@ -11,10 +13,13 @@ import (
 type fakeBacklog struct {
 	operator
 	rows, keys int
+	created    int64
 	retained   float64
 	perValue   bool
 	sampled    int
 }
+
+func (f *fakeBacklog) KeysCreated() int64 { return f.created }
 
 func (f *fakeBacklog) PerValueState() bool { return f.perValue }
 
@@ -28,10 +33,11 @@ func (f *fakeBacklog) RetainedPerKey() float64 {
 // TestDeferRelease checks when a window task of a batch run lets rows
 // wait at a watermark: below batchReleaseRows, below releaseSmall rows a
 // key, below releaseLarge rows a key once keys hold largeState rows, and
-// below releasePerValue rows a key (at most perValueRows in all) when a
-// window keeps an entry per distinct value (without sampling the keys);
-// never in a stream, at the end, or for an operator that tells no
-// backlog.
+// below releasePerValue rows a key when a window keeps an entry per
+// distinct value (without sampling the keys); at most releaseMaxRows
+// rows in all (perValueRows with per-value windows), however many keys
+// (keys with rows waiting) they are spread over; never in a stream, at
+// the end, or for an operator that tells no backlog.
 func TestDeferRelease(t *testing.T) {
 	batch := &runner{opt: RunOptions{Mode: Batch}}
 	stream := &runner{opt: RunOptions{Mode: Streaming}}
@@ -55,10 +61,13 @@ func TestDeferRelease(t *testing.T) {
 		{"per value, few rows", batch, 1, &fakeBacklog{rows: releaseSmall*keys - 1, keys: keys, perValue: true}, true, false},
 		{"per value, many keys", batch, 1, &fakeBacklog{rows: perValueRows, keys: 200_000, perValue: true}, false, false},
 		{"per value, many keys, fewer rows", batch, 1, &fakeBacklog{rows: perValueRows - 1, keys: 200_000, perValue: true}, true, false},
+		{"per value, more keys than the cap allows", batch, 1, &fakeBacklog{rows: perValueRows, keys: 1_000_000, perValue: true}, false, false},
+		{"many keys", batch, 1, &fakeBacklog{rows: releaseMaxRows, keys: 10_000_000, retained: 1}, false, false},
+		{"many keys, fewer rows", batch, 1, &fakeBacklog{rows: releaseMaxRows - 1, keys: 10_000_000, retained: 1}, true, false},
 		{"end", batch, watermark.End, &fakeBacklog{rows: 1, keys: keys, retained: 1000}, false, false},
 		{"stream", stream, 1, &fakeBacklog{rows: 1, keys: keys, retained: 1000}, false, false},
 	} {
-		if got := tc.r.deferRelease(tc.op, tc.wm); got != tc.want {
+		if got := tc.r.deferRelease(tc.op, tc.wm, &releaseWait{}); got != tc.want {
 			t.Errorf("%s: deferRelease = %v, want %v", tc.name, got, tc.want)
 		}
 		if got := tc.op.sampled > 0; got != tc.sampled {
@@ -66,7 +75,105 @@ func TestDeferRelease(t *testing.T) {
 		}
 	}
 	type plain struct{ operator }
-	if batch.deferRelease(plain{}, 1) {
+	if batch.deferRelease(plain{}, 1, &releaseWait{}) {
 		t.Error("an operator that tells no backlog: deferRelease = true")
+	}
+}
+
+// TestDeferReleaseKeysKeepComing follows the wait of a batch run's task
+// as rows come 8 192 at a time: over keys that come and go (2.5 rows a
+// key, then never again, each key new) it releases once the rows waiting
+// have doubled from batchReleaseRows; over 50 000 keys spread evenly, not
+// before the keys have 3 rows each (4 with large states, 12 with
+// per-value windows), as without the rule; over 10 million keys spread
+// evenly, seen for the first time, once the rows have doubled too; over
+// a million keys spread evenly and seen before, not before they have 3
+// rows each.
+func TestDeferReleaseKeysKeepComing(t *testing.T) {
+	batch := &runner{opt: RunOptions{Mode: Batch}}
+	even := func(k float64) func(rows int) int {
+		return func(rows int) int { return int(k * (1 - math.Exp(-float64(rows)/k))) }
+	}
+	for _, tc := range []struct {
+		name     string
+		keys     func(rows int) int
+		fresh    bool // every key is new (else every key was seen before)
+		retained float64
+		perValue bool
+		// wantRows is the rows at the release, when > 0; else the first
+		// step at which the keys have perKey rows each.
+		wantRows int
+	}{
+		{"sessions", func(rows int) int { return rows * 2 / 5 }, true, 3, false, 2 * batchReleaseRows},
+		{"sessions, per value", func(rows int) int { return rows * 2 / 5 }, true, 3, true, 2 * batchReleaseRows},
+		{"50k keys", even(50_000), true, 3, false, 0},
+		{"50k keys, large states", even(50_000), true, 100, false, 0},
+		{"50k keys, per value", even(50_000), true, 3, true, 0},
+		{"10M new keys", even(10_000_000), true, 3, false, 2 * batchReleaseRows},
+		{"1M keys seen before", even(1_000_000), false, 3, false, 0},
+	} {
+		w := &releaseWait{}
+		op := &fakeBacklog{retained: tc.retained, perValue: tc.perValue, created: 1000}
+		released := 0
+		for rows := 8192; rows <= 4_000_000; rows += 8192 {
+			op.rows, op.keys = rows, tc.keys(rows)
+			if tc.fresh {
+				op.created = 1000 + int64(op.keys)
+			}
+			if !batch.deferRelease(op, 1, w) {
+				released = rows
+				break
+			}
+		}
+		keys := tc.keys(released)
+		perKey := releaseSmall
+		switch {
+		case tc.perValue:
+			perKey = releasePerValue
+		case tc.retained >= largeState:
+			perKey = releaseLarge
+		}
+		switch {
+		case released == 0:
+			t.Errorf("%s: no release in 4 M rows", tc.name)
+		case tc.wantRows > 0 && released != tc.wantRows:
+			t.Errorf("%s: released at %d rows (%d keys), want %d", tc.name, released, keys, tc.wantRows)
+		case tc.wantRows == 0 && (released < perKey*keys || released-8192 >= perKey*tc.keys(released-8192)):
+			t.Errorf("%s: released at %d rows over %d keys, want the first step at %d rows a key", tc.name, released, keys, perKey)
+		}
+	}
+}
+
+// TestReleasedByPeer checks that the tasks of a stage release together:
+// a task follows another's release once its own watermarks reach it, and
+// only once; releases of other stages, and older ones, do not count.
+func TestReleasedByPeer(t *testing.T) {
+	r := &runner{released: make([]atomic.Int64, 2)}
+	for s := range r.released {
+		r.released[s].Store(watermark.None)
+	}
+	if r.releasedByPeer(0, watermark.None, 100) {
+		t.Fatal("no release yet, but a task follows one")
+	}
+	r.noteRelease(0, 100)
+	r.noteRelease(0, 80) // an older release changes nothing
+	for _, tc := range []struct {
+		stage   int
+		cur, wm int64
+		want    bool
+	}{
+		{0, watermark.None, 90, false}, // not there yet
+		{0, watermark.None, 100, true},
+		{0, 50, 120, true},   // past it
+		{0, 100, 150, false}, // released there itself
+		{0, 120, 150, false}, // released after it
+		{1, watermark.None, 150, false},
+	} {
+		if got := r.releasedByPeer(tc.stage, tc.cur, tc.wm); got != tc.want {
+			t.Errorf("stage %d, last release at %d, watermark %d: releasedByPeer = %v, want %v", tc.stage, tc.cur, tc.wm, got, tc.want)
+		}
+	}
+	if got := r.released[0].Load(); got != 100 {
+		t.Fatalf("newest release %d, want 100", got)
 	}
 }
