@@ -36,7 +36,9 @@ FROM events`
 // time).
 func sessionEvents(t *testing.T, seed uint64) *testutil.Table {
 	t.Helper()
-	ecfg := testutil.DefaultEvents(testutil.Scale(3000))
+	// Not scaled down under the race detector: with fewer rows, a run
+	// whose checkpoints happened to fall badly forgot no key.
+	ecfg := testutil.DefaultEvents(3000)
 	tab := testutil.Events(testutil.Rand(seed), ecfg)
 	user, ts := tab.Col("user_id"), tab.Col("ts")
 	for _, row := range tab.Rows {
@@ -176,10 +178,10 @@ func metricSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
 
 // TestBatchSessionKeysLetGo: a batch run over keys that come and go
 // (each key's few rows within seconds, then never again) releases its
-// rows as it goes and forgets its quiet keys, where it used to wait for a
-// few rows a key it had seen, which such keys never get, and so held
-// every row and key to the end. Its output equals that of a run that
-// releases everything at the end, with one and two tasks.
+// rows as it goes and forgets most of its keys on the way, where it used
+// to wait for a few rows a key it had seen, which such keys never get,
+// and so held every row and key to the end. Its output equals that of a
+// run that releases everything at the end, with one and two tasks.
 func TestBatchSessionKeysLetGo(t *testing.T) {
 	defer testhook.SetKeyForgetMin(64)()
 	defer pipeline.SetBatchReleaseRows(512)()
@@ -223,8 +225,8 @@ func TestBatchSessionKeysLetGo(t *testing.T) {
 			run(filepath.Join(dir, "out.csv"), reg)
 			held, forgotten := metricSum(t, reg, "volga_window_keys"), metricSum(t, reg, "volga_window_forgotten_keys_total")
 			t.Logf("%d rows, %d keys: %.0f held at the end, %.0f forgotten", rows, len(sessions), held, forgotten)
-			if forgotten == 0 || held > float64(len(sessions))/4 {
-				t.Fatalf("%.0f keys held at the end of %d, %.0f forgotten: the run held its keys", held, len(sessions), forgotten)
+			if forgotten < float64(len(sessions))/2 {
+				t.Fatalf("%.0f keys forgotten of %d, %.0f held at the end: the run held its keys", forgotten, len(sessions), held)
 			}
 			// The same run releasing everything at the end.
 			undo := pipeline.SetBatchReleaseRows(1 << 30)
