@@ -183,7 +183,7 @@ func (o *Operator) forgetKeys(live *liveKeys, rel []pendRow) error {
 	o.states, o.parked = states, parked
 	o.nParked = 0
 	for _, p := range parked {
-		if p.end > 0 {
+		if p != (parkedKey{}) {
 			o.nParked++
 		}
 	}

@@ -299,6 +299,10 @@ type keyState struct {
 	// dropped is the event time of the newest row dropped from rows
 	// (None when none was): lookups whose frames reach it are refused.
 	dropped int64
+	// probed is the event time of the newest probe row the key served
+	// (None when none): a key with probes only is quiet once it is
+	// below the quiet horizon (sweepQuiet).
+	probed int64
 	// Row paging (Config.PageRows): edge holds the rows at the paged
 	// window's lower edge (below rows.Base; rows.Older points at it),
 	// pages the rows between edge and rows, in the store; pagedLo is the
@@ -629,7 +633,7 @@ func (o *Operator) Stats() Stats {
 const statsLockKeys = 4096
 
 func (o *Operator) newKeyState() *keyState {
-	ks := &keyState{dropped: None}
+	ks := &keyState{dropped: None, probed: None}
 	ks.rows.Cols = make([]agg.Column, len(o.cfg.ArgCols))
 	for j, c := range o.cfg.ArgCols {
 		col, err := agg.NewColumn(o.in.Field(c).Type)
@@ -1601,6 +1605,8 @@ func (o *Operator) processKeyProbes(rel []pendRow, s, e int) {
 			for j := range r.Cols {
 				r.Cols[j].AppendRange(&o.gcols[j], i, i+1)
 			}
+		} else {
+			ks.probed = max(ks.probed, rel[i].ts)
 		}
 	}
 	n := e - s

@@ -94,6 +94,15 @@ func (o *Operator) sweepQuiet(prev int64, released int) error {
 			if o.kmeta != nil && ks.rows.Base > 0 && !o.kmeta[id].dirty && ks.edge == nil && o.mayWrite() {
 				o.dropResident(id, ks)
 			}
+			// A key that never had a row but served probes (a
+			// backfill's spine: an entity with no event yet) holds a
+			// fresh state, about a kilobyte, which it would keep to
+			// the end: without a store, once its probes are below the
+			// horizon too, it is parked like a quiet key.
+			if o.cfg.Store == nil && ks.rows.Base == 0 && ks.probed != None && ks.probed < h && ks.edge == nil {
+				o.park(id, ks)
+				o.stats.QuietKeys++
+			}
 			continue
 		}
 		if ks.rows.Ts[ks.rows.Len()-1] >= h {
@@ -151,8 +160,9 @@ func (o *Operator) smallState(dropped, end int64) *keyState {
 }
 
 // parkedKey is what a quiet key keeps of its state once let go without a
-// store (Operator.parked): the arguments of smallState. end is at least
-// 1 (the key had rows); the zero value marks a key not parked.
+// store (Operator.parked): the arguments of smallState. The zero value
+// marks a key not parked: a parked key had rows (end is at least 1) or
+// only served probes (end 0, dropped None).
 type parkedKey struct {
 	dropped, end int64
 }
@@ -166,7 +176,11 @@ func (o *Operator) park(id int32, ks *keyState) {
 		o.parked = slices.Grow(o.parked, n-len(o.parked))[:n]
 	}
 	r := &ks.rows
-	o.parked[id] = parkedKey{dropped: max(ks.dropped, r.Ts[r.Len()-1]), end: r.End()}
+	dropped := ks.dropped
+	if r.Len() > 0 {
+		dropped = max(dropped, r.Ts[r.Len()-1])
+	}
+	o.parked[id] = parkedKey{dropped: dropped, end: r.End()}
 	o.nParked++
 	o.states[id] = nil
 }
@@ -174,7 +188,7 @@ func (o *Operator) park(id int32, ks *keyState) {
 // parkedOf returns what parked key id kept; ok is false for a key not
 // parked.
 func (o *Operator) parkedOf(id int32) (p parkedKey, ok bool) {
-	if int(id) < len(o.parked) && o.parked[id].end > 0 {
+	if int(id) < len(o.parked) && o.parked[id] != (parkedKey{}) {
 		return o.parked[id], true
 	}
 	return parkedKey{}, false
