@@ -419,6 +419,17 @@ func (o *Operator) markPending(key int32) {
 	}
 }
 
+// unmarkPending clears key's mark.
+func (o *Operator) unmarkPending(key int32) {
+	if key < 0 || int(key>>6) >= len(o.pendKeys) {
+		return
+	}
+	if b := uint64(1) << (key & 63); o.pendKeys[key>>6]&b != 0 {
+		o.pendKeys[key>>6] &^= b
+		o.nPendKeys--
+	}
+}
+
 // recountPending marks anew the keys of the rows pending.
 func (o *Operator) recountPending() {
 	clear(o.pendKeys)
@@ -1389,19 +1400,17 @@ func (o *Operator) release(wm int64) []pendRow {
 		}
 	}
 	// Scatter released rows, compact kept ones to the front of their chunk
-	// (writes never pass reads, so this is safe in place), marking their
-	// keys anew.
+	// (writes never pass reads, so this is safe in place), unmarking the
+	// released rows' keys; the kept rows' keys are marked again below.
 	j := 0
 	var chunks [][]pendRow
-	clear(o.pendKeys)
-	o.nPendKeys = 0
 	for _, ch := range o.pend.chunks {
 		keep := ch[:0]
 		for _, p := range ch {
 			switch {
 			case p.ts > wm && p.seq >= fin:
 				keep = append(keep, p)
-				o.markPending(p.key)
+				continue
 			case counting:
 				rel[cnt[p.key]] = p
 				cnt[p.key]++
@@ -1409,6 +1418,7 @@ func (o *Operator) release(wm int64) []pendRow {
 				rel[j] = p
 				j++
 			}
+			o.unmarkPending(p.key)
 		}
 		if len(keep) > 0 {
 			chunks = append(chunks, keep)
@@ -1418,6 +1428,11 @@ func (o *Operator) release(wm int64) []pendRow {
 	}
 	o.pend.chunks = chunks
 	o.pend.n -= released
+	for _, ch := range chunks {
+		for _, p := range ch {
+			o.markPending(p.key)
+		}
+	}
 	if !counting {
 		// Few rows over many keys (a stream releasing a batch at a time):
 		// one sort on (key, time, sequence), which a stable sort on key
