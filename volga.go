@@ -222,6 +222,9 @@ func Backfill(ctx context.Context, query string, spine source.Source, out sink.S
 	if !ok {
 		return plan.ErrorAt(plan.Table, "no source bound to table %q; use volga.WithSource", plan.Table)
 	}
+	// The window operators register there, for WithMetrics's
+	// volga_window_* metrics.
+	cfg.run.Live = &pipeline.Live{}
 	return pipeline.Backfill(ctx, plan, events, spine, out, cfg.eventTime, cfg.strict, cfg.run)
 }
 

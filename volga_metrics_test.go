@@ -856,3 +856,38 @@ func TestMetricsCheckpoints(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsBackfill: a backfill reports its window operator like a
+// pipeline does (its metrics had no volga_window_* rows): the events and
+// the spine's probe rows in, a row out for each, the keys of both.
+func TestMetricsBackfill(t *testing.T) {
+	checkGoroutines(t)
+	evs := batchOf(event{1, 0, 10}, event{1, 60_000, 5}, event{2, 120_000, 7})
+	defer evs.Release()
+	spineSchema := arrow.NewSchema([]arrow.Field{metricSchema.Field(0), metricSchema.Field(1)}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, spineSchema)
+	for _, p := range [][2]int64{{1, 90_000}, {3, 100_000}} { // user 3 has no event
+		b.Field(0).(*array.Int64Builder).Append(p[0])
+		b.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(p[1]))
+	}
+	spine := b.NewRecordBatch()
+	b.Release()
+	defer spine.Release()
+	reg := prometheus.NewPedanticRegistry()
+	out := sink.NewCollector()
+	defer out.Release()
+	err := volga.Backfill(context.Background(), metricQuery, source.NewMemory(spineSchema, spine), out,
+		volga.WithSource("tx", source.NewMemory(metricSchema, evs)), volga.WithMetrics(reg), volga.WithName("train"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(out.Rows()); n != 2 {
+		t.Fatalf("%d training rows, want 2", n)
+	}
+	expect(t, scrape(t, reg), map[string]float64{
+		`volga_window_input_rows_total{pipeline="train",stage="0"}`:  5,
+		`volga_window_output_rows_total{pipeline="train",stage="0"}`: 5,
+		`volga_window_keys{pipeline="train",stage="0"}`:              3,
+		`volga_window_pending_rows{pipeline="train",stage="0"}`:      0,
+	})
+}
