@@ -35,9 +35,9 @@
 // altogether, entries, bookkeeping and stored states (not with ew_avg,
 // whose values depend on row numbers), so that a stream whose keys come
 // and go holds about its live keys, in memory and in the store. Probe
-// rows (backfill spines) get frames without being stored; without a
-// store, a key that only ever had probes is let go like a quiet key once
-// they are older than its longest frame. Lookup answers point-in-time
+// rows (backfill spines) get frames without being stored; a key that
+// only ever had probes is let go like a quiet key once they are older
+// than its longest frame. Lookup answers point-in-time
 // queries under a read lock, merging pre-aggregated tiles for long
 // frames.
 //

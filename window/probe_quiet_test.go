@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/volga-go/volga/agg"
+	"github.com/volga-go/volga/statestore"
 )
 
 var probeSchema = arrow.NewSchema([]arrow.Field{
@@ -31,9 +32,19 @@ var probeSchema = arrow.NewSchema([]arrow.Field{
 // few keys and probes for new keys, some probed again or given events
 // later.
 func TestProbeOnlyKeysParked(t *testing.T) {
+	for _, withStore := range []bool{false, true} {
+		t.Run(fmt.Sprintf("store=%v", withStore), func(t *testing.T) { testProbeOnlyKeys(t, withStore) })
+	}
+}
+
+// testProbeOnlyKeys is TestProbeOnlyKeysParked without a store, or with
+// one (the swept operator checkpointed before every step, so that its
+// probe-only keys leave memory clean and are forgotten with their
+// stored states).
+func testProbeOnlyKeys(t *testing.T, withStore bool) {
 	amount := agg.Arg{Type: arrow.PrimitiveTypes.Float64, Col: 0}
-	newOp := func() *Operator {
-		op, err := New(Config{TsCol: 0, SeqCol: 1, KeyCols: []int{2}, ArgCols: []int{3}, ProbeCol: 4, Windows: []Spec{
+	newOp := func(st statestore.Store) *Operator {
+		op, err := New(Config{TsCol: 0, SeqCol: 1, KeyCols: []int{2}, ArgCols: []int{3}, ProbeCol: 4, Store: st, Windows: []Spec{
 			{Frame: Frame{Preceding: 100}, Aggs: []agg.Func{bindFunc(t, "sum", amount), bindFunc(t, "count", amount)}},
 			{Frame: Frame{Preceding: 30}, Aggs: []agg.Func{bindFunc(t, "max", amount)}},
 		}}, probeSchema)
@@ -42,7 +53,11 @@ func TestProbeOnlyKeysParked(t *testing.T) {
 		}
 		return op
 	}
-	swept, kept := newOp(), newOp()
+	var store statestore.Store
+	if withStore {
+		store = statestore.NewMemory()
+	}
+	swept, kept := newOp(store), newOp(nil)
 	defer swept.Close()
 	defer kept.Close()
 	kept.sweepable = false
@@ -96,6 +111,11 @@ func TestProbeOnlyKeysParked(t *testing.T) {
 		}
 		rec := bld.NewRecordBatch()
 		bld.Release()
+		if withStore {
+			if _, err := swept.Checkpoint(); err != nil {
+				t.Fatal(err)
+			}
+		}
 		for _, op := range []*Operator{swept, kept} {
 			out, late, err := op.Push(rec)
 			if err != nil {
@@ -120,4 +140,16 @@ func TestProbeOnlyKeysParked(t *testing.T) {
 		t.Fatalf("%d of %d keys resident (%d let go quiet, %d forgotten), against %d kept", ss.ResidentKeys, ss.Keys, ss.QuietKeys, ss.ForgottenKeys, sk.ResidentKeys)
 	}
 	t.Logf("%d of %d keys resident, %d let go quiet, %d forgotten; %d kept", ss.ResidentKeys, ss.Keys, ss.QuietKeys, ss.ForgottenKeys, sk.ResidentKeys)
+	if withStore {
+		if _, err := swept.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+		stored := 0
+		if err := store.Scan(nil, func(k, v []byte) error { stored++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if stored > ss.Keys+16 {
+			t.Fatalf("%d entries in the store for %d keys held", stored, ss.Keys)
+		}
+	}
 }

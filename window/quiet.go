@@ -88,18 +88,19 @@ func (o *Operator) sweepQuiet(prev int64, released int) error {
 		}
 		if ks.rows.Len() == 0 {
 			// Let go before (it had rows: a key just seen, its rows
-			// still pending, has none yet): once the store holds what
-			// is left (a checkpoint wrote it), it need not stay in
-			// memory.
-			if o.kmeta != nil && ks.rows.Base > 0 && !o.kmeta[id].dirty && ks.edge == nil && o.mayWrite() {
+			// still pending, has none yet), or a key that never had a
+			// row but served probes (a backfill's spine: an entity with
+			// no event yet), whose fresh state, about a kilobyte, it
+			// would keep to the end, once its probes are below the
+			// horizon too. With a store, once the store holds what is
+			// left (a checkpoint wrote it; a fresh state is held as no
+			// state at all), it need not stay in memory; without one,
+			// a probe-only key is parked like a quiet key.
+			probeOnly := ks.rows.Base == 0 && ks.probed != None && ks.probed < h && ks.edge == nil
+			switch {
+			case o.kmeta != nil && (ks.rows.Base > 0 || probeOnly) && !o.kmeta[id].dirty && ks.edge == nil && o.mayWrite():
 				o.dropResident(id, ks)
-			}
-			// A key that never had a row but served probes (a
-			// backfill's spine: an entity with no event yet) holds a
-			// fresh state, about a kilobyte, which it would keep to
-			// the end: without a store, once its probes are below the
-			// horizon too, it is parked like a quiet key.
-			if o.cfg.Store == nil && ks.rows.Base == 0 && ks.probed != None && ks.probed < h && ks.edge == nil {
+			case o.cfg.Store == nil && probeOnly:
 				o.park(id, ks)
 				o.stats.QuietKeys++
 			}

@@ -251,9 +251,9 @@ func (o *Operator) dropResident(id int32, ks *keyState) {
 	m.newest, m.end = None, ks.rows.End()
 	if n := ks.rows.Len(); n > 0 {
 		m.newest = ks.rows.Ts[n-1]
-	} else if ks.rows.Base > 0 && ks.edge == nil && !m.quiet {
-		// A quiet key's small state (a key just seen has rows pending
-		// and none numbered yet).
+	} else if (ks.rows.Base > 0 || ks.probed != None) && ks.edge == nil && !m.quiet {
+		// A quiet key's small state, or a key that only served probes
+		// (a key just seen has rows pending and none numbered yet).
 		m.quiet = true
 		o.quietDrops++
 		o.quietDropped = max(o.quietDropped, ks.dropped)
