@@ -17,7 +17,6 @@ import (
 	"github.com/volga-go/volga/internal/testhook"
 	"github.com/volga-go/volga/internal/testutil"
 	"github.com/volga-go/volga/pipeline"
-	"github.com/volga-go/volga/sink"
 )
 
 // forgetQuery has RANGE frames only, on one key set, so that its window
@@ -51,24 +50,6 @@ func sessionEvents(t *testing.T, seed uint64) *testutil.Table {
 		}
 	}
 	return tab
-}
-
-// forgottenKeys reads volga_window_forgotten_keys_total from reg.
-func forgottenKeys(t *testing.T, reg *prometheus.Registry) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() == "volga_window_forgotten_keys_total" {
-			for _, m := range mf.GetMetric() {
-				n += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return n
 }
 
 // TestCheckpointForgetKeysExactlyOnce: with the window operators
@@ -110,18 +91,9 @@ func TestCheckpointForgetKeysExactlyOnce(t *testing.T) {
 					b.Release()
 				}
 			}()
-			opts := []volga.Option{volga.WithMode(cb.mode), volga.WithParallelism(cb.par), volga.WithMaxOutOfOrder(time.Second)}
+			opts := []volga.Option{volga.WithMode(cb.mode), volga.WithMaxOutOfOrder(time.Second)}
 			run := func(ctx context.Context, path string, after int, cancel context.CancelFunc, opts ...volga.Option) error {
-				out, err := sink.Open(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				src := testutil.NewInterrupting(tab.Schema, after, cancel, batches...)
-				p, err := volga.SQL(forgetQuery, append([]volga.Option{volga.WithSource("events", src), volga.WithSink(out)}, opts...)...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return p.Run(ctx)
+				return runBatchToFile(ctx, t, forgetQuery, tab.Schema, batches, cb.par, path, after, cancel, opts...)
 			}
 			dir := t.TempDir()
 			ref := filepath.Join(dir, "ref.csv")
@@ -140,7 +112,7 @@ func TestCheckpointForgetKeysExactlyOnce(t *testing.T) {
 				err := run(ctx, out, after, cancel, append(opts, volga.WithCheckpointBucket(bucket, time.Millisecond),
 					volga.WithMemoryBudget(cb.budget), volga.WithStateDir(filepath.Join(dir, "state")),
 					volga.WithOnCheckpoint(func(volga.CheckpointInfo) { ckpts.Add(1) }), volga.WithMetrics(reg))...)
-				forgotten += forgottenKeys(t, reg)
+				forgotten += metricSum(t, reg, "volga_window_forgotten_keys_total")
 				return err
 			})
 			got, _ := os.ReadFile(out)
@@ -207,16 +179,9 @@ func TestBatchSessionKeysLetGo(t *testing.T) {
 	for _, par := range []int{1, 2} {
 		t.Run(fmt.Sprintf("par%d", par), func(t *testing.T) {
 			run := func(path string, reg *prometheus.Registry) {
-				out, err := sink.Open(path)
+				err := runBatchToFile(context.Background(), t, forgetQuery, tab.Schema, batches, par, path, 0, nil,
+					volga.WithMode(volga.Batch), volga.WithMetrics(reg))
 				if err != nil {
-					t.Fatal(err)
-				}
-				p, err := volga.SQL(forgetQuery, volga.WithSource("events", testutil.NewInterrupting(tab.Schema, 0, nil, batches...)),
-					volga.WithSink(out), volga.WithMode(volga.Batch), volga.WithParallelism(par), volga.WithMetrics(reg))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := p.Run(context.Background()); err != nil {
 					t.Fatal(err)
 				}
 			}
