@@ -157,7 +157,10 @@ func metricSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
 func TestBatchSessionKeysLetGo(t *testing.T) {
 	defer testhook.SetKeyForgetMin(64)()
 	defer pipeline.SetBatchReleaseRows(512)()
-	rows := testutil.Scale(30_000)
+	// Not scaled down under the race detector: the keys held at the end
+	// are those of the last releases, so the fraction forgotten grows
+	// with the rows (at a third of them, seed 2 forgot 4 009 of 8 025).
+	rows := 30_000
 	rng := testutil.Rand(testutil.Seeds(1)[0])
 	tab := &testutil.Table{Schema: testutil.EventSchema}
 	ts := int64(1_700_000_000_000)
