@@ -13,13 +13,22 @@ import (
 type fakeBacklog struct {
 	operator
 	rows, keys int
-	created    int64
-	retained   float64
-	perValue   bool
-	sampled    int
+	// held is the number of keys held (keys when 0).
+	held     int
+	created  int64
+	retained float64
+	perValue bool
+	sampled  int
 }
 
 func (f *fakeBacklog) KeysCreated() int64 { return f.created }
+
+func (f *fakeBacklog) KeysHeld() int {
+	if f.held > 0 {
+		return f.held
+	}
+	return f.keys
+}
 
 func (f *fakeBacklog) PerValueState() bool { return f.perValue }
 
@@ -88,7 +97,8 @@ func TestDeferRelease(t *testing.T) {
 // per-value windows), as without the rule; over 10 million keys spread
 // evenly, seen for the first time, once the rows have doubled too; over
 // a million keys spread evenly and seen before, not before they have 3
-// rows each.
+// rows each; with one key in 40 % of the rows, not before the keys held
+// (not only those with rows waiting) have 3 rows each.
 func TestDeferReleaseKeysKeepComing(t *testing.T) {
 	batch := &runner{opt: RunOptions{Mode: Batch}}
 	even := func(k float64) func(rows int) int {
@@ -96,27 +106,35 @@ func TestDeferReleaseKeysKeepComing(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		keys     func(rows int) int
-		fresh    bool // every key is new (else every key was seen before)
+		keys     func(rows int) int // with rows waiting
+		held     int                // keys held; 0: keys(rows)
+		fresh    bool               // every key is new (else every key was seen before)
 		retained float64
 		perValue bool
 		// wantRows is the rows at the release, when > 0; else the first
 		// step at which the keys have perKey rows each.
 		wantRows int
 	}{
-		{"sessions", func(rows int) int { return rows * 2 / 5 }, true, 3, false, 2 * batchReleaseRows},
-		{"sessions, per value", func(rows int) int { return rows * 2 / 5 }, true, 3, true, 2 * batchReleaseRows},
-		{"50k keys", even(50_000), true, 3, false, 0},
-		{"50k keys, large states", even(50_000), true, 100, false, 0},
-		{"50k keys, per value", even(50_000), true, 3, true, 0},
-		{"10M new keys", even(10_000_000), true, 3, false, 2 * batchReleaseRows},
-		{"1M keys seen before", even(1_000_000), false, 3, false, 0},
+		{"sessions", func(rows int) int { return rows * 2 / 5 }, 0, true, 3, false, 2 * batchReleaseRows},
+		{"sessions, per value", func(rows int) int { return rows * 2 / 5 }, 0, true, 3, true, 2 * batchReleaseRows},
+		{"50k keys", even(50_000), 0, true, 3, false, 0},
+		{"50k keys, large states", even(50_000), 0, true, 100, false, 0},
+		{"50k keys, per value", even(50_000), 0, true, 3, true, 0},
+		{"10M new keys", even(10_000_000), 0, true, 3, false, 2 * batchReleaseRows},
+		{"1M keys seen before", even(1_000_000), 1_000_000, false, 3, false, 0},
+		{"50k keys seen before, one hot", func(rows int) int { return 1 + even(50_000)(rows*3/5) }, 50_001, false, 3, false, 0},
 	} {
+		heldAt := func(rows int) int {
+			if tc.held > 0 {
+				return tc.held
+			}
+			return tc.keys(rows)
+		}
 		w := &releaseWait{}
 		op := &fakeBacklog{retained: tc.retained, perValue: tc.perValue, created: 1000}
 		released := 0
 		for rows := 8192; rows <= 4_000_000; rows += 8192 {
-			op.rows, op.keys = rows, tc.keys(rows)
+			op.rows, op.keys, op.held = rows, tc.keys(rows), tc.held
 			if tc.fresh {
 				op.created = 1000 + int64(op.keys)
 			}
@@ -125,7 +143,7 @@ func TestDeferReleaseKeysKeepComing(t *testing.T) {
 				break
 			}
 		}
-		keys := tc.keys(released)
+		keys := heldAt(released)
 		perKey := releaseSmall
 		switch {
 		case tc.perValue:
@@ -138,7 +156,7 @@ func TestDeferReleaseKeysKeepComing(t *testing.T) {
 			t.Errorf("%s: no release in 4 M rows", tc.name)
 		case tc.wantRows > 0 && released != tc.wantRows:
 			t.Errorf("%s: released at %d rows (%d keys), want %d", tc.name, released, keys, tc.wantRows)
-		case tc.wantRows == 0 && (released < perKey*keys || released-8192 >= perKey*tc.keys(released-8192)):
+		case tc.wantRows == 0 && (released < perKey*keys || released-8192 >= perKey*heldAt(released-8192)):
 			t.Errorf("%s: released at %d rows over %d keys, want the first step at %d rows a key", tc.name, released, keys, perKey)
 		}
 	}

@@ -15,6 +15,11 @@ func (o *Operator) Backlog() (rows, keys int) {
 	return o.pend.n, o.nPendKeys
 }
 
+// KeysHeld returns the number of keys the operator holds: every key seen
+// and not forgotten, with rows waiting or not, resident, evicted or
+// parked.
+func (o *Operator) KeysHeld() int { return len(o.states) }
+
 // KeysCreated returns the number of keys the operator has created so far:
 // keys seen for the first time, or again after being forgotten. A batch
 // run tells by it keys that come and go (sessions), whose rows each bring
