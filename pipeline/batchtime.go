@@ -316,14 +316,15 @@ var batchReleaseRows = 1 << 16
 // anyway as the rows double: 1.3 times at features-4's 65 536 rows over
 // 50 000 keys a task). A run over 10 times as many keys releases early
 // only in its first pass over them (features-4 over 1 M users: five
-// early releases a task, 4.35-4.37 s against 4.17-4.28 without the
-// rule). A batch run over 8 M events in sessions of about 2.5 (3 M keys,
-// 1-minute frames) held every row and key to the end: peak RSS 3.0 GB in
-// 4.9-5.1 s; now 0.33 GB in 3.5-3.7 s, 2.8 M keys forgotten on the way
-// (2026-11-30). Whatever the keys, the wait stops at
-// releaseMaxRows rows a task, and at perValueRows for per-value windows
-// (about 250 MB of rows and results waiting, at ml-3's 250 bytes a row):
-// with a million keys a task, 12 rows a key would be gigabytes.
+// early releases a task, 4.18-4.34 s against 3.96-4.14 without the rule
+// and the release together below). A batch run over 8 M events in
+// sessions of about 2.5 (3 M keys, 1-minute frames) held every row and
+// key to the end: peak RSS 3.0 GB in 3.8-6.2 s; now 0.34 GB in 3.3-3.4
+// s, 2.8 M keys forgotten on the way (2026-12-01). Whatever the keys,
+// the wait stops at releaseMaxRows rows a task, and at perValueRows for
+// per-value windows (about 250 MB of rows and results waiting, at ml-3's
+// 250 bytes a row): with a million keys a task, 12 rows a key would be
+// gigabytes.
 const (
 	releaseSmall    = 3
 	releaseLarge    = 4
