@@ -1,23 +1,22 @@
 package window
 
 // Backlog returns the number of rows waiting for the watermark and the
-// number of keys they belong to. A batch run uses it to release rows in
-// large enough steps: a release visits each of those keys, and visiting
-// a key costs about the same for one row as for ten (its state is cold in
-// the CPU caches), so releasing a few rows per key at a time costs
-// several times the CPU of releasing many (BenchmarkBatchRelease). (Keys
-// with no row waiting cost the release nothing: counting them too, a run
-// over keys that come and go, sessions for example, waited for a few
-// rows per key it had ever seen, which could mean waiting until the end,
-// and its quiet keys were then never let go or forgotten.) Call it from
-// the goroutine that pushes.
+// number of keys they belong to. A batch run uses it, with KeysHeld and
+// KeysCreated, to release rows in large enough steps: a release visits
+// each key with rows waiting, and visiting a key costs about the same for
+// one row as for ten (its state is cold in the CPU caches), so releasing
+// a few rows per key at a time costs several times the CPU of releasing
+// many (BenchmarkBatchRelease); and to see when waiting gains nothing,
+// because nearly every new row brings a new key (keys that come and go,
+// such as sessions, which would otherwise wait for the end, their quiet
+// keys never let go). Call it from the goroutine that pushes.
 func (o *Operator) Backlog() (rows, keys int) {
 	return o.pend.n, o.nPendKeys
 }
 
 // KeysHeld returns the number of keys the operator holds: every key seen
 // and not forgotten, with rows waiting or not, resident, evicted or
-// parked.
+// parked. A batch run waits for a few rows per key held (see Backlog).
 func (o *Operator) KeysHeld() int { return len(o.states) }
 
 // KeysCreated returns the number of keys the operator has created so far:
