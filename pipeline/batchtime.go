@@ -308,19 +308,21 @@ var batchReleaseRows = 1 << 16
 // would never seem to have enough), and quiet keys are let go only by
 // releases. So once the rows waiting have doubled since the wait began
 // (or since the last such doubling), if the keys with rows waiting
-// (window.Operator.Backlog) have grown keyGrowthStop times and most of
-// that growth is keys the operator created meanwhile
+// (window.Operator.Backlog) have grown keyGrowthStop times and four
+// fifths of that growth at least is keys the operator created meanwhile
 // (window.Operator.KeysCreated), the task releases. Keys spread evenly
 // do not look so once each key has been seen: their rows go to keys that
 // exist already (and at batchReleaseRows the keys grow less than that
 // anyway as the rows double: 1.3 times at features-4's 65 536 rows over
 // 50 000 keys a task). A run over 10 times as many keys releases early
-// only in its first pass over them (features-4 over 1 M users: five
-// early releases a task, 4.18-4.34 s against 3.96-4.14 without the rule
-// and the release together below). A batch run over 8 M events in
-// sessions of about 2.5 (3 M keys, 1-minute frames) held every row and
-// key to the end: peak RSS 3.0 GB in 3.8-6.2 s; now 0.34 GB in 3.3-3.4
-// s, 2.8 M keys forgotten on the way (2026-12-01). Whatever the keys,
+// only at the start of its first pass over them (features-4 over 1 M
+// users: one early release, 4.15-4.31 s against 4.11-4.28 without the
+// rule and the release together below; asking that only half the growth
+// be new keys, five early releases a task, 4.30-4.55 s). A batch run over
+// 8 M events in sessions of about 2.5 (3 M keys, 1-minute frames) held
+// every row and key to the end: peak RSS 3.0 GB in 3.8-6.2 s; now 0.33
+// GB in 3.3-3.5 s, 2.8 M keys forgotten on the way (2026-12-01).
+// Whatever the keys,
 // the wait stops at releaseMaxRows rows a task, and at perValueRows for
 // per-value windows (about 250 MB of rows and results waiting, at ml-3's
 // 250 bytes a row): with a million keys a task, 12 rows a key would be
@@ -353,8 +355,9 @@ type releaseWait struct {
 }
 
 // keysKeepComing reports whether, as the rows waiting doubled since w's
-// note, the keys with rows waiting grew keyGrowthStop times, mostly by
-// keys created meanwhile; it notes rows and keys at each doubling.
+// note, the keys with rows waiting grew keyGrowthStop times, four fifths
+// of it at least by keys created meanwhile; it notes rows and keys at
+// each doubling.
 func (w *releaseWait) keysKeepComing(rows, keys int, created int64) bool {
 	if w.rows == 0 || rows < w.rows {
 		w.rows, w.keys, w.created = max(rows, 1), keys, created
@@ -364,7 +367,7 @@ func (w *releaseWait) keysKeepComing(rows, keys int, created int64) bool {
 		return false
 	}
 	grown := keys - w.keys
-	if float64(keys) >= keyGrowthStop*float64(w.keys) && 2*(created-w.created) >= int64(grown) {
+	if float64(keys) >= keyGrowthStop*float64(w.keys) && 5*(created-w.created) >= 4*int64(grown) {
 		return true
 	}
 	w.rows, w.keys, w.created = rows, keys, created

@@ -96,8 +96,8 @@ func TestDeferRelease(t *testing.T) {
 // before the keys have 3 rows each (4 with large states, 12 with
 // per-value windows), as without the rule; over 10 million keys spread
 // evenly, seen for the first time, once the rows have doubled too; over
-// a million keys spread evenly and seen before, not before they have 3
-// rows each; with one key in 40 % of the rows, not before the keys held
+// a million keys spread evenly, all or a third of them seen before, not
+// before they have 3 rows each; with one key in 40 % of the rows, not before the keys held
 // (not only those with rows waiting) have 3 rows each.
 func TestDeferReleaseKeysKeepComing(t *testing.T) {
 	batch := &runner{opt: RunOptions{Mode: Batch}}
@@ -108,21 +108,22 @@ func TestDeferReleaseKeysKeepComing(t *testing.T) {
 		name     string
 		keys     func(rows int) int // with rows waiting
 		held     int                // keys held; 0: keys(rows)
-		fresh    bool               // every key is new (else every key was seen before)
+		newFrac  float64            // of the keys with rows waiting, those new (the others seen before)
 		retained float64
 		perValue bool
 		// wantRows is the rows at the release, when > 0; else the first
 		// step at which the keys have perKey rows each.
 		wantRows int
 	}{
-		{"sessions", func(rows int) int { return rows * 2 / 5 }, 0, true, 3, false, 2 * batchReleaseRows},
-		{"sessions, per value", func(rows int) int { return rows * 2 / 5 }, 0, true, 3, true, 2 * batchReleaseRows},
-		{"50k keys", even(50_000), 0, true, 3, false, 0},
-		{"50k keys, large states", even(50_000), 0, true, 100, false, 0},
-		{"50k keys, per value", even(50_000), 0, true, 3, true, 0},
-		{"10M new keys", even(10_000_000), 0, true, 3, false, 2 * batchReleaseRows},
-		{"1M keys seen before", even(1_000_000), 1_000_000, false, 3, false, 0},
-		{"50k keys seen before, one hot", func(rows int) int { return 1 + even(50_000)(rows*3/5) }, 50_001, false, 3, false, 0},
+		{"sessions", func(rows int) int { return rows * 2 / 5 }, 0, 1, 3, false, 2 * batchReleaseRows},
+		{"sessions, per value", func(rows int) int { return rows * 2 / 5 }, 0, 1, 3, true, 2 * batchReleaseRows},
+		{"50k keys", even(50_000), 0, 1, 3, false, 0},
+		{"50k keys, large states", even(50_000), 0, 1, 100, false, 0},
+		{"50k keys, per value", even(50_000), 0, 1, 3, true, 0},
+		{"10M new keys", even(10_000_000), 0, 1, 3, false, 2 * batchReleaseRows},
+		{"1M keys seen before", even(1_000_000), 1_000_000, 0, 3, false, 0},
+		{"1M keys, a third seen before", even(1_000_000), 1_000_000, 2.0 / 3, 3, false, 0},
+		{"50k keys seen before, one hot", func(rows int) int { return 1 + even(50_000)(rows*3/5) }, 50_001, 0, 3, false, 0},
 	} {
 		heldAt := func(rows int) int {
 			if tc.held > 0 {
@@ -135,9 +136,7 @@ func TestDeferReleaseKeysKeepComing(t *testing.T) {
 		released := 0
 		for rows := 8192; rows <= 4_000_000; rows += 8192 {
 			op.rows, op.keys, op.held = rows, tc.keys(rows), tc.held
-			if tc.fresh {
-				op.created = 1000 + int64(op.keys)
-			}
+			op.created = 1000 + int64(tc.newFrac*float64(op.keys))
 			if !batch.deferRelease(op, 1, w) {
 				released = rows
 				break
