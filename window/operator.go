@@ -170,9 +170,9 @@ type Operator struct {
 	keys    *keyIndex
 	states  []*keyState
 	pend    pendChunks
-	// pendKeys marks the ids of the keys with rows pending, a bit each,
-	// and nPendKeys counts them (Backlog).
-	pendKeys  []uint64
+	// pendCount holds, by key id, the key's rows pending, and nPendKeys
+	// counts the keys with some (Backlog).
+	pendCount []int32
 	nPendKeys int
 	// keysCreated counts the keys created (KeysCreated).
 	keysCreated int64
@@ -404,39 +404,39 @@ const (
 	pendSpare = 4
 )
 
-// markPending marks key as having rows pending.
-func (o *Operator) markPending(key int32) {
+// addPending counts a row of key pending.
+func (o *Operator) addPending(key int32) {
 	if key < 0 {
 		return
 	}
-	w := int(key >> 6)
-	if w >= len(o.pendKeys) {
-		o.pendKeys = append(o.pendKeys, make([]uint64, max(w+1, 2*len(o.pendKeys))-len(o.pendKeys))...)
+	if int(key) >= len(o.pendCount) {
+		o.pendCount = append(o.pendCount, make([]int32, max(int(key)+1, 2*len(o.pendCount))-len(o.pendCount))...)
 	}
-	if b := uint64(1) << (key & 63); o.pendKeys[w]&b == 0 {
-		o.pendKeys[w] |= b
+	if o.pendCount[key] == 0 {
 		o.nPendKeys++
 	}
+	o.pendCount[key]++
 }
 
-// unmarkPending clears key's mark.
-func (o *Operator) unmarkPending(key int32) {
-	if key < 0 || int(key>>6) >= len(o.pendKeys) {
+// dropPending uncounts a row of key released.
+func (o *Operator) dropPending(key int32) {
+	if key < 0 || int(key) >= len(o.pendCount) || o.pendCount[key] == 0 {
 		return
 	}
-	if b := uint64(1) << (key & 63); o.pendKeys[key>>6]&b != 0 {
-		o.pendKeys[key>>6] &^= b
+	o.pendCount[key]--
+	if o.pendCount[key] == 0 {
 		o.nPendKeys--
 	}
 }
 
-// recountPending marks anew the keys of the rows pending.
+// recountPending counts anew the rows pending by key (after the keys
+// were renumbered).
 func (o *Operator) recountPending() {
-	clear(o.pendKeys)
+	clear(o.pendCount)
 	o.nPendKeys = 0
 	for _, ch := range o.pend.chunks {
 		for _, p := range ch {
-			o.markPending(p.key)
+			o.addPending(p.key)
 		}
 	}
 }
@@ -793,7 +793,7 @@ func (o *Operator) push(rec arrow.RecordBatch, sel []int32, dst *Dest) (out []ar
 			p.rank = o.probeRank
 		}
 		o.pend.add(p)
-		o.markPending(p.key)
+		o.addPending(p.key)
 		hb.left++
 	}
 	if hb.left > 0 || len(applyRows) > 0 {
@@ -1400,8 +1400,8 @@ func (o *Operator) release(wm int64) []pendRow {
 		}
 	}
 	// Scatter released rows, compact kept ones to the front of their chunk
-	// (writes never pass reads, so this is safe in place), unmarking the
-	// released rows' keys; the kept rows' keys are marked again below.
+	// (writes never pass reads, so this is safe in place), uncounting the
+	// released rows by key.
 	j := 0
 	var chunks [][]pendRow
 	for _, ch := range o.pend.chunks {
@@ -1418,7 +1418,7 @@ func (o *Operator) release(wm int64) []pendRow {
 				rel[j] = p
 				j++
 			}
-			o.unmarkPending(p.key)
+			o.dropPending(p.key)
 		}
 		if len(keep) > 0 {
 			chunks = append(chunks, keep)
@@ -1428,11 +1428,6 @@ func (o *Operator) release(wm int64) []pendRow {
 	}
 	o.pend.chunks = chunks
 	o.pend.n -= released
-	for _, ch := range chunks {
-		for _, p := range ch {
-			o.markPending(p.key)
-		}
-	}
 	if !counting {
 		// Few rows over many keys (a stream releasing a batch at a time):
 		// one sort on (key, time, sequence), which a stable sort on key
