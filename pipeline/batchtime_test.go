@@ -447,6 +447,15 @@ func TestBatchGroupWindowsResumeExactlyOnce(t *testing.T) {
 // returns the file.
 func checkBatchResume(t *testing.T, query string, schema *arrow.Schema, batches []arrow.RecordBatch, par int, seed uint64, n int, opts ...volga.Option) []byte {
 	t.Helper()
+	return checkResume(t, query, schema, batches, par, seed, n, nil, opts...)
+}
+
+// checkResume is checkBatchResume (in the mode opts give) where each
+// attempt of the interrupted run also gets the options each returns
+// (state directory, memory budget, metrics), given a directory of the
+// test's; the uninterrupted run gets opts alone.
+func checkResume(t *testing.T, query string, schema *arrow.Schema, batches []arrow.RecordBatch, par int, seed uint64, n int, each func(dir string) []volga.Option, opts ...volga.Option) []byte {
+	t.Helper()
 	dir := t.TempDir()
 	run := func(ctx context.Context, path string, after int, cancel context.CancelFunc, opts ...volga.Option) error {
 		return runBatchToFile(ctx, t, query, schema, batches, par, path, after, cancel, opts...)
@@ -461,8 +470,12 @@ func checkBatchResume(t *testing.T, query string, schema *arrow.Schema, batches 
 	out := filepath.Join(dir, "out.csv")
 	var ckpts atomic.Int64
 	crashes := crashAndResume(t, testutil.Rand(seed), n, len(batches)/2, func(ctx context.Context, after int, cancel context.CancelFunc) error {
-		return run(ctx, out, after, cancel, append(opts, volga.WithCheckpointBucket(bucket, time.Millisecond),
-			volga.WithOnCheckpoint(func(volga.CheckpointInfo) { ckpts.Add(1) }))...)
+		o := append(slices.Clip(opts), volga.WithCheckpointBucket(bucket, time.Millisecond),
+			volga.WithOnCheckpoint(func(volga.CheckpointInfo) { ckpts.Add(1) }))
+		if each != nil {
+			o = append(o, each(dir)...)
+		}
+		return run(ctx, out, after, cancel, o...)
 	})
 	if ckpts.Load() < 2 {
 		t.Fatalf("parallelism %d: only %d checkpoints were taken", par, ckpts.Load())
