@@ -7,7 +7,10 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/volga-go/volga"
+	"github.com/volga-go/volga/internal/testhook"
 	"github.com/volga-go/volga/internal/testutil"
 	"github.com/volga-go/volga/pipeline"
 	"github.com/volga-go/volga/sink"
@@ -74,40 +77,52 @@ func TestBackfillMatchesDefinition(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got := out.Rows()
-				if len(got) != len(spine.Rows) {
-					t.Fatalf("backfill gave %d rows for %d spine rows", len(got), len(spine.Rows))
-				}
-				for i, srow := range spine.Rows {
-					row := got[i]
-					if row[0] != srow[0] || row[1] != srow[1] || !testutil.Equal(row[2], srow[2]) {
-						t.Fatalf("seed %d: output row %d starts %v, want the spine row %v", seed, i, row[:3], srow)
-					}
-					at := srow[1].(int64)
-					// Events visible to the spine row, then the row itself
-					// as the last arrival, left out of its own frame.
-					ext := &testutil.Table{Schema: tab.Schema}
-					for _, r := range kept.Rows {
-						if !strict || r[tab.Col("ts")].(int64) < at {
-							ext.Rows = append(ext.Rows, r)
-						}
-					}
-					ext.Rows = append(ext.Rows, []any{int64(-1), srow[2], nil, at, nil, nil, nil})
-					all := make([]int, len(ext.Rows))
-					for k := range all {
-						all[k] = k
-					}
-					var want []any
-					for _, fr := range frames {
-						fr.ExcludeCurrent = true
-						want = append(want, testutil.EvalAt(ext, testutil.Window{Keys: []string{"user_id"}, Time: "ts", Frame: fr}, lookupAggs, all, len(all)-1)...)
-					}
-					for k, w := range want {
-						if !testutil.Equal(row[3+k], w) {
-							t.Fatalf("seed %d strict %v bounded %v par %d: spine row %v: %s = %v, want %v", seed, strict, bounded, par, srow, names[k], row[3+k], w)
-						}
-					}
-				}
+				desc := fmt.Sprintf("seed %d strict %v bounded %v par %d", seed, strict, bounded, par)
+				checkBackfillDefinition(t, desc, kept, spine, out.Rows(), frames, names, strict)
+			}
+		}
+	}
+}
+
+// checkBackfillDefinition fails t unless got, the output of a backfill
+// over the events kept (those passing WHERE) and spine, holds for each
+// spine row, in spine order, the row itself and then, for each frame and
+// each of lookupAggs, the aggregate over the frame a row at its key and
+// time would have without itself (SPEC section 6): the events at or
+// before its time, or before it when strict.
+func checkBackfillDefinition(t *testing.T, desc string, kept, spine *testutil.Table, got [][]any, frames []testutil.Frame, names []string, strict bool) {
+	t.Helper()
+	if len(got) != len(spine.Rows) {
+		t.Fatalf("%s: backfill gave %d rows for %d spine rows", desc, len(got), len(spine.Rows))
+	}
+	tsCol := kept.Col("ts")
+	for i, srow := range spine.Rows {
+		row := got[i]
+		if row[0] != srow[0] || row[1] != srow[1] || !testutil.Equal(row[2], srow[2]) {
+			t.Fatalf("%s: output row %d starts %v, want the spine row %v", desc, i, row[:3], srow)
+		}
+		at := srow[1].(int64)
+		// Events visible to the spine row, then the row itself as the
+		// last arrival, left out of its own frame.
+		ext := &testutil.Table{Schema: kept.Schema}
+		for _, r := range kept.Rows {
+			if !strict || r[tsCol].(int64) < at {
+				ext.Rows = append(ext.Rows, r)
+			}
+		}
+		ext.Rows = append(ext.Rows, []any{int64(-1), srow[2], nil, at, nil, nil, nil})
+		all := make([]int, len(ext.Rows))
+		for k := range all {
+			all[k] = k
+		}
+		var want []any
+		for _, fr := range frames {
+			fr.ExcludeCurrent = true
+			want = append(want, testutil.EvalAt(ext, testutil.Window{Keys: []string{"user_id"}, Time: "ts", Frame: fr}, lookupAggs, all, len(all)-1)...)
+		}
+		for k, w := range want {
+			if !testutil.Equal(row[3+k], w) {
+				t.Fatalf("%s: spine row %v: %s = %v, want %v", desc, srow, names[k], row[3+k], w)
 			}
 		}
 	}
@@ -178,5 +193,60 @@ func TestBackfillErrors(t *testing.T) {
 	}
 	if err := run(`SELECT user_id, count(*) AS n FROM events GROUP BY user_id, tumble(ts, INTERVAL '1' HOUR)`, spineSchema); err == nil {
 		t.Error("backfill of a tumble query: no error")
+	}
+}
+
+// TestBackfillColdKeysMatchDefinition: a backfill whose spine asks, over
+// a long span, about keys with no event (cold-start users) as well as
+// keys with events, from sources read side by side and released as they
+// go, lets the cold keys go once their spine rows are older than every
+// frame and forgets them, and every spine row still gets what the
+// definition gives (SPEC section 6), with one task and two.
+func TestBackfillColdKeysMatchDefinition(t *testing.T) {
+	// Rows released every 64 at most, keys forgotten a few at a time.
+	defer pipeline.SetBatchReleaseRows(0)()
+	defer pipeline.SetReleaseMaxRows(64, 64)()
+	defer testhook.SetKeyForgetMin(4)()
+	frames := lookupFrames[:3] // RANGE frames: their keys can go quiet
+	var items, names []string
+	for f, fr := range frames {
+		for a, ag := range lookupAggs {
+			name := fmt.Sprintf("f%d_a%d", f, a)
+			items = append(items, fmt.Sprintf("%s OVER (PARTITION BY user_id ORDER BY ts %s) AS %s", ag.SQL(), fr.SQL(), name))
+			names = append(names, name)
+		}
+	}
+	query := "SELECT id, " + strings.Join(items, ", ") + " FROM events"
+	for _, par := range []int{1, 2} {
+		rng := testutil.Rand(testutil.Seeds(1)[0] + uint64(par))
+		tab := testutil.Events(rng, testutil.DefaultEvents(600))
+		// Spine in time order over the events' span: half the rows ask
+		// about a key of the events, half about a key of its own.
+		first, last := tab.Value(0, "ts").(int64), tab.Value(len(tab.Rows)-1, "ts").(int64)
+		spine := &testutil.Table{Schema: spineSchema}
+		const rows = 200
+		for i := range rows {
+			ts := first + (last-first)*int64(i)/rows + int64(rng.IntN(500))
+			user := int64(1000 + i)
+			if i%2 == 0 {
+				user = int64(1 + rng.IntN(6))
+			}
+			spine.Rows = append(spine.Rows, []any{fmt.Sprintf("s%d", i), ts, user})
+		}
+		out := sink.NewCollector()
+		reg := prometheus.NewRegistry()
+		err := volga.Backfill(context.Background(), query, source.NewMemory(spineSchema, spine.Batches(rng, 16)...), out,
+			volga.WithSource("events", source.NewMemory(tab.Schema, tab.Batches(rng, 40)...)),
+			volga.WithParallelism(par), volga.WithMetrics(reg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		desc := fmt.Sprintf("par %d", par)
+		checkBackfillDefinition(t, desc, tab, spine, out.Rows(), frames, names, false)
+		forgotten := metricSum(t, reg, "volga_window_forgotten_keys_total")
+		if forgotten < rows/4 {
+			t.Fatalf("%s: %.0f keys forgotten, fewer than half the %d cold keys", desc, forgotten, rows/2)
+		}
+		t.Logf("%s: %.0f keys forgotten", desc, forgotten)
 	}
 }
