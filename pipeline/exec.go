@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/volga-go/volga/internal/arrowutil"
+	"github.com/volga-go/volga/internal/mempool"
 	"github.com/volga-go/volga/sink"
 	"github.com/volga-go/volga/source"
 	"github.com/volga-go/volga/statestore"
@@ -99,7 +100,11 @@ type RunOptions struct {
 	// operators (default 4): with a slow sink, at most that many batches
 	// wait on each edge and the source is slowed down.
 	ChannelDepth int
-	// Mem allocates Arrow memory; nil is the Go allocator.
+	// Mem allocates Arrow memory; nil is the Go allocator. With nil, the
+	// window tasks build their results in buffers pooled for reuse
+	// (window.Config.ResultMem), which never leave the run: the output
+	// gets copies, allocated by Go. A Mem given allocates everything,
+	// those results too (a memory.CheckedAllocator sees them all).
 	Mem memory.Allocator
 	// Logger receives operational messages; nil discards them.
 	Logger *slog.Logger
@@ -264,6 +269,10 @@ func (m msg) release() {
 	}
 }
 
+// resultPool allocates the window tasks' results of runs without
+// RunOptions.Mem (a variable for tests).
+var resultPool memory.Allocator = mempool.Shared
+
 // Run executes the pipeline: it reads src until it ends (or ctx is
 // cancelled), and writes the output to out. It returns the first error of
 // any operator; on return every goroutine it started has exited.
@@ -274,8 +283,10 @@ func (c *Compiled) Run(ctx context.Context, src source.Source, out sink.Sink, op
 	if opt.ChannelDepth <= 0 {
 		opt.ChannelDepth = 4
 	}
+	var resMem memory.Allocator
 	if opt.Mem == nil {
 		opt.Mem = memory.DefaultAllocator
+		resMem = resultPool
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
@@ -294,7 +305,7 @@ func (c *Compiled) Run(ctx context.Context, src source.Source, out sink.Sink, op
 	if err != nil {
 		return err
 	}
-	r := &runner{c: c, opt: opt, src: src, out: out, stats: opt.Stats, cluster: cluster, finStages: finStages,
+	r := &runner{c: c, opt: opt, resMem: resMem, src: src, out: out, stats: opt.Stats, cluster: cluster, finStages: finStages,
 		released: make([]atomic.Int64, len(c.stages))}
 	for s := range r.released {
 		r.released[s].Store(watermark.None)
@@ -332,6 +343,9 @@ type runner struct {
 	// resMerge: the tasks send only results, the reader its batches, to
 	// the merger (resmerge.go).
 	resMerge bool
+	// resMem allocates the window tasks' results (window.Config.ResultMem):
+	// the shared pool when RunOptions.Mem is nil.
+	resMem memory.Allocator
 	// resTypes, when results are merged and every result can be written
 	// in place, are the result types: the tasks then write the results
 	// into a window.Dest of each batch (resmerge.go).
@@ -1112,6 +1126,7 @@ func (r *runner) newOperator(st *stage, s, id int, frozen *uint64) (operator, er
 	cfg.Retention = r.opt.LookupRetention.Milliseconds()
 	cfg.BatchOrder = r.opt.Mode == Batch
 	cfg.Mem = r.opt.Mem
+	cfg.ResultMem = r.resMem
 	if r.ck != nil {
 		cfg.Store = statestore.Sub(r.ck.db, storePrefix(s, id))
 		if r.opt.MemoryBudget > 0 {

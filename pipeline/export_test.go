@@ -1,6 +1,10 @@
 package pipeline
 
-import "time"
+import (
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
 
 // SetCheckpointTestHooks sets how long a window task writes checkpoint
 // state at a time and a function called when a task has written its
@@ -68,4 +72,12 @@ func SetInterleaveBackfill(on bool) (undo func()) {
 	old := interleaveBackfill
 	interleaveBackfill = on
 	return func() { interleaveBackfill = old }
+}
+
+// SetResultPool sets the allocator of the window tasks' results in runs
+// without RunOptions.Mem, until the returned function undoes it.
+func SetResultPool(a memory.Allocator) (undo func()) {
+	old := resultPool
+	resultPool = a
+	return func() { resultPool = old }
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
+
+	"github.com/volga-go/volga/internal/mempool"
 )
 
 // Page-by-page decoding of 4- and 8-byte columns.
@@ -44,68 +46,10 @@ func pqReadProps() *parquet.ReaderProperties {
 	return props
 }
 
-// pqPagePool is a memory.Allocator that keeps freed buffers of 4 KiB to
-// 64 MiB (by powers of two; smaller and larger ones are Go's) for reuse, zeroed again when handed out, as
-// Go's allocator does. The page readers free their buffers when closed,
-// at the end of each column chunk; a buffer never freed is collected.
-var pqPagePool = &poolAllocator{}
-
-const (
-	poolMinShift = 12
-	poolMaxShift = 26
-)
-
-type poolAllocator struct {
-	pools [poolMaxShift - poolMinShift + 1]sync.Pool // of *[]byte
-}
-
-// poolClass returns the pool of the buffers for size bytes (capacity
-// 1<<(class+poolMinShift)), or -1 for sizes outside the pools.
-func poolClass(size int) int {
-	if size < 1<<poolMinShift || size > 1<<poolMaxShift {
-		return -1
-	}
-	shift := poolMinShift
-	for 1<<shift < size {
-		shift++
-	}
-	return shift - poolMinShift
-}
-
-func (a *poolAllocator) Allocate(size int) []byte {
-	c := poolClass(size)
-	if c < 0 {
-		return make([]byte, size)
-	}
-	if b, ok := a.pools[c].Get().(*[]byte); ok {
-		buf := (*b)[:size]
-		clear(buf)
-		return buf
-	}
-	return make([]byte, size, 1<<(c+poolMinShift))
-}
-
-func (a *poolAllocator) Reallocate(size int, b []byte) []byte {
-	if size <= cap(b) {
-		old := len(b)
-		b = b[:size]
-		if size > old {
-			clear(b[old:])
-		}
-		return b
-	}
-	nb := a.Allocate(size)
-	copy(nb, b)
-	a.Free(b)
-	return nb
-}
-
-func (a *poolAllocator) Free(b []byte) {
-	if c := poolClass(cap(b)); c >= 0 && cap(b) == 1<<(c+poolMinShift) {
-		b = b[:0]
-		a.pools[c].Put(&b)
-	}
-}
+// pqPagePool allocates the page readers' buffers, which they free when
+// closed, at the end of each column chunk: pooled, the next chunk reuses
+// them.
+var pqPagePool = mempool.Shared
 
 // pqColumn decodes the rows of one column of a row group.
 type pqColumn interface {

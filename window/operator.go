@@ -88,6 +88,14 @@ type Config struct {
 	StrictProbes bool
 	// Mem allocates output arrays; nil means the Go allocator.
 	Mem memory.Allocator
+	// ResultMem allocates the arrays the aggregates write their results
+	// into (nil: Mem). Those arrays are handed out as they are only by
+	// AdvanceResults (Results.Cols); every other output copies the
+	// results into arrays of Mem. A run that copies what AdvanceResults
+	// gives too (as the pipeline's merger does) may thus give a pool of
+	// buffers reused once freed (internal/mempool): results are built and
+	// dropped in bulk, and that spares the heap its churn.
+	ResultMem memory.Allocator
 	// Store is where key state is evicted to (see MemoryBudget) and
 	// written by Checkpoint; nil keeps everything in memory. The operator
 	// owns the keys under "k/" in it (see statestore/FORMAT.md, "Operator
@@ -166,6 +174,7 @@ type Operator struct {
 	mu      sync.RWMutex
 	cfg     Config
 	mem     memory.Allocator
+	resMem  memory.Allocator // of the result builders (Config.ResultMem)
 	in, out *arrow.Schema
 	keys    *keyIndex
 	states  []*keyState
@@ -523,7 +532,11 @@ func New(cfg Config, in *arrow.Schema) (*Operator, error) {
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	o := &Operator{cfg: cfg, mem: mem, in: in, out: arrow.NewSchema(fields, nil), keys: newKeyIndex(cfg.KeyCols),
+	resMem := cfg.ResultMem
+	if resMem == nil {
+		resMem = mem
+	}
+	o := &Operator{cfg: cfg, mem: mem, resMem: resMem, in: in, out: arrow.NewSchema(fields, nil), keys: newKeyIndex(cfg.KeyCols),
 		wm: None, nAggs: n, maxTs: None, forgotDropped: None, quietDropped: None}
 	o.sweepable = true
 	for _, w := range cfg.Windows {
@@ -885,7 +898,10 @@ func (o *Operator) applyLate(rec arrow.RecordBatch, hb *heldBatch, ids []int32, 
 			o.touch(ids[j], ks)
 		}
 	}
-	res := o.finishBuilders()
+	res, err := o.ownResults(o.finishBuilders())
+	if err != nil {
+		return nil, err
+	}
 	defer arrowutil.ReleaseAll(res)
 	base, err := arrowutil.Take(o.mem, rec, recRows)
 	if err != nil {
@@ -1969,9 +1985,28 @@ func (o *Operator) ensureBuilders() {
 	}
 	for _, spec := range o.cfg.Windows {
 		for _, f := range spec.Aggs {
-			o.bld = append(o.bld, array.NewBuilder(o.mem, f.ResultType()))
+			o.bld = append(o.bld, array.NewBuilder(o.resMem, f.ResultType()))
 		}
 	}
+}
+
+// ownResults returns res, arrays of the result builders, as arrays of
+// Mem: copies when Config.ResultMem is set (res is released then).
+func (o *Operator) ownResults(res []arrow.Array) ([]arrow.Array, error) {
+	if o.cfg.ResultMem == nil {
+		return res, nil
+	}
+	defer arrowutil.ReleaseAll(res)
+	out := make([]arrow.Array, len(res))
+	for k, a := range res {
+		c, err := arrowutil.Gather(o.mem, a.DataType(), res[k:k+1], []arrowutil.Seg{{Src: 0, Start: 0, End: int32(a.Len())}})
+		if err != nil {
+			arrowutil.ReleaseAll(out[:k])
+			return nil, err
+		}
+		out[k] = c
+	}
+	return out, nil
 }
 
 func (o *Operator) finishBuilders() []arrow.Array {

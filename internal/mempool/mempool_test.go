@@ -1,14 +1,14 @@
-package source
+package mempool
 
 import (
 	"bytes"
 	"testing"
 )
 
-// TestPoolAllocator: buffers come back zeroed and of the asked length,
+// TestPool: buffers come back zeroed and of the asked length,
 // Reallocate keeps the contents, sizes outside the pools work too.
-func TestPoolAllocator(t *testing.T) {
-	a := &poolAllocator{}
+func TestPool(t *testing.T) {
+	a := &Pool{}
 	for _, size := range []int{0, 1, 4095, 4096, 4097, 100_000, 1 << 20} {
 		for range 3 {
 			b := a.Allocate(size)
@@ -30,10 +30,10 @@ func TestPoolAllocator(t *testing.T) {
 			a.Free(b2)
 		}
 	}
-	if c := poolClass(1<<poolMaxShift + 1); c != -1 {
-		t.Fatalf("poolClass(64 MiB + 1) = %d", c)
+	if c := class(1<<maxShift + 1); c != -1 {
+		t.Fatalf("class(64 MiB + 1) = %d", c)
 	}
-	if c := poolClass(1 << poolMaxShift); 1<<(c+poolMinShift) != 1<<poolMaxShift {
-		t.Fatalf("poolClass(64 MiB) = %d", c)
+	if c := class(1 << maxShift); 1<<(c+minShift) != 1<<maxShift {
+		t.Fatalf("class(64 MiB) = %d", c)
 	}
 }
