@@ -56,6 +56,8 @@ import (
 //	volga_checkpoint_epoch                 epoch of the latest completed checkpoint
 //	volga_checkpoint_bytes                 bytes the latest checkpoint uploaded
 //	volga_checkpoint_duration_seconds      barrier to manifest, latest checkpoint
+//	volga_checkpoint_step_seconds{step}    its steps: "write" (tasks write changed keys to the
+//	                                       store), "backup" (store backup), "upload" (to the bucket)
 //	volga_checkpoint_stall_seconds         time the output stage waited for the state backup
 //	volga_checkpoint_timestamp_seconds     when the latest checkpoint completed (Unix seconds;
 //	                                       alert on time() minus it)
@@ -117,7 +119,7 @@ type pipelineMetrics struct {
 	winIn, winOut, winKeys, winResident, winRetained, winPending *prometheus.Desc
 	winQuiet, winForgotten                                       *prometheus.Desc
 	ckTotal, ckEpoch, ckBytes, ckDuration, ckStall               *prometheus.Desc
-	ckTime                                                       *prometheus.Desc
+	ckTime, ckStep                                               *prometheus.Desc
 }
 
 // RunStarted builds the metrics with the run's name and registers them.
@@ -147,6 +149,7 @@ func (m *pipelineMetrics) RunStarted(opt pipeline.RunOptions) error {
 	m.ckEpoch = desc("volga_checkpoint_epoch", "Epoch of the latest completed checkpoint.")
 	m.ckBytes = desc("volga_checkpoint_bytes", "Bytes uploaded by the latest completed checkpoint.")
 	m.ckDuration = desc("volga_checkpoint_duration_seconds", "Time from barrier to manifest of the latest completed checkpoint.")
+	m.ckStep = desc("volga_checkpoint_step_seconds", "Time of each step of the latest completed checkpoint: write (the window tasks write their changed keys to the state store), backup (the store's backup into a local file) and upload (to the bucket, with the manifest).", "step")
 	m.ckStall = desc("volga_checkpoint_stall_seconds", "Time the output stage waited for the state backup in the latest completed checkpoint.")
 	m.ckTime = desc("volga_checkpoint_timestamp_seconds", "When the latest checkpoint completed, as Unix time in seconds.")
 	m.lookups = prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -192,7 +195,7 @@ func (m *pipelineMetrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		m.sourceRows, m.sinkRows, m.filtered, m.late, m.dead, m.watermark, m.lag, m.runningDesc,
 		m.winIn, m.winOut, m.winKeys, m.winResident, m.winRetained, m.winPending, m.winQuiet, m.winForgotten,
-		m.ckTotal, m.ckEpoch, m.ckBytes, m.ckDuration, m.ckStall, m.ckTime,
+		m.ckTotal, m.ckEpoch, m.ckBytes, m.ckDuration, m.ckStall, m.ckTime, m.ckStep,
 	} {
 		ch <- d
 	}
@@ -233,6 +236,9 @@ func (m *pipelineMetrics) Collect(ch chan<- prometheus.Metric) {
 		gauge(m.ckEpoch, float64(st.LastCheckpoint))
 		gauge(m.ckBytes, float64(st.LastCheckpointBytes))
 		gauge(m.ckDuration, st.LastCheckpointDuration.Seconds())
+		gauge(m.ckStep, st.LastCheckpointWrite.Seconds(), "write")
+		gauge(m.ckStep, st.LastCheckpointBackup.Seconds(), "backup")
+		gauge(m.ckStep, st.LastCheckpointUpload.Seconds(), "upload")
 		gauge(m.ckStall, st.LastCheckpointStall.Seconds())
 		gauge(m.ckTime, float64(st.LastCheckpointTime.UnixMilli())/1e3)
 	}

@@ -797,7 +797,7 @@ WINDOW w AS (PARTITION BY user_id ORDER BY ts
 }
 
 // TestMetricsCheckpoints: a run with checkpoints exports their count, the
-// last epoch, its bytes and timings, in agreement with the
+// last epoch, its bytes and timings (steps included), in agreement with the
 // OnCheckpoint callback; a run without exports none of them.
 func TestMetricsCheckpoints(t *testing.T) {
 	checkGoroutines(t)
@@ -833,7 +833,15 @@ func TestMetricsCheckpoints(t *testing.T) {
 		`volga_checkpoint_bytes{pipeline="ck"}`:                      float64(infos[0].Bytes),
 		`volga_checkpoint_duration_seconds{pipeline="ck"}`:           infos[0].Duration.Seconds(),
 		`volga_checkpoint_stall_seconds{pipeline="ck"}`:              infos[0].Stall.Seconds(),
+		`volga_checkpoint_step_seconds{pipeline="ck",step="write"}`:  infos[0].Write.Seconds(),
+		`volga_checkpoint_step_seconds{pipeline="ck",step="backup"}`: infos[0].Backup.Seconds(),
+		`volga_checkpoint_step_seconds{pipeline="ck",step="upload"}`: infos[0].Upload.Seconds(),
 	})
+	// The steps follow one another within the checkpoint's duration; the
+	// backup and the upload write files, which takes some time.
+	if in := infos[0]; in.Write < 0 || in.Backup <= 0 || in.Upload <= 0 || in.Write+in.Backup+in.Upload > in.Duration {
+		t.Errorf("checkpoint steps: write %v, backup %v, upload %v of %v", in.Write, in.Backup, in.Upload, in.Duration)
+	}
 	if ts := got[`volga_checkpoint_timestamp_seconds{pipeline="ck"}`]; ts < float64(time.Now().Add(-time.Minute).Unix()) {
 		t.Errorf("volga_checkpoint_timestamp_seconds = %v, want about now", ts)
 	}

@@ -90,6 +90,16 @@ type CheckpointInfo struct {
 	// Duration is the time from the barrier's injection to the manifest
 	// being written.
 	Duration time.Duration
+	// Write, Backup and Upload split Duration into its steps: Write from
+	// the barrier's injection until every window task has written the
+	// states of its keys changed since the last checkpoint into the store
+	// (the tasks write them in slices between input messages, so this
+	// grows with the changed keys and with how busy the tasks are);
+	// Backup the store's backup of what changed since the last
+	// checkpoint, taken into a local file; Upload the upload of that
+	// backup and the parts and the writing of the manifest (the fencing
+	// of a Fencer source included).
+	Write, Backup, Upload time.Duration
 	// Stall is how long the checkpoint held the pipeline's output back:
 	// the longest time a window task stood still for it, at the barrier
 	// (waiting for the previous checkpoint's backup to be taken, then
@@ -291,6 +301,8 @@ type uploadResult struct {
 	pos      []byte
 	stall    time.Duration
 	started  time.Time
+	partsIn  time.Time // when every task had written its keys
+	prepared time.Time // when the store's backup was taken
 	written  time.Time // when the manifest was written
 	final    bool
 }
@@ -786,6 +798,7 @@ func (r *runner) checkpointReady(ctx context.Context) error {
 	delete(cr.inflight, epoch)
 	cr.mu.Unlock()
 	parts, started, stall := fl.parts, fl.started, fl.task
+	partsIn := time.Now()
 	var pos []byte
 	if rs := parts[partReader]; rs != nil {
 		var st readerState
@@ -798,9 +811,10 @@ func (r *runner) checkpointReady(ctx context.Context) error {
 		fence = func(ctx context.Context) error { return f.Fence(ctx, pos) }
 	}
 	run := func() uploadResult {
-		res := uploadResult{epoch: epoch, pos: pos, stall: stall, started: started, final: final}
+		res := uploadResult{epoch: epoch, pos: pos, stall: stall, started: started, partsIn: partsIn, final: final}
 		p, err := cr.ckp.Prepare(cr.db, epoch)
 		cr.prepared.Store(epoch)
+		res.prepared = time.Now()
 		if err != nil {
 			res.err = err
 			return res
@@ -912,15 +926,20 @@ func (r *runner) finishCheckpoint(ctx context.Context, res uploadResult) error {
 		cr.commits.commit(cr.runCtx, c, cr.log, res.epoch, res.pos)
 	}
 	info := CheckpointInfo{Epoch: res.epoch, ID: res.manifest.ID, Kind: res.manifest.Kind, Bytes: res.manifest.Bytes(),
-		Duration: res.written.Sub(res.started), Stall: res.stall, Final: res.final}
+		Duration: res.written.Sub(res.started), Stall: res.stall, Final: res.final,
+		Write: res.partsIn.Sub(res.started), Backup: res.prepared.Sub(res.partsIn), Upload: res.written.Sub(res.prepared)}
 	r.stats.checkpoints.Add(1)
 	r.stats.lastCheckpoint.Store(int64(res.epoch))
 	r.stats.lastCheckpointBytes.Store(info.Bytes)
 	r.stats.lastCheckpointNanos.Store(int64(info.Duration))
 	r.stats.lastStallNanos.Store(int64(info.Stall))
+	r.stats.lastWriteNanos.Store(int64(info.Write))
+	r.stats.lastBackupNanos.Store(int64(info.Backup))
+	r.stats.lastUploadNanos.Store(int64(info.Upload))
 	r.stats.lastCheckpointUnixMilli.Store(time.Now().UnixMilli())
 	cr.log.LogAttrs(ctx, slog.LevelDebug, "volga: checkpoint complete", slog.Uint64("epoch", info.Epoch), slog.String("id", info.ID),
-		slog.String("kind", info.Kind), slog.Int64("bytes", info.Bytes), slog.Duration("duration", info.Duration), slog.Duration("stall", info.Stall))
+		slog.String("kind", info.Kind), slog.Int64("bytes", info.Bytes), slog.Duration("duration", info.Duration), slog.Duration("stall", info.Stall),
+		slog.Duration("write", info.Write), slog.Duration("backup", info.Backup), slog.Duration("upload", info.Upload))
 	if cr.cfg.OnCheckpoint != nil {
 		cr.cfg.OnCheckpoint(info)
 	}

@@ -177,6 +177,7 @@ type Stats struct {
 	checkpoints, checkpointFailures, lastCheckpoint           atomic.Int64
 	lastCheckpointBytes, lastCheckpointNanos, lastStallNanos  atomic.Int64
 	lastCheckpointUnixMilli                                   atomic.Int64
+	lastWriteNanos, lastBackupNanos, lastUploadNanos          atomic.Int64
 }
 
 // StatsSnapshot is a point-in-time copy of Stats.
@@ -207,6 +208,9 @@ type StatsSnapshot struct {
 	LastCheckpointDuration time.Duration
 	LastCheckpointStall    time.Duration
 	LastCheckpointTime     time.Time
+	// LastCheckpointWrite, LastCheckpointBackup and LastCheckpointUpload
+	// split LastCheckpointDuration into its steps (see CheckpointInfo).
+	LastCheckpointWrite, LastCheckpointBackup, LastCheckpointUpload time.Duration
 }
 
 // Snapshot returns the current counts.
@@ -219,6 +223,9 @@ func (s *Stats) Snapshot() StatsSnapshot {
 		LastCheckpoint: s.lastCheckpoint.Load(), LastCheckpointBytes: s.lastCheckpointBytes.Load(),
 		LastCheckpointDuration: time.Duration(s.lastCheckpointNanos.Load()),
 		LastCheckpointStall:    time.Duration(s.lastStallNanos.Load()),
+		LastCheckpointWrite:    time.Duration(s.lastWriteNanos.Load()),
+		LastCheckpointBackup:   time.Duration(s.lastBackupNanos.Load()),
+		LastCheckpointUpload:   time.Duration(s.lastUploadNanos.Load()),
 	}
 	if ms := s.lastCheckpointUnixMilli.Load(); ms != 0 {
 		snap.LastCheckpointTime = time.UnixMilli(ms)

@@ -128,6 +128,12 @@ func init() {
 	flag.StringVar(&ckptFlags.Dir, "checkpoint-dir", "", "checkpoint, volga-*-ckpt: directory for the buckets and state stores (default: a new temporary directory, removed afterwards)")
 }
 
+// ckptSteps formats the steps of a checkpoint's duration (see
+// volga.CheckpointInfo).
+func ckptSteps(info volga.CheckpointInfo) string {
+	return fmt.Sprintf("write_s=%.3f backup_s=%.3f upload_s=%.3f", info.Write.Seconds(), info.Backup.Seconds(), info.Upload.Seconds())
+}
+
 // ckptChildArgs returns this file's flags for the child process.
 func ckptChildArgs() []string {
 	return []string{
@@ -469,8 +475,8 @@ func runCheckpointSequence(ctx context.Context, c config, in *ckptInput, dir str
 		}
 		rep.runs[i] = r
 		for _, info := range r.infos {
-			fmt.Fprintf(os.Stderr, "# checkpoint run=%d (%s) epoch=%d kind=%s final=%t mb=%.2f seconds=%.3f stall_ms=%.1f\n",
-				i+1, ph.name, info.Epoch, info.Kind, info.Final, float64(info.Bytes)/(1<<20), info.Duration.Seconds(), ms(info.Stall))
+			fmt.Fprintf(os.Stderr, "# checkpoint run=%d (%s) epoch=%d kind=%s final=%t mb=%.2f seconds=%.3f stall_ms=%.1f %s\n",
+				i+1, ph.name, info.Epoch, info.Kind, info.Final, float64(info.Bytes)/(1<<20), info.Duration.Seconds(), ms(info.Stall), ckptSteps(info))
 		}
 		if i < 2 && len(r.infos) != 1 {
 			return rep, fmt.Errorf("run %d (%s): %d checkpoints, want exactly one (the final one)", i+1, ph.name, len(r.infos))
@@ -682,8 +688,8 @@ func ckptSummary(wl, engine string, infos []volga.CheckpointInfo) string {
 		maxStall = max(maxStall, info.Stall)
 		total += info.Duration
 		last = info
-		fmt.Fprintf(os.Stderr, "# %s checkpoint epoch=%d kind=%s final=%t mb=%.2f seconds=%.3f stall_ms=%.1f\n",
-			engine, info.Epoch, info.Kind, info.Final, float64(info.Bytes)/(1<<20), info.Duration.Seconds(), ms(info.Stall))
+		fmt.Fprintf(os.Stderr, "# %s checkpoint epoch=%d kind=%s final=%t mb=%.2f seconds=%.3f stall_ms=%.1f %s\n",
+			engine, info.Epoch, info.Kind, info.Final, float64(info.Bytes)/(1<<20), info.Duration.Seconds(), ms(info.Stall), ckptSteps(info))
 	}
 	return fmt.Sprintf("workload=%s engine=%s interval=%s checkpoints=%d max_stall_ms=%.1f final_seconds=%.3f final_mb=%.1f",
 		wl, engine, durableInterval(), len(infos), ms(maxStall), last.Duration.Seconds(), float64(last.Bytes)/(1<<20))
