@@ -16,6 +16,21 @@ import (
 	"github.com/volga-go/volga/source"
 )
 
+// userWindows returns the cross-mode windows keyed by user alone (every
+// aggregate), and one such window of numeric aggregates only (results
+// written in place by a batch run over several tasks).
+func userWindows() (windows, numeric []testutil.ModesWindow) {
+	for _, w := range testutil.ModesLookupWindows {
+		if slices.Equal(w.Keys, []string{"user_id"}) {
+			windows = append(windows, w)
+		}
+	}
+	numeric = []testutil.ModesWindow{{Name: "n1", Keys: []string{"user_id"}, Frame: windows[0].Frame, Aggs: []testutil.Agg{
+		{Func: "count"}, {Func: "sum", Arg: "amount"}, {Func: "max", Arg: "price"}, {Func: "avg", Arg: "price"},
+	}}}
+	return windows, numeric
+}
+
 // TestRunReleasesEveryBuffer: a run whose input batches and every
 // buffer it makes come from a checked allocator leaves nothing allocated
 // once the source is closed and the output released: in batch mode over
@@ -23,15 +38,7 @@ import (
 // batch's Dest, and list and map results gathered by the merger), and in
 // streaming mode.
 func TestRunReleasesEveryBuffer(t *testing.T) {
-	var windows []testutil.ModesWindow
-	for _, w := range testutil.ModesLookupWindows {
-		if slices.Equal(w.Keys, []string{"user_id"}) {
-			windows = append(windows, w)
-		}
-	}
-	numeric := []testutil.ModesWindow{{Name: "n1", Keys: []string{"user_id"}, Frame: windows[0].Frame, Aggs: []testutil.Agg{
-		{Func: "count"}, {Func: "sum", Arg: "amount"}, {Func: "max", Arg: "price"}, {Func: "avg", Arg: "price"},
-	}}}
+	windows, numeric := userWindows()
 	tab := testutil.MLEvents(testutil.Rand(4), testutil.ModesEventConfig(1500))
 	for _, c := range []struct {
 		name    string

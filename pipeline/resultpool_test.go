@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"sync"
+	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -20,48 +19,6 @@ import (
 	"github.com/volga-go/volga/source"
 )
 
-// recordingAllocator is Go's allocator remembering the buffers it gave.
-type recordingAllocator struct {
-	mu   sync.Mutex
-	bufs map[unsafe.Pointer]bool
-}
-
-func (a *recordingAllocator) note(b []byte) []byte {
-	if cap(b) > 0 {
-		a.mu.Lock()
-		a.bufs[unsafe.Pointer(unsafe.SliceData(b))] = true
-		a.mu.Unlock()
-	}
-	return b
-}
-
-func (a *recordingAllocator) Allocate(n int) []byte { return a.note(make([]byte, n)) }
-func (a *recordingAllocator) Reallocate(n int, b []byte) []byte {
-	nb := make([]byte, n)
-	copy(nb, b)
-	return a.note(nb)
-}
-func (a *recordingAllocator) Free([]byte) {}
-
-func (a *recordingAllocator) len() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.bufs)
-}
-
-// gave reports whether any buffer of d (children included) is one a gave.
-func (a *recordingAllocator) gave(d arrow.ArrayData) bool {
-	a.mu.Lock()
-	for _, b := range d.Buffers() {
-		if b != nil && b.Len() > 0 && a.bufs[unsafe.Pointer(unsafe.SliceData(b.Bytes()))] {
-			a.mu.Unlock()
-			return true
-		}
-	}
-	a.mu.Unlock()
-	return slices.ContainsFunc(d.Children(), a.gave)
-}
-
 // TestResultPoolStaysInside: a run without an allocator of its own
 // builds its window results in the result pool, and no output batch holds
 // a buffer of it (the pool reuses buffers once freed, which would change
@@ -70,15 +27,7 @@ func (a *recordingAllocator) gave(d arrow.ArrayData) bool {
 // (results gathered by the merger, or written in place), and streaming
 // with late rows applied at once. Not parallel: it swaps the pool.
 func TestResultPoolStaysInside(t *testing.T) {
-	var windows []testutil.ModesWindow
-	for _, w := range testutil.ModesLookupWindows {
-		if slices.Equal(w.Keys, []string{"user_id"}) {
-			windows = append(windows, w)
-		}
-	}
-	numeric := []testutil.ModesWindow{{Name: "n1", Keys: []string{"user_id"}, Frame: windows[0].Frame, Aggs: []testutil.Agg{
-		{Func: "count"}, {Func: "sum", Arg: "amount"}, {Func: "max", Arg: "price"}, {Func: "avg", Arg: "price"},
-	}}}
+	windows, numeric := userWindows()
 	// Arriving up to ModesMaxOutOfOrder out of order, with a watermark
 	// a minute behind: streaming applies the rows later than that.
 	tab := testutil.ModesData(5, 3000)
@@ -118,19 +67,19 @@ func TestResultPoolStaysInside(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				rec := &recordingAllocator{bufs: map[unsafe.Pointer]bool{}}
+				rec := &testutil.RecordingAllocator{}
 				defer pipeline.SetResultPool(rec)()
 				if err := p.Run(context.Background()); err != nil {
 					t.Fatal(err)
 				}
 				for _, b := range out.Records() {
 					for k, col := range b.Columns() {
-						if rec.gave(col.Data()) {
+						if rec.Gave(col.Data()) {
 							t.Fatalf("output column %s holds a buffer of the result pool", b.Schema().Field(k).Name)
 						}
 					}
 				}
-				if n := rec.len(); (n > 0) != pooled {
+				if n := rec.Len(); (n > 0) != pooled {
 					t.Fatalf("pooled %v: %d buffers from the result pool", pooled, n)
 				}
 				if st := p.Stats(); c.late && st.LateApplied == 0 {
@@ -138,7 +87,7 @@ func TestResultPoolStaysInside(t *testing.T) {
 				}
 				rows := out.Rows()
 				slices.SortFunc(rows, func(a, b []any) int {
-					return cmpStrings(fmt.Sprint(a), fmt.Sprint(b))
+					return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
 				})
 				return rows
 			}
@@ -152,14 +101,4 @@ func TestResultPoolStaysInside(t *testing.T) {
 			}
 		})
 	}
-}
-
-func cmpStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

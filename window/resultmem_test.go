@@ -3,9 +3,7 @@ package window_test
 import (
 	"context"
 	"slices"
-	"sync"
 	"testing"
-	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -14,40 +12,6 @@ import (
 	"github.com/volga-go/volga/watermark"
 	"github.com/volga-go/volga/window"
 )
-
-// recordingAllocator is Go's allocator remembering the buffers it gave.
-type recordingAllocator struct {
-	mu   sync.Mutex
-	bufs map[unsafe.Pointer]bool
-}
-
-func (a *recordingAllocator) note(b []byte) []byte {
-	if cap(b) > 0 {
-		a.mu.Lock()
-		a.bufs[unsafe.Pointer(unsafe.SliceData(b))] = true
-		a.mu.Unlock()
-	}
-	return b
-}
-
-func (a *recordingAllocator) Allocate(n int) []byte { return a.note(make([]byte, n)) }
-func (a *recordingAllocator) Reallocate(n int, b []byte) []byte {
-	nb := make([]byte, n)
-	copy(nb, b)
-	return a.note(nb)
-}
-func (a *recordingAllocator) Free([]byte) {}
-
-// gave reports whether any buffer of arr (children included) is one a
-// gave.
-func (a *recordingAllocator) gave(d arrow.ArrayData) bool {
-	for _, b := range d.Buffers() {
-		if b != nil && b.Len() > 0 && a.bufs[unsafe.Pointer(unsafe.SliceData(b.Bytes()))] {
-			return true
-		}
-	}
-	return slices.ContainsFunc(d.Children(), a.gave)
-}
 
 // TestResultMemStaysInside: with Config.ResultMem, the result builders
 // allocate from it, and only AdvanceResults hands their arrays out: the
@@ -116,14 +80,14 @@ func TestResultMemStaysInside(t *testing.T) {
 		}
 		want, plain := run(nil)
 		releaseAll(plain)
-		ra := &recordingAllocator{bufs: map[unsafe.Pointer]bool{}}
+		ra := &testutil.RecordingAllocator{}
 		got, outs := run(ra)
-		if len(ra.bufs) == 0 {
+		if ra.Len() == 0 {
 			t.Fatalf("seed %d: no result was built in ResultMem", seed)
 		}
 		for _, rec := range outs {
 			for c, col := range rec.Columns() {
-				if ra.gave(col.Data()) {
+				if ra.Gave(col.Data()) {
 					t.Fatalf("seed %d: column %s of an output batch is in ResultMem", seed, rec.Schema().Field(c).Name)
 				}
 			}
