@@ -177,6 +177,10 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.run.Logger =
 func WithChannelDepth(n int) Option { return func(c *config) { c.run.ChannelDepth = n } }
 
 // WithAllocator sets the Arrow memory allocator (default: Go's heap).
+// Without it, the window tasks build their results in a pool of buffers
+// reused once freed, which never leave the run (the output holds copies
+// on Go's heap); with it, m allocates every buffer, those too, so that a
+// memory.CheckedAllocator accounts for all of them.
 func WithAllocator(m memory.Allocator) Option { return func(c *config) { c.run.Mem = m } }
 
 // WithLookupRetention keeps window state so that Lookup can answer for
