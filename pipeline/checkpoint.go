@@ -94,7 +94,9 @@ type CheckpointInfo struct {
 	// the barrier's injection until every window task has written the
 	// states of its keys changed since the last checkpoint into the store
 	// (the tasks write them in slices between input messages, so this
-	// grows with the changed keys and with how busy the tasks are);
+	// grows with the changed keys and with how busy the tasks are; the
+	// final checkpoint of an input also waits here for the one in
+	// flight);
 	// Backup the store's backup of what changed since the last
 	// checkpoint, taken into a local file; Upload the upload of that
 	// backup and the parts and the writing of the manifest (the fencing
