@@ -473,6 +473,30 @@ func (tx *Txn) Scan(prefix []byte, fn func(key, value []byte) error) error {
 type Batch struct {
 	b  *Badger
 	wb *badger.WriteBatch
+	// slab holds the copies of the keys and values given to wb, which
+	// keeps them until their transaction commits: one allocation per
+	// batchSlab bytes of writes instead of two per write.
+	mu   sync.Mutex
+	slab []byte
+}
+
+// batchSlab is the size of a Batch's slabs.
+const batchSlab = 64 << 10
+
+// copyOf returns a copy of prefix followed by b, carved from the slab
+// (capacity exactly its length, so that nothing appended to it reaches
+// the next copy). Badger holds the copy until its transaction commits,
+// after which the GC takes the slab back with its last copy.
+func (w *Batch) copyOf(prefix string, b []byte) []byte {
+	n := len(prefix) + len(b)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if cap(w.slab)-len(w.slab) < n {
+		w.slab = make([]byte, 0, max(batchSlab, n))
+	}
+	start := len(w.slab)
+	w.slab = append(append(w.slab, prefix...), b...)
+	return w.slab[start:len(w.slab):len(w.slab)]
 }
 
 // NewBatch starts a batch of writes to the store.
@@ -486,26 +510,32 @@ func (b *Badger) NewBatch() (*Batch, error) {
 }
 
 // Set adds a write of value under key. The batch copies both slices.
-func (w *Batch) Set(key, value []byte) error {
+func (w *Batch) Set(key, value []byte) error { return w.setPrefixed("", key, value) }
+
+// Delete adds a deletion of key.
+func (w *Batch) Delete(key []byte) error { return w.deletePrefixed("", key) }
+
+// setPrefixed adds a write of value under prefix+key (see subBatch).
+func (w *Batch) setPrefixed(prefix string, key, value []byte) error {
 	w.b.mu.RLock()
 	defer w.b.mu.RUnlock()
 	if w.b.closed {
 		return ErrClosed
 	}
-	if err := w.wb.Set(bytes.Clone(key), bytes.Clone(value)); err != nil {
+	if err := w.wb.Set(w.copyOf(prefix, key), w.copyOf("", value)); err != nil {
 		return fmt.Errorf("statestore: batch set: %w", err)
 	}
 	return nil
 }
 
-// Delete adds a deletion of key.
-func (w *Batch) Delete(key []byte) error {
+// deletePrefixed adds a deletion of prefix+key.
+func (w *Batch) deletePrefixed(prefix string, key []byte) error {
 	w.b.mu.RLock()
 	defer w.b.mu.RUnlock()
 	if w.b.closed {
 		return ErrClosed
 	}
-	if err := w.wb.Delete(bytes.Clone(key)); err != nil {
+	if err := w.wb.Delete(w.copyOf(prefix, key)); err != nil {
 		return fmt.Errorf("statestore: batch delete: %w", err)
 	}
 	return nil

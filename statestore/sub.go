@@ -199,7 +199,26 @@ type subBatch struct {
 	wb WriteBatch
 }
 
-func (b *subBatch) Set(key, value []byte) error { return b.wb.Set(b.v.key(key), value) }
-func (b *subBatch) Delete(key []byte) error     { return b.wb.Delete(b.v.key(key)) }
-func (b *subBatch) Flush() error                { return b.wb.Flush() }
-func (b *subBatch) Cancel()                     { b.wb.Cancel() }
+// prefixedBatch is a WriteBatch that can prefix keys as it copies them
+// (*Batch), sparing a view's batch a copy of every key.
+type prefixedBatch interface {
+	setPrefixed(prefix string, key, value []byte) error
+	deletePrefixed(prefix string, key []byte) error
+}
+
+func (b *subBatch) Set(key, value []byte) error {
+	if pb, ok := b.wb.(prefixedBatch); ok {
+		return pb.setPrefixed(b.v.prefix, key, value)
+	}
+	return b.wb.Set(b.v.key(key), value)
+}
+
+func (b *subBatch) Delete(key []byte) error {
+	if pb, ok := b.wb.(prefixedBatch); ok {
+		return pb.deletePrefixed(b.v.prefix, key)
+	}
+	return b.wb.Delete(b.v.key(key))
+}
+
+func (b *subBatch) Flush() error { return b.wb.Flush() }
+func (b *subBatch) Cancel()      { b.wb.Cancel() }

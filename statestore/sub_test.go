@@ -1,9 +1,12 @@
 package statestore_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"testing"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/volga-go/volga/statestore"
 	"github.com/volga-go/volga/statestore/storetest"
@@ -75,13 +78,52 @@ func TestSubWriteBatch(t *testing.T) {
 			}
 			defer wb.Cancel()
 			const n = 100_000
-			for i := range n {
-				must(t, wb.Set(fmt.Appendf(nil, "k/%07d", i), []byte("v")))
+			// value(i) is mostly short; every 10 000th is larger than a
+			// Badger batch's slab of copies (64 KB).
+			value := func(dst []byte, i int) []byte {
+				dst = fmt.Appendf(dst[:0], "v%d/", i)
+				if i%10_000 == 7 {
+					dst = append(dst, bytes.Repeat([]byte{byte(i)}, 100_000)...)
+				}
+				return dst
 			}
+			// Each writer reuses its buffers: the batch must copy. On
+			// Badger, whose batches are safe for concurrent use, two
+			// writers share it.
+			writers := 1
+			if name == "badger" {
+				writers = 2
+			}
+			var g errgroup.Group
+			for w := range writers {
+				g.Go(func() error {
+					var key, val []byte
+					for i := w; i < n; i += writers {
+						key = fmt.Appendf(key[:0], "k/%07d", i)
+						val = value(val, i)
+						if err := wb.Set(key, val); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+			}
+			must(t, g.Wait())
 			must(t, wb.Delete([]byte("k/0000005")))
 			must(t, wb.Flush())
 			count := 0
-			must(t, under.Scan([]byte("op/3/4/k/"), func(k, v []byte) error { count++; return nil }))
+			var want []byte
+			must(t, under.Scan([]byte("op/3/4/k/"), func(k, v []byte) error {
+				var i int
+				if _, err := fmt.Sscanf(string(k), "op/3/4/k/%07d", &i); err != nil {
+					return err
+				}
+				if want = value(want, i); !bytes.Equal(v, want) {
+					return fmt.Errorf("%s: %d bytes %.20q, want %d bytes %.20q", k, len(v), v, len(want), want)
+				}
+				count++
+				return nil
+			}))
 			if count != n-1 {
 				t.Fatalf("%d keys in the store, want %d", count, n-1)
 			}
