@@ -120,8 +120,11 @@ func (s *avgIntState) AppendResult(b array.Builder) {
 
 func (s *avgIntState) Reset() { s.n, s.sum = 0, int128{} }
 
-func (s *avgIntState) MarshalBinary() ([]byte, error) {
-	out := binary.AppendVarint(nil, s.n)
+func (s *avgIntState) MarshalBinary() ([]byte, error) { return s.AppendBinary(nil) }
+
+// AppendBinary appends what MarshalBinary returns (encoding.BinaryAppender).
+func (s *avgIntState) AppendBinary(out []byte) ([]byte, error) {
+	out = binary.AppendVarint(out, s.n)
 	out = binary.AppendVarint(out, s.sum.hi)
 	return binary.AppendUvarint(out, s.sum.lo), nil
 }
@@ -179,8 +182,11 @@ func (s *avgFloatState) AppendResult(b array.Builder) {
 
 func (s *avgFloatState) Reset() { s.n, s.sum = 0, fsum{} }
 
-func (s *avgFloatState) MarshalBinary() ([]byte, error) {
-	return s.sum.appendBinary(binary.AppendVarint(nil, s.n)), nil
+func (s *avgFloatState) MarshalBinary() ([]byte, error) { return s.AppendBinary(nil) }
+
+// AppendBinary appends what MarshalBinary returns (encoding.BinaryAppender).
+func (s *avgFloatState) AppendBinary(out []byte) ([]byte, error) {
+	return s.sum.appendBinary(binary.AppendVarint(out, s.n)), nil
 }
 
 func (s *avgFloatState) UnmarshalBinary(data []byte) error {

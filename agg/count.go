@@ -79,7 +79,12 @@ func (s *countState) AppendResult(b array.Builder) { appendInt(b, s.n) }
 
 func (s *countState) Reset() { s.n = 0 }
 
-func (s *countState) MarshalBinary() ([]byte, error) { return binary.AppendVarint(nil, s.n), nil }
+func (s *countState) MarshalBinary() ([]byte, error) { return s.AppendBinary(nil) }
+
+// AppendBinary appends what MarshalBinary returns (encoding.BinaryAppender).
+func (s *countState) AppendBinary(out []byte) ([]byte, error) {
+	return binary.AppendVarint(out, s.n), nil
+}
 
 func (s *countState) UnmarshalBinary(data []byte) error {
 	d := decoder{b: data}

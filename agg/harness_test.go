@@ -1,6 +1,9 @@
 package agg
 
 import (
+	"bytes"
+	"encoding"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -227,8 +230,8 @@ func (f frames) frameRows(j int) []int64 {
 
 // evalWindow runs a fresh Window over the frames in random chunks, on a
 // copy of r from which rows below the lower bound are dropped after each
-// call.
-func evalWindow(f Func, r *Rows, fr frames, rng *rand.Rand) arrow.Array {
+// call, and returns the results and the window.
+func evalWindow(f Func, r *Rows, fr frames, rng *rand.Rand) (arrow.Array, Window) {
 	w := f.NewWindow()
 	wr := cloneRows(r)
 	b := array.NewBuilder(memory.DefaultAllocator, f.ResultType())
@@ -251,7 +254,7 @@ func evalWindow(f Func, r *Rows, fr frames, rng *rand.Rand) arrow.Array {
 		dropBelow(wr, drop)
 		start = end
 	}
-	return b.NewArray()
+	return b.NewArray(), w
 }
 
 // bruteForce aggregates every frame with a fresh state.
@@ -460,7 +463,14 @@ func checkWindow(t *testing.T, c aggCase) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		r := randRows(rng, 1+rng.IntN(300))
 		fr := randFrames(rng, r)
-		got := evalWindow(f, r, fr, rng)
+		got, win := evalWindow(f, r, fr, rng)
+		if c, ok := win.(WindowCodec); ok {
+			data, err := c.MarshalBinary()
+			if err != nil {
+				t.Fatalf("seed %d: window MarshalBinary: %v", seed, err)
+			}
+			checkAppendEncoded(t, c, data, fmt.Sprintf("seed %d: window %T", seed, win))
+		}
 		want := bruteForce(f, r, fr)
 		for j := range fr.lo {
 			g, w := valueOf(got, j), valueOf(want, j)
@@ -698,6 +708,7 @@ func checkEncoding(t *testing.T, c aggCase) {
 		if string(data2) != string(data) {
 			t.Fatalf("seed %d: re-encoding differs", seed)
 		}
+		checkAppendEncoded(t, s, data, fmt.Sprintf("seed %d: state", seed))
 		for _, a := range rest {
 			s.Add(r, a)
 			s2.Add(r, a)
@@ -712,6 +723,22 @@ func checkEncoding(t *testing.T, c aggCase) {
 		}
 		if err := f.NewState().UnmarshalBinary(append(slices.Clone(data), 0)); err == nil {
 			t.Fatalf("seed %d: encoding with a trailing byte accepted", seed)
+		}
+	}
+}
+
+// checkAppendEncoded checks that AppendEncoded appends m's encoding,
+// data, preceded by its length, behind a prefix or none.
+func checkAppendEncoded(t *testing.T, m encoding.BinaryMarshaler, data []byte, what string) {
+	t.Helper()
+	for _, prefix := range [][]byte{nil, []byte("pre")} {
+		got, err := AppendEncoded(slices.Clone(prefix), m)
+		if err != nil {
+			t.Fatalf("%s: AppendEncoded: %v", what, err)
+		}
+		want := append(binary.AppendUvarint(slices.Clone(prefix), uint64(len(data))), data...)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s: AppendEncoded =\n%x\nwant\n%x", what, got, want)
 		}
 	}
 }

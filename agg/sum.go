@@ -105,8 +105,11 @@ func (s *sumIntState) AppendResult(b array.Builder) {
 
 func (s *sumIntState) Reset() { s.n, s.sum = 0, 0 }
 
-func (s *sumIntState) MarshalBinary() ([]byte, error) {
-	return binary.AppendVarint(binary.AppendVarint(nil, s.n), s.sum), nil
+func (s *sumIntState) MarshalBinary() ([]byte, error) { return s.AppendBinary(nil) }
+
+// AppendBinary appends what MarshalBinary returns (encoding.BinaryAppender).
+func (s *sumIntState) AppendBinary(out []byte) ([]byte, error) {
+	return binary.AppendVarint(binary.AppendVarint(out, s.n), s.sum), nil
 }
 
 func (s *sumIntState) UnmarshalBinary(data []byte) error {
@@ -163,8 +166,11 @@ func (s *sumFloatState) AppendResult(b array.Builder) {
 
 func (s *sumFloatState) Reset() { s.n, s.ks = 0, kahan{} }
 
-func (s *sumFloatState) MarshalBinary() ([]byte, error) {
-	out := binary.AppendVarint(nil, s.n)
+func (s *sumFloatState) MarshalBinary() ([]byte, error) { return s.AppendBinary(nil) }
+
+// AppendBinary appends what MarshalBinary returns (encoding.BinaryAppender).
+func (s *sumFloatState) AppendBinary(out []byte) ([]byte, error) {
+	out = binary.AppendVarint(out, s.n)
 	out = binary.LittleEndian.AppendUint64(out, math.Float64bits(s.ks.sum))
 	return binary.LittleEndian.AppendUint64(out, math.Float64bits(s.ks.c)), nil
 }

@@ -1,6 +1,7 @@
 package agg
 
 import (
+	"encoding"
 	"encoding/binary"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -395,13 +396,14 @@ func (c *rowCache) trim(a int64) {
 
 // MarshalBinary encodes the window's sliding state (WindowCodec): its
 // state, its bounds and its row count.
-func (w *retractWindow) MarshalBinary() ([]byte, error) {
-	sb, err := w.s.MarshalBinary()
+func (w *retractWindow) MarshalBinary() ([]byte, error) { return w.AppendBinary(nil) }
+
+// AppendBinary appends what MarshalBinary returns (encoding.BinaryAppender).
+func (w *retractWindow) AppendBinary(out []byte) ([]byte, error) {
+	out, err := AppendEncoded(out, w.s)
 	if err != nil {
 		return nil, err
 	}
-	out := binary.AppendUvarint(nil, uint64(len(sb)))
-	out = append(out, sb...)
 	out = binary.AppendVarint(out, w.lo)
 	out = binary.AppendVarint(out, w.hi)
 	return binary.AppendVarint(out, w.n), nil
@@ -537,12 +539,38 @@ func (q *stackQueue) decode(d *decoder) {
 }
 
 // appendState appends s's encoding, length first.
-func appendState(out []byte, s State) ([]byte, error) {
-	b, err := s.MarshalBinary()
+func appendState(out []byte, s State) ([]byte, error) { return AppendEncoded(out, s) }
+
+// AppendEncoded appends to out m's encoding preceded by its length as a
+// uvarint. When m is an encoding.BinaryAppender, the encoding is written
+// in place, behind a one-byte length moved up if it needs more (most
+// encodings of states and windows are shorter than 128 bytes), with no
+// allocation of its own; otherwise it is MarshalBinary's.
+func AppendEncoded(out []byte, m encoding.BinaryMarshaler) ([]byte, error) {
+	a, ok := m.(encoding.BinaryAppender)
+	if !ok {
+		b, err := m.MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		return append(binary.AppendUvarint(out, uint64(len(b))), b...), nil
+	}
+	at := len(out)
+	out, err := a.AppendBinary(append(out, 0))
 	if err != nil {
 		return nil, err
 	}
-	return append(binary.AppendUvarint(out, uint64(len(b))), b...), nil
+	n := len(out) - at - 1
+	if n < 0x80 {
+		out[at] = byte(n)
+		return out, nil
+	}
+	var hdr [binary.MaxVarintLen64]byte
+	h := binary.PutUvarint(hdr[:], uint64(n))
+	out = append(out, hdr[:h-1]...) // room for the longer length
+	copy(out[at+h:], out[at+1:at+1+n])
+	copy(out[at:], hdr[:h])
+	return out, nil
 }
 
 // decodeState reads an encoding written by appendState into s.

@@ -34,6 +34,9 @@ var (
 // MarshalBinary implements WindowCodec: count(*) keeps no state.
 func (w *countStarWindow) MarshalBinary() ([]byte, error) { return []byte{}, nil }
 
+// AppendBinary appends what MarshalBinary returns: nothing.
+func (w *countStarWindow) AppendBinary(out []byte) ([]byte, error) { return out, nil }
+
 // UnmarshalBinary implements WindowCodec.
 func (w *countStarWindow) UnmarshalBinary(data []byte) error {
 	if len(data) != 0 {
@@ -47,12 +50,15 @@ func (w *countStarWindow) UnmarshalBinary(data []byte) error {
 //
 // A window that never left a row out (no extremumExcl) is encoded as one
 // with an empty second deque and no copies.
-func (w *extremumWindow[T]) MarshalBinary() ([]byte, error) {
+func (w *extremumWindow[T]) MarshalBinary() ([]byte, error) { return w.AppendBinary(nil) }
+
+// AppendBinary appends what MarshalBinary returns (encoding.BinaryAppender).
+func (w *extremumWindow[T]) AppendBinary(out []byte) ([]byte, error) {
 	x := w.x
 	if x == nil {
 		x = &extremumExcl[T]{}
 	}
-	out := w.appendDeque(nil, &w.a)
+	out = w.appendDeque(out, &w.a)
 	out = w.appendDeque(out, &x.b)
 	out = binary.AppendVarint(out, x.cstart)
 	out = binary.AppendUvarint(out, uint64(len(x.cvals)))

@@ -340,11 +340,10 @@ func (o *Operator) appendKeyStateData(out []byte, ks *keyState) ([]byte, error) 
 			if !ok {
 				return nil, fmt.Errorf("window: window %T cannot be encoded", w)
 			}
-			b, err := c.MarshalBinary()
-			if err != nil {
+			var err error
+			if out, err = agg.AppendEncoded(out, c); err != nil {
 				return nil, err
 			}
-			out = append(binary.AppendUvarint(out, uint64(len(b))), b...)
 		}
 	}
 	if ks.edge != nil || len(ks.pages) > 0 {
