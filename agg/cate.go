@@ -262,18 +262,19 @@ func (s *cateState[G]) Reset() {
 
 // MarshalBinary writes the number of categories, then for each in
 // ascending order its key, row count and length-prefixed base state.
-func (s *cateState[G]) MarshalBinary() ([]byte, error) {
-	out := binary.AppendUvarint(nil, uint64(len(s.ord)))
+func (s *cateState[G]) MarshalBinary() ([]byte, error) { return s.AppendBinary(nil) }
+
+// AppendBinary appends what MarshalBinary returns (encoding.BinaryAppender).
+func (s *cateState[G]) AppendBinary(out []byte) ([]byte, error) {
+	out = binary.AppendUvarint(out, uint64(len(s.ord)))
 	for _, k := range s.ord {
-		g, e := s.slots[k].g, &s.slots[k]
-		inner, err := e.s.MarshalBinary()
-		if err != nil {
+		e := &s.slots[k]
+		out = s.f.ops.enc(out, e.g)
+		out = binary.AppendVarint(out, e.n)
+		var err error
+		if out, err = AppendEncoded(out, e.s); err != nil {
 			return nil, err
 		}
-		out = s.f.ops.enc(out, g)
-		out = binary.AppendVarint(out, e.n)
-		out = binary.AppendUvarint(out, uint64(len(inner)))
-		out = append(out, inner...)
 	}
 	return out, nil
 }

@@ -133,8 +133,11 @@ func (s *top1State[K]) Reset() {
 	s.fof = s.fof[:0]
 }
 
-func (s *top1State[K]) MarshalBinary() ([]byte, error) {
-	return s.fi.appendBinary(nil, s.f.ops, s.f.cmp), nil
+func (s *top1State[K]) MarshalBinary() ([]byte, error) { return s.AppendBinary(nil) }
+
+// AppendBinary appends what MarshalBinary returns (encoding.BinaryAppender).
+func (s *top1State[K]) AppendBinary(out []byte) ([]byte, error) {
+	return s.fi.appendBinary(out, s.f.ops, s.f.cmp), nil
 }
 
 func (s *top1State[K]) UnmarshalBinary(data []byte) error {

@@ -269,8 +269,11 @@ func (s *topnState[K]) Reset() {
 	}
 }
 
-func (s *topnState[K]) MarshalBinary() ([]byte, error) {
-	return s.fi.appendBinary(nil, s.f.ops, s.f.cmp), nil
+func (s *topnState[K]) MarshalBinary() ([]byte, error) { return s.AppendBinary(nil) }
+
+// AppendBinary appends what MarshalBinary returns (encoding.BinaryAppender).
+func (s *topnState[K]) AppendBinary(out []byte) ([]byte, error) {
+	return s.fi.appendBinary(out, s.f.ops, s.f.cmp), nil
 }
 
 func (s *topnState[K]) UnmarshalBinary(data []byte) error {
