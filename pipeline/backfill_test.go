@@ -23,6 +23,19 @@ var spineSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "user_id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 }, nil)
 
+// backfillItems returns the select items of every lookup aggregate over
+// each of frames, by user, and their names.
+func backfillItems(frames []testutil.Frame) (items, names []string) {
+	for f, fr := range frames {
+		for a, ag := range lookupAggs {
+			name := fmt.Sprintf("f%d_a%d", f, a)
+			items = append(items, fmt.Sprintf("%s OVER (PARTITION BY user_id ORDER BY ts %s) AS %s", ag.SQL(), fr.SQL(), name))
+			names = append(names, name)
+		}
+	}
+	return items, names
+}
+
 // TestBackfillMatchesDefinition: every spine row gets, for each window,
 // the aggregate over the frame a row at its (key, time) would have without
 // itself (SPEC section 6), over the events that pass WHERE; strict mode
@@ -32,14 +45,7 @@ var spineSchema = arrow.NewSchema([]arrow.Field{
 // do not (events, then spine).
 func TestBackfillMatchesDefinition(t *testing.T) {
 	frames := append(lookupFrames, testutil.Frame{Unbounded: true}, testutil.Frame{Unbounded: true, EndPreceding: 1500})
-	var items, names []string
-	for f, fr := range frames {
-		for a, ag := range lookupAggs {
-			name := fmt.Sprintf("f%d_a%d", f, a)
-			items = append(items, fmt.Sprintf("%s OVER (PARTITION BY user_id ORDER BY ts %s) AS %s", ag.SQL(), fr.SQL(), name))
-			names = append(names, name)
-		}
-	}
+	items, names := backfillItems(frames)
 	query := "SELECT id, " + strings.Join(items, ", ") + " FROM events WHERE amount IS NULL OR amount > -40"
 	for _, seed := range testutil.Seeds(2) {
 		for _, c := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
@@ -208,14 +214,7 @@ func TestBackfillColdKeysMatchDefinition(t *testing.T) {
 	defer pipeline.SetReleaseMaxRows(64, 64)()
 	defer testhook.SetKeyForgetMin(4)()
 	frames := lookupFrames[:3] // RANGE frames: their keys can go quiet
-	var items, names []string
-	for f, fr := range frames {
-		for a, ag := range lookupAggs {
-			name := fmt.Sprintf("f%d_a%d", f, a)
-			items = append(items, fmt.Sprintf("%s OVER (PARTITION BY user_id ORDER BY ts %s) AS %s", ag.SQL(), fr.SQL(), name))
-			names = append(names, name)
-		}
-	}
+	items, names := backfillItems(frames)
 	query := "SELECT id, " + strings.Join(items, ", ") + " FROM events"
 	for _, par := range []int{1, 2} {
 		rng := testutil.Rand(testutil.Seeds(1)[0] + uint64(par))
