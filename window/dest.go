@@ -181,7 +181,8 @@ func (o *Operator) newScattered(rel []pendRow) *scattered {
 	if !any {
 		return nil
 	}
-	sc := &scattered{lo: lo, dests: dests, pos: make([]int64, len(rel)), counts: make([]int, nb), nulls: make([][][]int32, nb)}
+	o.scPos = resize(o.scPos, len(rel))
+	sc := &scattered{lo: lo, dests: dests, pos: o.scPos, counts: make([]int, nb), nulls: make([][][]int32, nb)}
 	for k, p := range rel {
 		b := p.batch - lo
 		if dests[b] == nil {
