@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"syscall"
 	"testing"
 
@@ -47,9 +48,12 @@ func ml3Records(nKeys, n int) []arrow.RecordBatch {
 // (arguments amount and cat): topn_frequency(merchant, 5) over 7 days,
 // sum_cate(amount, merchant) over 24 hours and top1_ratio(merchant) over
 // 30 days, in batch order.
-func ml3Config(tb testing.TB) Config {
+func ml3Config(tb testing.TB) Config { return ml3ConfigOf(tb, arrow.BinaryTypes.String) }
+
+// ml3ConfigOf is ml3Config with merchants of type mt.
+func ml3ConfigOf(tb testing.TB, mt arrow.DataType) Config {
 	amount := agg.Arg{Type: arrow.PrimitiveTypes.Float64, Col: 0}
-	merchant := agg.Arg{Type: arrow.BinaryTypes.String, Col: 1}
+	merchant := agg.Arg{Type: mt, Col: 1}
 	five := agg.Arg{IsConst: true, Const: int64(5), Col: -1, Type: arrow.PrimitiveTypes.Int64}
 	const hour = 3600 * 1000
 	return Config{TsCol: 0, SeqCol: 1, KeyCols: []int{2}, ArgCols: []int{3, 4}, BatchOrder: true, Windows: []Spec{
@@ -161,4 +165,89 @@ func cpuNanos() int64 {
 		return 0
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// ml3TimedRecords generates n rows like ml3Records but in event-time
+// order, as the ml-3 workload's file is, with merchants as strings
+// ("m0042") or, when mt is int64, as their numbers; the schema is
+// tileSchema's with cat of type mt.
+func ml3TimedRecords(nKeys, n int, mt arrow.DataType) (*arrow.Schema, []arrow.RecordBatch) {
+	fields := slices.Clone(tileSchema.Fields())
+	fields[4].Type = mt
+	schema := arrow.NewSchema(fields, nil)
+	rng := rand.New(rand.NewPCG(3, 11))
+	const span = 30 * 24 * 3600 * 1000
+	ts := make([]int64, n)
+	for i := range ts {
+		ts[i] = 1_700_000_000_000 + rng.Int64N(span)
+	}
+	slices.Sort(ts)
+	var out []arrow.RecordBatch
+	for seq := 0; seq < n; {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+		for i := 0; i < 8192 && seq < n; i++ {
+			b.Field(0).(*array.Int64Builder).Append(ts[seq])
+			b.Field(1).(*array.Int64Builder).Append(int64(seq))
+			b.Field(2).(*array.Int64Builder).Append(rng.Int64N(int64(nKeys)))
+			b.Field(3).(*array.Float64Builder).Append(float64(rng.IntN(50000)) / 100)
+			m := rng.IntN(1000)
+			switch mb := b.Field(4).(type) {
+			case *array.StringBuilder:
+				mb.Append(fmt.Sprintf("m%04d", m))
+			case *array.Int64Builder:
+				mb.Append(int64(m))
+			}
+			seq++
+		}
+		out = append(out, b.NewRecordBatch())
+		b.Release()
+	}
+	return schema, out
+}
+
+// BenchmarkOperatorML3Releases runs the ml-3 operator as a batch run over
+// a time-ordered file does: 1 M rows over 20 000 keys (50 a key, as in
+// the workload), released every 163 840 rows (a Parquet row group's
+// worth), so every release visits nearly every key once, its state out of
+// cache, and the state of all keys (30 days of rows and value counts) is
+// live throughout. BenchmarkOperatorBatchML3 releases once, key by key,
+// with each key's state in cache. merchant=string is the workload;
+// merchant=int64 shows what string values cost in the aggregates' tables,
+// the rows held and the collector (their results are numbers too, so the
+// difference bounds what keeping values as numbers internally could save).
+func BenchmarkOperatorML3Releases(b *testing.B) {
+	const rows, keys, every = 1 << 20, 20_000, 163_840
+	for _, mt := range []arrow.DataType{arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int64} {
+		schema, recs := ml3TimedRecords(keys, rows, mt)
+		cfg := ml3ConfigOf(b, mt)
+		name := "merchant=string"
+		if mt.ID() == arrow.INT64 {
+			name = "merchant=int64"
+		}
+		b.Run(name, func(b *testing.B) {
+			c0 := cpuNanos()
+			for b.Loop() {
+				op, err := New(cfg, schema)
+				if err != nil {
+					b.Fatal(err)
+				}
+				since := 0
+				for _, r := range recs {
+					push(b, op, r)
+					if since += int(r.NumRows()); since >= every {
+						ts := r.Column(0).(*array.Int64).Int64Values()
+						advanceDiscard(b, op, ts[len(ts)-1]-1)
+						since = 0
+					}
+				}
+				advanceDiscard(b, op, End)
+				op.Close()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+			b.ReportMetric(float64(cpuNanos()-c0)/float64(b.N*rows), "cpu-ns/row")
+		})
+		for _, r := range recs {
+			r.Release()
+		}
+	}
 }
