@@ -366,10 +366,37 @@ func floorDiv(a, b int64) int64 {
 // the windows not yet emitted when within the allowed lateness, else
 // returned in late. Push emits nothing.
 func (g *GroupOperator) Push(rec arrow.RecordBatch) (out []arrow.RecordBatch, late arrow.RecordBatch, err error) {
+	return g.pushRows(rec, nil)
+}
+
+// PushRows is Push of the rows rows of rec only (increasing row numbers),
+// for a caller that sends one batch to several operators, each taking
+// its keys' rows: nothing else of rec is copied or kept. Late rows are
+// returned as rows of rec.
+func (g *GroupOperator) PushRows(rec arrow.RecordBatch, rows []int32) (out []arrow.RecordBatch, late arrow.RecordBatch, err error) {
+	if rows == nil {
+		rows = []int32{}
+	}
+	return g.pushRows(rec, rows)
+}
+
+// pushRows pushes the rows sel of rec, all of them when sel is nil. The
+// rows held are numbered by their position in sel.
+func (g *GroupOperator) pushRows(rec arrow.RecordBatch, sel []int32) (out []arrow.RecordBatch, late arrow.RecordBatch, err error) {
 	defer g.publish()
 	n := int(rec.NumRows())
+	if sel != nil && len(sel) == n {
+		sel = nil // increasing: every row
+	}
+	if sel != nil {
+		n = len(sel)
+	}
 	if n == 0 {
 		return nil, nil, nil
+	}
+	recRow := func(j int) int { return j }
+	if sel != nil {
+		recRow = func(j int) int { return int(sel[j]) }
 	}
 	g.stats.RowsIn += int64(n)
 	tsArr, ok := rec.Column(g.cfg.TsCol).(*array.Int64)
@@ -378,7 +405,7 @@ func (g *GroupOperator) Push(rec arrow.RecordBatch) (out []arrow.RecordBatch, la
 	}
 	ts := tsArr.Int64Values()
 	seq := rec.Column(g.cfg.SeqCol).(*array.Int64).Int64Values()
-	ids, err := g.keys.intern(rec, func(id int32, row int) {
+	ids, err := g.keys.internRows(rec, sel, func(id int32, row int) {
 		for j, c := range g.cfg.KeyCols {
 			g.keyVals[j].AppendArrow(rec.Column(c), []int32{int32(row)})
 		}
@@ -391,36 +418,43 @@ func (g *GroupOperator) Push(rec arrow.RecordBatch) (out []arrow.RecordBatch, la
 		return nil, nil, err
 	}
 	if g.cfg.Clustered {
-		for i, id := range ids {
+		for j, id := range ids {
+			i := recRow(j)
 			if g.lastSeq[id] < g.finBelow {
 				return nil, nil, fmt.Errorf("%w: the row with sequence number %d is of a key whose rows all came before row %d", ErrNotClustered, seq[i], g.finBelow)
 			}
 			g.lastSeq[id] = max(g.lastSeq[id], seq[i])
 		}
 	}
-	rows := agg.Rows{Ts: ts, Cols: make([]agg.Column, len(g.cfg.ArgCols))}
+	// The rows' times and arguments are copied: rec is the caller's once
+	// Push returns.
+	rows := agg.Rows{Ts: make([]int64, n), Cols: make([]agg.Column, len(g.cfg.ArgCols))}
+	for j := range rows.Ts {
+		rows.Ts[j] = ts[recRow(j)]
+	}
 	for j, c := range g.cfg.ArgCols {
 		col, err := agg.NewColumn(g.in.Field(c).Type)
 		if err != nil {
 			return nil, nil, fmt.Errorf("window: argument column %q: %w", g.in.Field(c).Name, err)
 		}
-		col.AppendArrow(rec.Column(c), nil)
+		col.AppendArrow(rec.Column(c), sel)
 		rows.Cols[j] = col
 	}
 	var lateRows []int32
 	id := g.nextID
 	g.nextID++
 	hb := &groupHeld{rows: rows}
-	for i := 0; i < n; i++ {
+	for j := 0; j < n; j++ {
+		i := recRow(j)
 		t := ts[i]
 		if t > g.wm {
-			g.pend = append(g.pend, groupPend{ts: t, seq: seq[i], key: ids[i], batch: id, row: int32(i)})
+			g.pend = append(g.pend, groupPend{ts: t, seq: seq[i], key: ids[j], batch: id, row: int32(j)})
 			hb.left++
 			continue
 		}
 		// Late: applied at once to the windows not yet emitted when
 		// within the allowed lateness.
-		if g.cfg.AllowedLateness <= 0 || t <= g.wm-g.cfg.AllowedLateness || !g.add(&rows, ids[i], t, seq[i], i, true) {
+		if g.cfg.AllowedLateness <= 0 || t <= g.wm-g.cfg.AllowedLateness || !g.add(&rows, ids[j], t, seq[i], j, true) {
 			lateRows = append(lateRows, int32(i))
 			continue
 		}

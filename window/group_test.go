@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/volga-go/volga/internal/testutil"
 	"github.com/volga-go/volga/watermark"
 	"github.com/volga-go/volga/window"
@@ -586,4 +588,145 @@ func newClusteredGroupOp(t *testing.T, seed uint64, w testutil.GroupWindow, aggs
 	cfg := groupConfig(t, w, aggs)
 	cfg.Clustered = true
 	return newGroupOpWith(t, seed, cfg, len(w.Keys))
+}
+
+// TestGroupOperatorPushRows: an operator given some rows of shared
+// batches (PushRows, as a task of a parallel run takes its keys' rows)
+// emits exactly what one given those rows as batches of their own (Push)
+// emits, late rows applied (allowed lateness) and dropped alike; given
+// every row, PushRows is Push.
+func TestGroupOperatorPushRows(t *testing.T) {
+	const bound = 500
+	w := testutil.GroupWindow{Keys: []string{"user_id"}, Time: "ts", Size: 2000, Slide: 500}
+	for _, seed := range testutil.Seeds(3) {
+		rng := testutil.Rand(seed)
+		events := testutil.MLEvents(rng, testutil.DefaultEvents(testutil.Scale(400)))
+		order := testutil.Shuffle(rng, events, "ts", w.Keys, bound)
+		for k := 0; k < len(order)/10; k++ {
+			p := rng.IntN(len(order))
+			q := min(len(order)-1, p+3+rng.IntN(15))
+			row := order[p]
+			order = slices.Insert(slices.Delete(order, p, p+1), q, row)
+		}
+		tab := events.Subset(order)
+		cfg := groupConfig(t, w, groupTestAggs)
+		cfg.AllowedLateness = 2000
+		// rows: PushRows of the shared batch; own: Push of those rows
+		// alone; all: PushRows of every row; whole: Push of the batch.
+		rows, own := newGroupOpWith(t, seed, cfg, 1), newGroupOpWith(t, seed, cfg, 1)
+		all, whole := newGroupOpWith(t, seed, cfg, 1), newGroupOpWith(t, seed, cfg, 1)
+		mine := func(i int) bool { return fmt.Sprint(tab.Value(i, "user_id"))[0]%2 == 0 }
+		var outRows, outOwn, outAll, outWhole [][]any
+		var lateRows, lateOwn, lateAll, lateWhole []int64
+		maxTs, wm := watermark.None, watermark.None
+		for lo := 0; lo < len(tab.Rows); {
+			hi := min(len(tab.Rows), lo+1+rng.IntN(12))
+			vals := make([][]any, 0, hi-lo)
+			sel := []int32{} // not nil: pushRowsOf pushes nil as Push
+			var selVals [][]any
+			for i := lo; i < hi; i++ {
+				v := append(slices.Clone(tab.Rows[i]), int64(i))
+				vals = append(vals, v)
+				if mine(i) {
+					sel = append(sel, int32(i-lo))
+					selVals = append(selVals, v)
+				}
+				maxTs = max(maxTs, tab.Value(i, "ts").(int64))
+			}
+			rec := testutil.BuildRecord(nil, mlSchema, vals)
+			lateRows = append(lateRows, pushRowsOf(t, rows.op, rec, sel)...)
+			lateAll = append(lateAll, pushRowsOf(t, all.op, rec, allRows(len(vals)))...)
+			lateWhole = append(lateWhole, pushRowsOf(t, whole.op, rec, nil)...)
+			rec.Release()
+			if len(selVals) > 0 {
+				sub := testutil.BuildRecord(nil, mlSchema, selVals)
+				lateOwn = append(lateOwn, pushRowsOf(t, own.op, sub, nil)...)
+				sub.Release()
+			}
+			lo = hi
+			if maxTs-bound > wm {
+				wm = maxTs - bound
+				outRows = append(outRows, rows.advance(wm)...)
+				outOwn = append(outOwn, own.advance(wm)...)
+				outAll = append(outAll, all.advance(wm)...)
+				outWhole = append(outWhole, whole.advance(wm)...)
+			}
+		}
+		outRows = append(outRows, rows.advance(watermark.End)...)
+		outOwn = append(outOwn, own.advance(watermark.End)...)
+		outAll = append(outAll, all.advance(watermark.End)...)
+		outWhole = append(outWhole, whole.advance(watermark.End)...)
+		if len(outOwn) == 0 || len(outOwn) == len(outWhole) {
+			t.Fatalf("seed %d: %d windows of some keys, %d of all: the split took no or every key", seed, len(outOwn), len(outWhole))
+		}
+		if dropped, applied := whole.op.Late(); applied == 0 || dropped == 0 {
+			t.Fatalf("seed %d: %d late rows applied and %d dropped: the test needs both", seed, applied, dropped)
+		}
+		for _, c := range []struct {
+			what          string
+			got, want     [][]any
+			gotLt, wantLt []int64
+			gotOp, wantOp *window.GroupOperator
+		}{
+			{"PushRows of some rows vs Push of them", outRows, outOwn, lateRows, lateOwn, rows.op, own.op},
+			{"PushRows of every row vs Push", outAll, outWhole, lateAll, lateWhole, all.op, whole.op},
+		} {
+			if d := cmpRowLists(c.got, c.want); d != "" {
+				t.Fatalf("seed %d: %s: %s", seed, c.what, d)
+			}
+			if !slices.Equal(c.gotLt, c.wantLt) {
+				t.Fatalf("seed %d: %s: late rows %v, want %v", seed, c.what, c.gotLt, c.wantLt)
+			}
+			gd, ga := c.gotOp.Late()
+			wd, wa := c.wantOp.Late()
+			if gd != wd || ga != wa {
+				t.Fatalf("seed %d: %s: Late() %d dropped %d applied, want %d and %d", seed, c.what, gd, ga, wd, wa)
+			}
+		}
+	}
+}
+
+// pushRowsOf pushes rows sel of rec into op (all of rec with Push when sel
+// is nil) and returns the ids of the late rows.
+func pushRowsOf(t *testing.T, op *window.GroupOperator, rec arrow.RecordBatch, sel []int32) []int64 {
+	t.Helper()
+	var outs []arrow.RecordBatch
+	var late arrow.RecordBatch
+	var err error
+	if sel == nil {
+		outs, late, err = op.Push(rec)
+	} else {
+		outs, late, err = op.PushRows(rec, sel)
+	}
+	if err != nil || len(outs) > 0 {
+		t.Fatalf("push: %v (%d batches out)", err, len(outs))
+	}
+	if late == nil {
+		return nil
+	}
+	defer late.Release()
+	return mlIDs(testutil.Rows(late))
+}
+
+// allRows is 0, 1, ..., n-1.
+func allRows(n int) []int32 {
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = int32(i)
+	}
+	return out
+}
+
+// cmpRowLists describes the first difference between two lists of rows,
+// "" when they are equal value for value, in order.
+func cmpRowLists(got, want [][]any) string {
+	if len(got) != len(want) {
+		return fmt.Sprintf("%d rows, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if g, w := fmt.Sprint(got[i]), fmt.Sprint(want[i]); g != w {
+			return fmt.Sprintf("row %d:\n got %s\nwant %s", i, g, w)
+		}
+	}
+	return ""
 }
