@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -248,15 +249,7 @@ func TestGroupOperatorLateRows(t *testing.T) {
 	w := testutil.GroupWindow{Keys: []string{"user_id"}, Time: "ts", Size: 2000, Slide: 500}
 	for _, seed := range testutil.Seeds(3) {
 		rng := testutil.Rand(seed)
-		events := testutil.MLEvents(rng, testutil.DefaultEvents(testutil.Scale(400)))
-		order := testutil.Shuffle(rng, events, "ts", w.Keys, bound)
-		for k := 0; k < len(order)/10; k++ {
-			p := rng.IntN(len(order))
-			q := min(len(order)-1, p+3+rng.IntN(15))
-			row := order[p]
-			order = slices.Insert(slices.Delete(order, p, p+1), q, row)
-		}
-		tab := events.Subset(order)
+		tab := lateGroupArrival(rng, w, bound)
 		g := newGroupOp(t, seed, w, groupTestAggs)
 		var accepted []int
 		var wantLate, gotLate []int64
@@ -300,6 +293,21 @@ func TestGroupOperatorLateRows(t *testing.T) {
 			t.Errorf("seed %d: windows vs reference over the accepted rows:\n%s", seed, d)
 		}
 	}
+}
+
+// lateGroupArrival returns ML events in an arrival order within bound of
+// event time, but for a tenth of them held back 3-17 rows more: late
+// rows for a watermark bound behind the newest time.
+func lateGroupArrival(rng *rand.Rand, w testutil.GroupWindow, bound int64) *testutil.Table {
+	events := testutil.MLEvents(rng, testutil.DefaultEvents(testutil.Scale(400)))
+	order := testutil.Shuffle(rng, events, "ts", w.Keys, bound)
+	for k := 0; k < len(order)/10; k++ {
+		p := rng.IntN(len(order))
+		q := min(len(order)-1, p+3+rng.IntN(15))
+		row := order[p]
+		order = slices.Insert(slices.Delete(order, p, p+1), q, row)
+	}
+	return events.Subset(order)
 }
 
 // TestGroupOperatorNegativeTimes: windows stay aligned to the epoch for
@@ -600,15 +608,7 @@ func TestGroupOperatorPushRows(t *testing.T) {
 	w := testutil.GroupWindow{Keys: []string{"user_id"}, Time: "ts", Size: 2000, Slide: 500}
 	for _, seed := range testutil.Seeds(3) {
 		rng := testutil.Rand(seed)
-		events := testutil.MLEvents(rng, testutil.DefaultEvents(testutil.Scale(400)))
-		order := testutil.Shuffle(rng, events, "ts", w.Keys, bound)
-		for k := 0; k < len(order)/10; k++ {
-			p := rng.IntN(len(order))
-			q := min(len(order)-1, p+3+rng.IntN(15))
-			row := order[p]
-			order = slices.Insert(slices.Delete(order, p, p+1), q, row)
-		}
-		tab := events.Subset(order)
+		tab := lateGroupArrival(rng, w, bound)
 		cfg := groupConfig(t, w, groupTestAggs)
 		cfg.AllowedLateness = 2000
 		// rows: PushRows of the shared batch; own: Push of those rows
