@@ -146,7 +146,7 @@ type winRef struct {
 // startWins are the open windows of one start: by key id, and in the
 // order they were opened.
 type startWins struct {
-	byKey map[int32]*groupWin
+	byKey winTable
 	list  []winRef
 	// free are windows made ahead, with their states, for the start's
 	// next keys: a start's windows are made a chunk at a time (one
@@ -180,12 +180,12 @@ func (g *GroupOperator) win(id int32, start, seq int64) *groupWin {
 			sw = g.spareStarts[n-1]
 			g.spareStarts = g.spareStarts[:n-1]
 		} else {
-			sw = &startWins{byKey: make(map[int32]*groupWin, g.hint), list: make([]winRef, 0, g.hint)}
+			sw = &startWins{byKey: newWinTable(g.hint), list: make([]winRef, 0, g.hint)}
 		}
 		g.wins[start] = sw
 		heap.Push(&g.starts, start)
 	}
-	if w := sw.byKey[id]; w != nil {
+	if w := sw.byKey.get(id); w != nil {
 		return w
 	}
 	var w *groupWin
@@ -200,7 +200,7 @@ func (g *GroupOperator) win(id int32, start, seq int64) *groupWin {
 		sw.free = sw.free[1:]
 	}
 	w.minSeq = seq
-	sw.byKey[id] = w
+	sw.byKey.put(id, w)
 	sw.list = append(sw.list, winRef{w: w, key: id})
 	return w
 }
@@ -612,7 +612,7 @@ func (g *GroupOperator) advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 		if wm != End {
 			// Its windows go to spare once emitted; its map and list
 			// serve a new start.
-			clear(sw.byKey)
+			sw.byKey.reset()
 			clear(sw.list)
 			sw.list = sw.list[:0]
 			g.spareStarts = append(g.spareStarts, sw)
@@ -676,7 +676,7 @@ func (g *GroupOperator) advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 				k := &keys[slot[ref.key]]
 				fire[k.at] = fired{start: start, key: ref.key, minSeq: k.firstSeq, w: ref.w}
 				k.at++
-				delete(sw.byKey, ref.key)
+				sw.byKey.del(ref.key)
 			}
 			clear(sw.list[len(kept):])
 			sw.list = kept

@@ -33,9 +33,7 @@ func (g *GroupOperator) maybeCompactKeys() error {
 	}
 	live := newLiveKeys(n)
 	for _, sw := range g.wins {
-		for id := range sw.byKey {
-			live.mark(id)
-		}
+		sw.byKey.each(func(id int32, _ *groupWin) { live.mark(id) })
 	}
 	for _, p := range g.pend {
 		live.mark(p.key)
@@ -65,10 +63,8 @@ func (g *GroupOperator) compactKeys(live *liveKeys) error {
 		return fmt.Errorf("window: forgetting keys: %w", err)
 	}
 	for _, sw := range g.wins {
-		byKey := make(map[int32]*groupWin, len(sw.byKey))
-		for id, w := range sw.byKey {
-			byKey[newID[id]] = w
-		}
+		byKey := newWinTable(sw.byKey.len())
+		sw.byKey.each(func(id int32, w *groupWin) { byKey.put(newID[id], w) })
 		sw.byKey = byKey
 		for i := range sw.list {
 			sw.list[i].key = newID[sw.list[i].key]

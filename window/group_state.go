@@ -73,7 +73,7 @@ func (g *GroupOperator) Checkpoint() ([]byte, error) {
 	})
 	out = binary.AppendUvarint(out, uint64(len(keys)))
 	for _, k := range keys {
-		w := g.wins[k.start].byKey[int32(k.key)]
+		w := g.wins[k.start].byKey.get(int32(k.key))
 		out = binary.AppendUvarint(out, uint64(k.key))
 		out = binary.AppendVarint(out, k.start)
 		out = binary.AppendVarint(out, w.minSeq)
@@ -252,14 +252,14 @@ func (g *GroupOperator) Restore(meta []byte) (err error) {
 		k := kw.k
 		sw := g.wins[k.start]
 		if sw == nil {
-			sw = &startWins{byKey: map[int32]*groupWin{}}
+			sw = &startWins{}
 			g.wins[k.start] = sw
 			heap.Push(&g.starts, k.start)
 		}
-		if sw.byKey[int32(k.key)] != nil {
+		if sw.byKey.get(int32(k.key)) != nil {
 			return fmt.Errorf("window: restore: %w: window %d of key %d stored twice", errCorruptState, k.start, k.key)
 		}
-		sw.byKey[int32(k.key)] = kw.w
+		sw.byKey.put(int32(k.key), kw.w)
 		sw.list = append(sw.list, winRef{w: kw.w, key: int32(k.key)})
 	}
 	g.held = held
