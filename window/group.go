@@ -710,17 +710,21 @@ func (g *GroupOperator) advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 	}
 	defer arrowutil.ReleaseAll(bld)
 	nk := len(g.cfg.KeyCols)
+	// The columns of the windows' times and keys a column at a time
+	// (each builder's type found once), then the aggregates' results a
+	// window at a time (its states read together).
+	tsB, seqB := bld[GroupTsCol].(*array.Int64Builder), bld[GroupSeqCol].(*array.Int64Builder)
 	for _, f := range fire {
-		w := f.w
-		end := f.start + g.cfg.SizeMs
-		bld[GroupTsCol].(*array.Int64Builder).Append(end - 1)
-		bld[GroupSeqCol].(*array.Int64Builder).Append(f.minSeq)
-		for j := range nk {
-			agg.AppendValue(bld[2+j], &g.keyVals[j], int(f.key))
-		}
-		appendTime(bld[2+nk], f.start)
-		appendTime(bld[3+nk], end)
-		for a, st := range w.states {
+		tsB.UnsafeAppend(f.start + g.cfg.SizeMs - 1)
+		seqB.UnsafeAppend(f.minSeq)
+	}
+	for j := range nk {
+		g.appendKeys(bld[2+j], &g.keyVals[j], fire)
+	}
+	appendTimes(bld[2+nk], fire, 0)
+	appendTimes(bld[3+nk], fire, g.cfg.SizeMs)
+	for _, f := range fire {
+		for a, st := range f.w.states {
 			st.AppendResult(bld[4+nk+a])
 		}
 	}
@@ -743,6 +747,43 @@ func (g *GroupOperator) advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 	}
 	g.stats.RowsOut += int64(len(fire))
 	return []arrow.RecordBatch{array.NewRecordBatch(g.out, cols, int64(len(fire)))}, nil
+}
+
+// appendKeys appends the key values (of column c) of the windows fire
+// to b, reserved for them.
+func (g *GroupOperator) appendKeys(b array.Builder, c *agg.Column, fire []fired) {
+	if ib, ok := b.(*array.Int64Builder); ok && c.Kind == agg.KindInt64 {
+		for _, f := range fire {
+			if c.Null[f.key] {
+				ib.AppendNull()
+			} else {
+				ib.UnsafeAppend(c.I64[f.key])
+			}
+		}
+		return
+	}
+	for _, f := range fire {
+		agg.AppendValue(b, c, int(f.key))
+	}
+}
+
+// appendTimes appends the windows' starts plus off (ms) to b, a timestamp
+// or int64 builder reserved for them.
+func appendTimes(b array.Builder, fire []fired, off int64) {
+	switch b := b.(type) {
+	case *array.TimestampBuilder:
+		for _, f := range fire {
+			b.UnsafeAppend(arrow.Timestamp(f.start + off))
+		}
+	case *array.Int64Builder:
+		for _, f := range fire {
+			b.UnsafeAppend(f.start + off)
+		}
+	default:
+		for _, f := range fire {
+			appendTime(b, f.start+off)
+		}
+	}
 }
 
 func appendTime(b array.Builder, ms int64) {
