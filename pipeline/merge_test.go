@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/volga-go/volga/internal/testutil"
 	"github.com/volga-go/volga/watermark"
 )
 
@@ -107,6 +108,51 @@ func TestMergerDrainsAsOutputArrives(t *testing.T) {
 		}
 		if seed == 0 && early == 0 {
 			t.Fatalf("seed %d: nothing emitted before the end", seed)
+		}
+	}
+}
+
+// TestMerge2MatchesHeap: merging two streams without a heap gives the
+// heap's order exactly, ties between the streams included (rows with
+// equal times and sequence numbers, told apart by their batch and row),
+// and with either stream empty; kmerge of three streams is the heap's.
+func TestMerge2MatchesHeap(t *testing.T) {
+	for _, seed := range testutil.Seeds(3) {
+		rng := testutil.Rand(seed)
+		stream := func(src int32) []rowRef {
+			n := rng.IntN(40)
+			if rng.IntN(6) == 0 {
+				n = 0
+			}
+			s := make([]rowRef, n)
+			ts := int64(0)
+			for i := range s {
+				ts += int64(rng.IntN(3)) // many equal times
+				s[i] = rowRef{ts: ts, seq: int64(rng.IntN(2)), rec: src, row: int32(i)}
+			}
+			slices.SortStableFunc(s, func(a, b rowRef) int {
+				if a.ts != b.ts {
+					return cmp64(a.ts, b.ts)
+				}
+				return cmp64(a.seq, b.seq)
+			})
+			return s
+		}
+		byTime := func(a, b rowRef) bool { return a.ts < b.ts || a.ts == b.ts && a.seq < b.seq }
+		bySeq := func(a, b rowRef) bool { return a.seq < b.seq }
+		for range 300 {
+			a, b, c := stream(0), stream(1), stream(2)
+			for _, less := range []func(a, b rowRef) bool{byTime, bySeq} {
+				if got, want := merge2(a, b, less), kmergeHeap([][]rowRef{a, b}, less); !slices.Equal(got, want) {
+					t.Fatalf("seed %d: merge2\n got %v\nwant %v", seed, got, want)
+				}
+				if got, want := kmerge([][]rowRef{a, nil, b}, less), kmergeHeap([][]rowRef{a, b}, less); !slices.Equal(got, want) {
+					t.Fatalf("seed %d: kmerge of two streams and an empty one\n got %v\nwant %v", seed, got, want)
+				}
+				if got, want := kmerge([][]rowRef{a, b, c}, less), kmergeHeap([][]rowRef{a, b, c}, less); !slices.Equal(got, want) {
+					t.Fatalf("seed %d: kmerge of three streams\n got %v\nwant %v", seed, got, want)
+				}
+			}
 		}
 	}
 }
