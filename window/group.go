@@ -70,9 +70,10 @@ type GroupOperator struct {
 	keys    *keyIndex
 	keyVals []agg.Column // value of each key column, indexed by key id
 	// wins holds the open windows by start: a start's windows are found
-	// by key id in a map of their own, and emitted and dropped together
-	// (one map of every key and start, churned by a window created and
-	// deleted a row, was a third of a batch run's CPU).
+	// by key id in a table of their own (winTable), and emitted and
+	// dropped together (one map of every key and start, churned by a
+	// window created and deleted a row, was a third of a batch run's
+	// CPU).
 	wins map[int64]*startWins
 	// hint sizes a new start's map: the number of windows of the last
 	// start emitted.
@@ -91,7 +92,7 @@ type GroupOperator struct {
 	// spare are emitted windows, their states reset, for new windows
 	// (at most spareMax): making them, and collecting them once
 	// emitted, was a fifth of a batch GROUP BY's CPU. spareStarts are
-	// emptied starts, their maps and lists cleared, for new starts.
+	// emptied starts, their tables and lists cleared, for new starts.
 	spare       []*groupWin
 	spareStarts []*startWins
 	// rel and fire are advance's scratch: the rows released and the
@@ -610,7 +611,7 @@ func (g *GroupOperator) advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 		delete(g.wins, start)
 		g.hint = len(sw.list)
 		if wm != End {
-			// Its windows go to spare once emitted; its map and list
+			// Its windows go to spare once emitted; its table and list
 			// serve a new start.
 			sw.byKey.reset()
 			clear(sw.list)
