@@ -47,8 +47,8 @@
 // input clustered by key (GroupConfig.Clustered, FinishBefore), once the
 // input has moved past the key, key by key. Like Operator, it takes some
 // rows of a shared batch with PushRows, copying only their times and
-// arguments. It forgets the keys with no
-// open window and no row waiting once they are many (a million, and as
-// many as the live ones), so that a stream whose keys come and go holds
-// its live keys, not every key it has seen.
+// arguments. It forgets the keys with no open window and no row waiting
+// once they are many (a million, and as many as the live ones), so that
+// a stream whose keys come and go holds its live keys, not every key it
+// has seen.
 package window
