@@ -1705,7 +1705,16 @@ type merger struct {
 	// fins are, per task, the latest msg.fin it sent: it has emitted its
 	// rows before it (batch runs over input clustered by key).
 	fins []int64
+	// streamBuf (per task) and refBuf are collect's row references, kept
+	// for the next call up to refKeep rows each (group-1 allocated 0.41
+	// of its 2.4 GB in them).
+	streamBuf [][]rowRef
+	refBuf    []rowRef
 }
+
+// refKeep is the most row references of a merge that a merger keeps for
+// the next one.
+const refKeep = 1 << 18
 
 func (m *merger) add(from int, rec arrow.RecordBatch) {
 	if m.bufs == nil {
@@ -1987,15 +1996,25 @@ func (m *merger) collect(w int64) ([]arrow.RecordBatch, error) {
 	// streaming; in batch mode every task's output is in sequence order
 	// and a k-way merge suffices.
 	var recs []arrow.RecordBatch
-	var refs []rowRef
 	var streams [][]rowRef
+	if len(m.streamBuf) < len(m.bufs) {
+		m.streamBuf = make([][]rowRef, len(m.bufs))
+	}
+	defer func() {
+		for t, s := range streams {
+			if cap(s) <= refKeep {
+				m.streamBuf[t] = s[:0]
+			}
+		}
+	}()
 	for t := range m.bufs {
 		var keepRecs []arrow.RecordBatch
 		n := int64(0)
 		for _, rec := range m.bufs[t] {
 			n += rec.NumRows()
 		}
-		s := make([]rowRef, 0, n)
+		s := slices.Grow(m.streamBuf[t][:0], int(n))
+		m.streamBuf[t] = nil
 		for _, rec := range m.bufs[t] {
 			ts := rec.Column(m.tsCol).(*array.Int64).Int64Values()
 			seq := rec.Column(m.seqCol).(*array.Int64).Int64Values()
@@ -2054,19 +2073,26 @@ func (m *merger) collect(w int64) ([]arrow.RecordBatch, error) {
 		}
 		return true
 	}
+	refs := m.refBuf[:0]
+	m.refBuf = nil
 	switch {
 	case m.batch:
-		refs = kmerge(streams, func(a, b rowRef) bool { return a.seq < b.seq })
+		refs = kmerge(refs, streams, func(a, b rowRef) bool { return a.seq < b.seq })
 	case ordered():
 		// Each task's output is in time order unless it applied late
 		// rows: merged, not sorted.
-		refs = kmerge(streams, func(a, b rowRef) bool { return byTime(a, b) < 0 })
+		refs = kmerge(refs, streams, func(a, b rowRef) bool { return byTime(a, b) < 0 })
 	default:
 		for _, s := range streams {
 			refs = append(refs, s...)
 		}
 		slices.SortFunc(refs, byTime)
 	}
+	defer func() {
+		if cap(refs) <= refKeep {
+			m.refBuf = refs[:0]
+		}
+	}()
 	if len(refs) == 0 {
 		return nil, nil
 	}
@@ -2116,8 +2142,8 @@ func cmp64(a, b int64) int {
 	return 0
 }
 
-// kmerge merges streams each sorted by less.
-func kmerge(streams [][]rowRef, less func(a, b rowRef) bool) []rowRef {
+// kmerge appends to dst the rows of streams, each sorted by less, merged.
+func kmerge(dst []rowRef, streams [][]rowRef, less func(a, b rowRef) bool) []rowRef {
 	var two [2][]rowRef
 	n := 0
 	for _, s := range streams {
@@ -2131,13 +2157,13 @@ func kmerge(streams [][]rowRef, less func(a, b rowRef) bool) []rowRef {
 		}
 	}
 	if n <= 2 {
-		return merge2(two[0], two[1], less)
+		return merge2(dst, two[0], two[1], less)
 	}
-	return kmergeHeap(streams, less)
+	return kmergeHeap(dst, streams, less)
 }
 
 // kmergeHeap is kmerge through a heap of the streams.
-func kmergeHeap(streams [][]rowRef, less func(a, b rowRef) bool) []rowRef {
+func kmergeHeap(dst []rowRef, streams [][]rowRef, less func(a, b rowRef) bool) []rowRef {
 	h := &refHeap{less: less}
 	total := 0
 	for i, s := range streams {
@@ -2148,7 +2174,7 @@ func kmergeHeap(streams [][]rowRef, less func(a, b rowRef) bool) []rowRef {
 	}
 	h.streams = streams
 	heap.Init(h)
-	out := make([]rowRef, 0, total)
+	out := slices.Grow(dst, total)
 	for h.Len() > 0 {
 		it := &h.items[0]
 		out = append(out, streams[it.stream][it.pos])
@@ -2166,8 +2192,8 @@ func kmergeHeap(streams [][]rowRef, less func(a, b rowRef) bool) []rowRef {
 // (two tasks, the common case, merged 9 M windows of group-1 through
 // heap.Fix): the same order, ties included, for the heap's top stays
 // the current stream unless the other's row is less.
-func merge2(a, b []rowRef, less func(a, b rowRef) bool) []rowRef {
-	out := make([]rowRef, 0, len(a)+len(b))
+func merge2(dst, a, b []rowRef, less func(a, b rowRef) bool) []rowRef {
+	out := slices.Grow(dst, len(a)+len(b))
 	if len(a) == 0 || len(b) > 0 && less(b[0], a[0]) {
 		a, b = b, a
 	}
