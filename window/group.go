@@ -14,6 +14,7 @@ import (
 
 	"github.com/volga-go/volga/agg"
 	"github.com/volga-go/volga/internal/arrowutil"
+	"github.com/volga-go/volga/internal/prefetch"
 )
 
 // GroupConfig describes a tumbling or hopping window operator: GROUP BY
@@ -346,6 +347,32 @@ func (g *GroupOperator) Stats() Stats {
 // Operator.
 func (g *GroupOperator) Close() {}
 
+// groupAhead is how many rows ahead advance prefetches the slot of a
+// row's window in its start's table.
+const groupAhead = 8
+
+// warmStart caches the start warmWin looked up last (rows come in time
+// order, so mostly that of the row before).
+type warmStart struct {
+	start int64
+	sw    *startWins
+	ok    bool
+}
+
+// warmWin prefetches the slot where the window of p's key at its latest
+// start is or would go (nearly every row of an hourly GROUP BY of users
+// opens a window, and its lookup missed the cache: 0.46 of group-1's 4.4
+// CPU s were the table's).
+func (g *GroupOperator) warmWin(c *warmStart, p groupPend) {
+	start := floorDiv(p.ts, g.cfg.SlideMs) * g.cfg.SlideMs
+	if !c.ok || c.start != start || c.sw == nil {
+		c.start, c.sw, c.ok = start, g.wins[start], true
+	}
+	if sw := c.sw; sw != nil && len(sw.byKey.slots) > 0 {
+		prefetch.Of(&sw.byKey.slots[sw.byKey.home(p.key)])
+	}
+}
+
 // windowsOf calls fn with the start of every window containing ts.
 func (g *GroupOperator) windowsOf(ts int64, fn func(start int64)) {
 	slide, size := g.cfg.SlideMs, g.cfg.SizeMs
@@ -580,7 +607,11 @@ func (g *GroupOperator) advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 			return cmpInt(a.seq, b.seq)
 		})
 	}
-	for _, p := range rel {
+	var ahead warmStart
+	for i, p := range rel {
+		if i+groupAhead < len(rel) {
+			g.warmWin(&ahead, rel[i+groupAhead])
+		}
 		hb := g.held[p.batch]
 		g.add(&hb.rows, p.key, p.ts, p.seq, int(p.row), false)
 		if hb.left--; hb.left == 0 {
