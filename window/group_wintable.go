@@ -28,9 +28,7 @@ func newWinTable(n int) winTable {
 	return t
 }
 
-func (t *winTable) home(key int32) int {
-	return int(uint64(uint32(key)) * 0x9E3779B97F4A7C15 >> t.shift)
-}
+func (t *winTable) home(key int32) int { return fibHome(uint64(uint32(key)), t.shift) }
 
 // get returns the window of key, nil if none.
 func (t *winTable) get(key int32) *groupWin {
@@ -116,11 +114,7 @@ func (t *winTable) each(fn func(key int32, w *groupWin)) {
 
 // reserve makes room for n keys without growing.
 func (t *winTable) reserve(n int) {
-	size := 16
-	for size < 2*(n+1) {
-		size *= 2
-	}
-	if size > len(t.slots) {
+	if size := halfFullSize(n, 16); size > len(t.slots) {
 		t.resize(size)
 	}
 }
@@ -129,10 +123,7 @@ func (t *winTable) reserve(n int) {
 func (t *winTable) resize(size int) {
 	old := t.slots
 	t.slots = make([]winSlot, size)
-	t.shift = 64
-	for s := size; s > 1; s >>= 1 {
-		t.shift--
-	}
+	t.shift = fibShift(size)
 	t.n = 0
 	for _, s := range old {
 		if s.w != nil {

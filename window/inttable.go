@@ -1,5 +1,7 @@
 package window
 
+import "math/bits"
+
 // intTable maps int64 keys to key ids: open addressing with linear
 // probing over one array of (key, id) slots, kept at most half full. A
 // lookup of a key not in cache costs one miss, where Go's map reads its
@@ -17,11 +19,26 @@ type intSlot struct {
 	id  int32
 }
 
-func (t *intTable) home(key int64) int {
-	// Fibonacci hashing: the top bits of the product spread
-	// consecutive and strided keys alike.
-	return int(uint64(key) * 0x9E3779B97F4A7C15 >> t.shift)
+func (t *intTable) home(key int64) int { return fibHome(uint64(key), t.shift) }
+
+// fibHome is the home slot of key in a table whose size is 2^(64-shift):
+// Fibonacci hashing, the top bits of the product, which spread
+// consecutive and strided keys alike.
+func fibHome(key uint64, shift uint) int { return int(key * 0x9E3779B97F4A7C15 >> shift) }
+
+// halfFullSize is the number of slots (a power of two, at least least)
+// of an open-addressing table holding n keys at most half full.
+func halfFullSize(n, least int) int {
+	size := least
+	for size < 2*(n+1) {
+		size *= 2
+	}
+	return size
 }
+
+// fibShift is the shift fibHome takes for a table of size slots (a power
+// of two).
+func fibShift(size int) uint { return uint(64 - bits.Len(uint(size-1))) }
 
 // get returns the id of key.
 func (t *intTable) get(key int64) (int32, bool) {
@@ -69,11 +86,7 @@ func (t *intTable) grow() { t.resize(max(2*len(t.slots), 64)) }
 // homes: quadratic probing, in effect (BenchmarkKeyIndexRenumber, 160 000
 // keys kept of 320 000: 803 ms without, 4-5 ms with).
 func (t *intTable) reserve(n int) {
-	size := 64
-	for size < 2*(n+1) {
-		size *= 2
-	}
-	if size > len(t.slots) {
+	if size := halfFullSize(n, 64); size > len(t.slots) {
 		t.resize(size)
 	}
 }
@@ -82,10 +95,7 @@ func (t *intTable) reserve(n int) {
 func (t *intTable) resize(size int) {
 	old := t.slots
 	t.slots = make([]intSlot, size)
-	t.shift = 64
-	for s := size; s > 1; s >>= 1 {
-		t.shift--
-	}
+	t.shift = fibShift(size)
 	t.n = 0
 	for _, s := range old {
 		if s.id != 0 {
