@@ -301,13 +301,7 @@ func TestGroupOperatorLateRows(t *testing.T) {
 func lateGroupArrival(rng *rand.Rand, w testutil.GroupWindow, bound int64) *testutil.Table {
 	events := testutil.MLEvents(rng, testutil.DefaultEvents(testutil.Scale(400)))
 	order := testutil.Shuffle(rng, events, "ts", w.Keys, bound)
-	for k := 0; k < len(order)/10; k++ {
-		p := rng.IntN(len(order))
-		q := min(len(order)-1, p+3+rng.IntN(15))
-		row := order[p]
-		order = slices.Insert(slices.Delete(order, p, p+1), q, row)
-	}
-	return events.Subset(order)
+	return events.Subset(holdBack(rng, order, 10, 3, 15))
 }
 
 // TestGroupOperatorNegativeTimes: windows stay aligned to the epoch for

@@ -327,13 +327,20 @@ func sorted(s []int) []int { return slices.Sorted(slices.Values(s)) }
 // late.
 func lateArrival(rng *rand.Rand, events *testutil.Table, bound int64) *testutil.Table {
 	order := testutil.Shuffle(rng, events, "ts", []string{"user_id"}, bound)
-	for k := 0; k < len(order)/12; k++ {
+	return events.Subset(holdBack(rng, order, 12, 2, 12))
+}
+
+// holdBack moves len(order)/every rows of order, picked at random, lag
+// to lag+spread-1 places later (so that some arrive late), and returns
+// order.
+func holdBack(rng *rand.Rand, order []int, every, lag, spread int) []int {
+	for k := 0; k < len(order)/every; k++ {
 		p := rng.IntN(len(order))
-		q := min(len(order)-1, p+2+rng.IntN(12))
+		q := min(len(order)-1, p+lag+rng.IntN(spread))
 		row := order[p]
 		order = slices.Insert(slices.Delete(order, p, p+1), q, row)
 	}
-	return events.Subset(order)
+	return order
 }
 
 // boundedFrames are the frames that can be combined with allowed lateness.
