@@ -441,7 +441,7 @@ func (w *stackWindow) MarshalBinary() ([]byte, error) {
 	out = binary.AppendUvarint(out, uint64(len(w.cache.states)))
 	for i, s := range w.cache.states {
 		out = binary.AppendVarint(out, w.cache.ts[i])
-		if out, err = appendState(out, s); err != nil {
+		if out, err = AppendEncoded(out, s); err != nil {
 			return nil, err
 		}
 	}
@@ -475,11 +475,11 @@ func (q *stackQueue) appendBinary(out []byte) ([]byte, error) {
 	for _, e := range q.front {
 		out = binary.AppendVarint(out, e.from)
 		out = binary.AppendVarint(out, e.to)
-		if out, err = appendState(out, e.st); err != nil {
+		if out, err = AppendEncoded(out, e.st); err != nil {
 			return nil, err
 		}
 	}
-	if out, err = appendState(out, q.back); err != nil {
+	if out, err = AppendEncoded(out, q.back); err != nil {
 		return nil, err
 	}
 	out = binary.AppendVarint(out, q.openTile)
@@ -492,7 +492,7 @@ func (q *stackQueue) appendBinary(out []byte) ([]byte, error) {
 	for _, c := range q.chunks {
 		out = binary.AppendVarint(out, c.from)
 		out = binary.AppendVarint(out, c.to)
-		if out, err = appendState(append(out, 1), c.st); err != nil {
+		if out, err = AppendEncoded(append(out, 1), c.st); err != nil {
 			return nil, err
 		}
 	}
@@ -538,9 +538,6 @@ func (q *stackQueue) decode(d *decoder) {
 	}
 }
 
-// appendState appends s's encoding, length first.
-func appendState(out []byte, s State) ([]byte, error) { return AppendEncoded(out, s) }
-
 // AppendEncoded appends to out m's encoding preceded by its length as a
 // uvarint. When m is an encoding.BinaryAppender, the encoding is written
 // in place, behind a one-byte length moved up if it needs more (most
@@ -573,7 +570,7 @@ func AppendEncoded(out []byte, m encoding.BinaryMarshaler) ([]byte, error) {
 	return out, nil
 }
 
-// decodeState reads an encoding written by appendState into s.
+// decodeState reads an encoding written by AppendEncoded into s.
 func decodeState(d *decoder, s State) {
 	b := d.bytes()
 	if d.err != nil {
