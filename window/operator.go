@@ -430,7 +430,7 @@ type pendChunks struct {
 const (
 	pendChunk = 1 << 14
 	// pendSpare is the most emptied chunks kept for reuse. (Keeping
-	// relKeep rows' worth, 16, spared a time-ordered batch run a seventh
+	// relKeep rows' worth, 16, spared a time-ordered batch run an eighth
 	// of its allocations but added 15 MB to its peak RSS.)
 	pendSpare = 4
 )
@@ -1291,7 +1291,7 @@ func (o *Operator) advance(ctx context.Context, wm int64, scatter bool, emit fun
 // the next release: streaming releases are small and frequent, and a
 // time-ordered batch run releases some 164 000 rows a task at a time, a
 // Parquet row group's (5 MB of rows; letting them go, and the scratch
-// that goes with them, made 40 % of features-4's allocations).
+// that goes with them, made a third of features-4's allocations).
 const relKeep = 1 << 18
 
 // resChunk is the number of released rows whose results are built in one
