@@ -613,19 +613,35 @@ func TestGroupOperatorPushRows(t *testing.T) {
 		var outRows, outOwn, outAll, outWhole [][]any
 		var lateRows, lateOwn, lateAll, lateWhole []int64
 		maxTs, wm := watermark.None, watermark.None
+		injected := false
 		for lo := 0; lo < len(tab.Rows); {
 			hi := min(len(tab.Rows), lo+1+rng.IntN(12))
-			vals := make([][]any, 0, hi-lo)
+			vals := make([][]any, 0, hi-lo+2)
 			sel := []int32{} // not nil: pushRowsOf pushes nil as Push
 			var selVals [][]any
-			for i := lo; i < hi; i++ {
-				v := append(slices.Clone(tab.Rows[i]), int64(i))
+			add := func(i int, v []any) {
 				vals = append(vals, v)
 				if mine(i) {
-					sel = append(sel, int32(i-lo))
+					sel = append(sel, int32(len(vals)-1))
 					selVals = append(selVals, v)
 				}
+			}
+			for i := lo; i < hi; i++ {
+				add(i, append(slices.Clone(tab.Rows[i]), int64(i)))
 				maxTs = max(maxTs, tab.Value(i, "ts").(int64))
+			}
+			if !injected && wm != watermark.None && lo >= len(tab.Rows)/2 {
+				// Rows held back may all fall within the allowed
+				// lateness, or all beyond it: two more copies of row
+				// lo, one late by a millisecond (applied to its windows
+				// still open) and one beyond the lateness (dropped), make
+				// sure of both whatever the seed.
+				injected = true
+				for k, ts := range []int64{wm - 1, wm - cfg.AllowedLateness - 1000} {
+					v := append(slices.Clone(tab.Rows[lo]), int64(len(tab.Rows)+k))
+					v[tab.Col("ts")] = ts
+					add(lo, v)
+				}
 			}
 			rec := testutil.BuildRecord(nil, mlSchema, vals)
 			lateRows = append(lateRows, pushRowsOf(t, rows.op, rec, sel)...)
@@ -652,6 +668,9 @@ func TestGroupOperatorPushRows(t *testing.T) {
 		outWhole = append(outWhole, whole.advance(watermark.End)...)
 		if len(outOwn) == 0 || len(outOwn) == len(outWhole) {
 			t.Fatalf("seed %d: %d windows of some keys, %d of all: the split took no or every key", seed, len(outOwn), len(outWhole))
+		}
+		if !injected {
+			t.Fatalf("seed %d: no watermark by the middle of the input: no late rows injected", seed)
 		}
 		if dropped, applied := whole.op.Late(); applied == 0 || dropped == 0 {
 			t.Fatalf("seed %d: %d late rows applied and %d dropped: the test needs both", seed, applied, dropped)
