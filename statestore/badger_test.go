@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 	"github.com/volga-go/volga/statestore"
 	"github.com/volga-go/volga/statestore/storetest"
 )
@@ -212,7 +215,8 @@ func TestBadgerLogger(t *testing.T) {
 
 func TestBadgerBadOptions(t *testing.T) {
 	_, err := statestore.OpenBadger(t.TempDir(), statestore.WithBadgerOptions(func(o badger.Options) badger.Options {
-		return o.WithBlockCacheSize(0) // Badger panics on this with compression on
+		// Badger panics on compressed tables without a block cache.
+		return o.WithCompression(options.Snappy).WithBlockCacheSize(0)
 	}))
 	if err == nil {
 		t.Fatal("OpenBadger accepted options Badger refuses")
@@ -271,4 +275,68 @@ func (h *recordingHandler) messages(level slog.Level) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// TestBadgerCompression: a store writes its tables uncompressed unless
+// WithBadgerOptions asks for compression, and a store reads tables of
+// either kind: one written with Snappy reopens without it, and the other
+// way round, every value intact.
+func TestBadgerCompression(t *testing.T) {
+	snappy := statestore.WithBadgerOptions(func(o badger.Options) badger.Options {
+		return o.WithCompression(options.Snappy)
+	})
+	const n, size = 20_000, 512
+	value := func(i int) []byte {
+		// Compressible: one byte repeated, then the key's number.
+		return append(bytes.Repeat([]byte{byte('a' + i%26)}, size), fmt.Sprint(i)...)
+	}
+	tables := map[string]int64{}
+	for _, c := range []struct {
+		name          string
+		write, reread []statestore.BadgerOption
+	}{
+		{"plain", nil, []statestore.BadgerOption{snappy}},
+		{"snappy", []statestore.BadgerOption{snappy}, nil},
+	} {
+		dir := t.TempDir()
+		db, err := statestore.OpenBadger(dir, c.write...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := db.NewBatch()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			must(t, b.Set(fmt.Appendf(nil, "key-%06d", i), value(i)))
+		}
+		must(t, b.Flush())
+		must(t, db.Close()) // flushes the memtables to tables
+		ssts, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+		if err != nil || len(ssts) == 0 {
+			t.Fatalf("%s: no tables in %s (%v)", c.name, dir, err)
+		}
+		for _, f := range ssts {
+			st, err := os.Stat(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tables[c.name] += st.Size()
+		}
+		db, err = statestore.OpenBadger(dir, c.reread...)
+		if err != nil {
+			t.Fatalf("%s: reopening: %v", c.name, err)
+		}
+		for i := 0; i < n; i += 97 {
+			v, err := db.Get(fmt.Appendf(nil, "key-%06d", i))
+			if err != nil || !bytes.Equal(v, value(i)) {
+				t.Fatalf("%s: key %d after reopening: %.20q..., %v", c.name, i, v, err)
+			}
+		}
+		must(t, db.Close())
+	}
+	if raw := int64(n * size); tables["plain"] < raw || tables["snappy"] > raw/4 {
+		t.Errorf("tables of %d bytes of values: %d bytes uncompressed (default), %d with Snappy; want at least the values, and a quarter of them at most",
+			raw, tables["plain"], tables["snappy"])
+	}
 }
