@@ -166,13 +166,15 @@ func badgerOptions(dir string, cfg badgerConfig) badger.Options {
 		// a task preempted in the middle of a slice of checkpoint
 		// writing waited for a CPU: the longest stall of its periodic
 		// checkpoints was 55-162 ms (over 100 ms in four runs of ten),
-		// 51-84 ms without compression (nine runs), for the same
-		// throughput and restore time. The block cache stays: without
-		// it that workload lost a sixth of its throughput. Window states
-		// are small and the store is local scratch (checkpoints copy it
-		// to the bucket in a format of their own), so the disk it takes
-		// matters less than the CPU. WithBadgerOptions can turn it back
-		// on; a store reads tables of either kind.
+		// 51-84 ms without compression (nine runs; 116 ms in a tenth, on
+		// a slower machine), for the same throughput and restore time.
+		// The stall still grows when CPUs are short: it is mostly a wait
+		// for one. The block cache stays: without it that workload lost
+		// a sixth of its throughput. Window states are small and the
+		// store is local scratch (checkpoints copy it to the bucket in a
+		// format of their own), so the disk it takes matters less than
+		// the CPU. WithBadgerOptions can turn compression back on; a
+		// store reads tables of either kind.
 		WithCompression(options.None)
 	if cfg.tune != nil {
 		bo = cfg.tune(bo)
