@@ -8,6 +8,10 @@
 // set (WithMemoryBudget), closure-scoped transactions (Update, View) and
 // batched writes (NewBatch). Keys are compared bytewise; Scan visits keys
 // with a prefix in ascending order. A Store is safe for concurrent use.
+// Badger's tables are written uncompressed: the store is local scratch
+// whose CPU competes with the pipeline's, and compressing them made
+// checkpoint stalls longer (see badgerOptions); WithBadgerOptions can
+// turn compression back on.
 //
 // A Checkpointer writes epoch-numbered checkpoints of a Badger store to a
 // gocloud.dev/blob bucket (file://, mem://, s3://, ...): an incremental
