@@ -330,6 +330,43 @@ func lateArrival(rng *rand.Rand, events *testutil.Table, bound int64) *testutil.
 	return events.Subset(holdBack(rng, order, 12, 2, 12))
 }
 
+// forceLate makes sure that tab, pushed in batches of sizes with the
+// watermark bound behind the newest time after each batch, has a late
+// row within the lateness and one beyond it, whatever the seed: the
+// first row of the second half that the watermark has passed nothing to
+// (no newer time than the rows before it) gets a time one millisecond
+// behind the watermark its batch meets, and the first such row of the
+// last quarter a time beyond the lateness. Neither was the newest time
+// so far, so the watermarks stay as they were.
+func forceLate(tab *testutil.Table, sizes []int, bound, lateness int64) {
+	tsCol := tab.Col("ts")
+	n := len(tab.Rows)
+	targets := []struct {
+		from int
+		ts   func(wm int64) int64
+	}{
+		{n / 2, func(wm int64) int64 { return wm - 1 }},
+		{n * 3 / 4, func(wm int64) int64 { return wm - lateness - 1 }},
+	}
+	maxTs, wm := watermark.None, watermark.None
+	for b, lo := 0, 0; lo < n && len(targets) > 0; b++ {
+		hi := min(n, lo+sizes[b])
+		for i := lo; i < hi && len(targets) > 0; i++ {
+			ts := tab.Rows[i][tsCol].(int64)
+			if i >= targets[0].from && wm != watermark.None && ts <= maxTs {
+				tab.Rows[i][tsCol] = targets[0].ts(wm)
+				targets = targets[1:]
+				continue
+			}
+			maxTs = max(maxTs, ts)
+		}
+		lo = hi
+		if maxTs-bound > wm {
+			wm = maxTs - bound
+		}
+	}
+}
+
 // holdBack moves len(order)/every rows of order, picked at random, lag
 // to lag+spread-1 places later (so that some arrive late), and returns
 // order.
@@ -433,6 +470,14 @@ func TestOperatorAllowedLateness(t *testing.T) {
 		// Not scaled down under the race detector: a third may have no
 		// late row within the lateness.
 		tab := lateArrival(rng, testutil.Events(rng, testutil.DefaultEvents(300)), bound)
+		// The batches' sizes are drawn first, so that the watermark each
+		// batch meets is known and two rows can be made late for sure.
+		var sizes []int
+		for n := 0; n < len(tab.Rows); {
+			sizes = append(sizes, 1+rng.IntN(8))
+			n += sizes[len(sizes)-1]
+		}
+		forceLate(tab, sizes, bound, lateness)
 		h := newHarness(t, seed, keys, frames, testutil.StandardAggs, lateness, false)
 		var accepted []int
 		var gotRows [][]any
@@ -458,8 +503,8 @@ func TestOperatorAllowedLateness(t *testing.T) {
 		}
 		var nApplied, nDropped int
 		maxTs, wm := watermark.None, watermark.None
-		for lo := 0; lo < len(tab.Rows); {
-			hi := min(len(tab.Rows), lo+1+rng.IntN(8))
+		for b, lo := 0, 0; lo < len(tab.Rows); b++ {
+			hi := min(len(tab.Rows), lo+sizes[b])
 			var wantApplied, wantDropped []int
 			for i := lo; i < hi; i++ {
 				switch ts := tab.Value(i, "ts").(int64); {
