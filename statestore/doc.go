@@ -10,8 +10,8 @@
 // with a prefix in ascending order. A Store is safe for concurrent use.
 // Badger's tables are written uncompressed: the store is local scratch
 // whose CPU competes with the pipeline's, and compressing them made
-// checkpoint stalls longer (see badgerOptions); WithBadgerOptions can
-// turn compression back on.
+// checkpoint stalls longer (the project's BENCHMARKS.md has the
+// figures); WithBadgerOptions can turn compression back on.
 //
 // A Checkpointer writes epoch-numbered checkpoints of a Badger store to a
 // gocloud.dev/blob bucket (file://, mem://, s3://, ...): an incremental
