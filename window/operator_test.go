@@ -332,12 +332,11 @@ func lateArrival(rng *rand.Rand, events *testutil.Table, bound int64) *testutil.
 
 // forceLate makes sure that tab, pushed in batches of sizes with the
 // watermark bound behind the newest time after each batch, has a late
-// row within the lateness and one beyond it, whatever the seed: the
-// first row of the second half that the watermark has passed nothing to
-// (no newer time than the rows before it) gets a time one millisecond
-// behind the watermark its batch meets, and the first such row of the
-// last quarter a time beyond the lateness. Neither was the newest time
-// so far, so the watermarks stay as they were.
+// row within the lateness and one beyond it, whatever the seed. It
+// changes the time of two rows that are not the newest so far (so the
+// watermarks stay as they were): the first such row past the middle
+// gets a time one millisecond behind the watermark its batch meets,
+// the first past three quarters a time beyond the lateness.
 func forceLate(tab *testutil.Table, sizes []int, bound, lateness int64) {
 	tsCol := tab.Col("ts")
 	n := len(tab.Rows)
