@@ -173,7 +173,11 @@ func WithEventTime(col string) Option { return func(c *config) { c.eventTime = c
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.run.Logger = l } }
 
 // WithChannelDepth sets how many batches may wait on each edge between
-// operators (default 4); it bounds memory when the sink is slow.
+// operators (default 4); it bounds memory when the sink is slow. In a
+// batch run over input clustered by key (WithClusteredBy) with several
+// window tasks, the rows, not the batches, bound what waits for each
+// first-stage task: 65 536 of them, so that one task's release does not
+// leave the others without input.
 func WithChannelDepth(n int) Option { return func(c *config) { c.run.ChannelDepth = n } }
 
 // WithAllocator sets the Arrow memory allocator (default: Go's heap).

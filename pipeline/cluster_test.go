@@ -106,6 +106,41 @@ func TestBatchClusteredByKey(t *testing.T) {
 	}
 }
 
+// TestBatchClusteredByReaderAhead: with several tasks, the reader of a
+// run over clustered input may send each task only so many rows ahead of
+// what it has received (the rows a task waits for before it releases),
+// and sends the keys finished with the batch that finished them. With that
+// bound far below the input (60 rows, batches of up to 90), the reader
+// waits on the bound again and again; the output is still exactly that of
+// a run without the promise, for two and three tasks, over one stage and
+// over the cross-mode query's stages.
+func TestBatchClusteredByReaderAhead(t *testing.T) {
+	defer pipeline.SetBatchReleaseRows(60)()
+	defer pipeline.SetMergeChunk(50)()
+	tab := byUser(testutil.ModesData(83, 4000))
+	batches := tab.Batches(testutil.Rand(84), 90)
+	defer arrowutil.ReleaseAll(batches)
+	for name, query := range map[string]string{"one stage": userWindowsQuery(true), "other stages": batchTimeQuery()} {
+		want := sink.NewCollector()
+		if err := runQuery(query, source.NewMemory(tab.Schema, batches...), want); err != nil {
+			t.Fatal(err)
+		}
+		// Rows without an event time go to the dead letters.
+		if len(want.Rows()) < len(tab.Rows)*9/10 {
+			t.Fatalf("%s: %d rows out of %d", name, len(want.Rows()), len(tab.Rows))
+		}
+		for _, par := range []int{2, 3} {
+			got := sink.NewCollector()
+			if err := runQuery(query, source.NewMemory(tab.Schema, batches...), got, volga.WithParallelism(par), volga.WithClusteredBy("user_id")); err != nil {
+				t.Fatalf("%s, parallelism %d: %v", name, par, err)
+			}
+			if d := testutil.Diff(nil, got.Rows(), want.Rows(), nil); d != "" {
+				t.Fatalf("%s, parallelism %d: the output changed:\n%s", name, par, d)
+			}
+		}
+	}
+}
+
 // TestBatchClusteredByResumeExactlyOnce: a checkpointed batch run over
 // input clustered by user, cancelled again and again and resumed from its
 // latest checkpoint, writes the file of an uninterrupted run.

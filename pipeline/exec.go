@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/volga-go/volga/internal/arrowutil"
 	"github.com/volga-go/volga/internal/mempool"
@@ -98,7 +99,9 @@ type RunOptions struct {
 	DeadLetters source.DeadLetterFunc
 	// ChannelDepth is the capacity, in batches, of each channel between
 	// operators (default 4): with a slow sink, at most that many batches
-	// wait on each edge and the source is slowed down.
+	// wait on each edge and the source is slowed down. A batch run over
+	// input clustered by key with several tasks bounds the rows waiting
+	// for each first-stage task instead (see cluster.go).
 	ChannelDepth int
 	// Mem allocates Arrow memory; nil is the Go allocator. With nil, the
 	// window tasks build their results in buffers pooled for reuse
@@ -257,8 +260,12 @@ type msg struct {
 	dst *window.Dest
 	// fin, when > 0, tells the first stage's tasks that every row before
 	// that sequence number has come with all the rows of its key (input
-	// clustered by key; see cluster.go).
+	// clustered by key; see cluster.go). The reader sends it with the
+	// batch whose rows moved it on.
 	fin int64
+	// ahead is the weight the reader took of the receiving task's
+	// runner.ahead to send rec, which the task gives back on receipt.
+	ahead int64
 	// late marks rec as late rows that were not applied (the source's
 	// columns), on their way to the late-row sink: they travel with the
 	// output, behind the same checkpoint barriers, so that the late-row
@@ -368,6 +375,10 @@ type runner struct {
 	// released holds, per stage, the newest watermark at which a task of
 	// a batch run released its rows (see releasedByPeer).
 	released []atomic.Int64
+	// ahead bounds, by first-stage task, the rows the reader has sent it
+	// that it has not received yet (input clustered by key, several
+	// tasks; see clusterAhead); nil otherwise.
+	ahead []*semaphore.Weighted
 }
 
 // releasedByPeer reports whether a task of stage s whose last release
@@ -424,7 +435,7 @@ func (r *runner) run(ctx context.Context) error {
 		r.opt.Live.start(r.c, n)
 	}
 	depth := r.opt.ChannelDepth
-	mk := func() []chan msg {
+	mk := func(depth int) []chan msg {
 		chs := make([]chan msg, n)
 		for i := range chs {
 			chs[i] = make(chan msg, depth)
@@ -435,7 +446,13 @@ func (r *runner) run(ctx context.Context) error {
 	// final.
 	inputs := make([][]chan msg, len(r.c.stages))
 	for s := range inputs {
-		inputs[s] = mk()
+		d := depth
+		if s == 0 && r.cluster != nil && n > 1 {
+			// The reader runs ahead by rows (see cluster.go).
+			r.ahead = clusterAhead(n)
+			d = max(depth, clusterAheadMsgs)
+		}
+		inputs[s] = mk(d)
 	}
 	final := make(chan msg, depth*n)
 
@@ -765,19 +782,15 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 				return err
 			}
 		} else {
-			var open int64
+			var moved int64
 			if runs != nil {
 				// Read before the batch goes: the tasks own it then.
-				open = runs.observe(prep, prep.Column(r.c.Source.NumFields()+1).(*array.Int64).Int64Values())
-			}
-			if err := r.partition(ctx, prep, tasks, dst); err != nil {
-				return err
-			}
-			if open > fin {
-				fin = open
-				if err := bcast(msg{wm: watermark.None, fin: fin}); err != nil {
-					return err
+				if open := runs.observe(prep, prep.Column(r.c.Source.NumFields()+1).(*array.Int64).Int64Values()); open > fin {
+					fin, moved = open, open
 				}
+			}
+			if err := r.partition(ctx, prep, tasks, dst, moved); err != nil {
+				return err
 			}
 		}
 		if bt != nil {
@@ -1014,12 +1027,13 @@ func (r *runner) deadLetter(rec arrow.RecordBatch, row int, reason string) {
 // every task gets the whole batch, marked split, and keeps the rows of
 // its own keys itself: the hashing and copying of the split runs in the
 // tasks, in parallel, not on the reader's goroutine. dst, when not nil,
-// is where the tasks write the results of rec's rows.
-func (r *runner) partition(ctx context.Context, rec arrow.RecordBatch, tasks []chan msg, dst *window.Dest) error {
+// is where the tasks write the results of rec's rows; fin, when > 0, goes
+// with rec (msg.fin).
+func (r *runner) partition(ctx context.Context, rec arrow.RecordBatch, tasks []chan msg, dst *window.Dest, fin int64) error {
 	if len(tasks) == 1 {
 		// The only task takes every row; marked split when the run
 		// merges results onto the input, so that it sends only results.
-		return send(ctx, tasks[0], msg{rec: rec, wm: watermark.None, split: r.resMerge, dst: dst})
+		return send(ctx, tasks[0], msg{rec: rec, wm: watermark.None, split: r.resMerge, dst: dst, fin: fin})
 	}
 	// Every task reads rec: settle what Arrow would compute lazily.
 	arrowutil.CountNulls(rec)
@@ -1027,7 +1041,14 @@ func (r *runner) partition(ctx context.Context, rec arrow.RecordBatch, tasks []c
 		rec.Retain()
 	}
 	for i, ch := range tasks {
-		if err := send(ctx, ch, msg{rec: rec, wm: watermark.None, split: true, dst: dst}); err != nil {
+		m := msg{rec: rec, wm: watermark.None, split: true, dst: dst, fin: fin}
+		err := r.takeAhead(ctx, i, &m)
+		if err == nil {
+			err = send(ctx, ch, m)
+		} else {
+			rec.Release()
+		}
+		if err != nil {
 			for range len(tasks) - 1 - i {
 				rec.Release()
 			}
@@ -1403,6 +1424,9 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 		// Between messages the task writes the state of a checkpoint it
 		// has begun (taskCheckpoint).
 		m, ok, err := tc.next(ctx, in)
+		if m.ahead > 0 {
+			r.ahead[id].Release(m.ahead)
+		}
 		if err != nil {
 			return err
 		}

@@ -1,9 +1,14 @@
 package pipeline
 
 import (
+	"context"
 	"math"
 	"sync/atomic"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/volga-go/volga/watermark"
 )
@@ -192,5 +197,58 @@ func TestReleasedByPeer(t *testing.T) {
 	}
 	if got := r.released[0].Load(); got != 100 {
 		t.Fatalf("newest release %d, want 100", got)
+	}
+}
+
+// TestTakeAhead checks the bound on the rows the reader of a batch run
+// over clustered input may send a task ahead of what it has received:
+// each task has batchReleaseRows of its own, a batch takes its rows (all
+// of the bound when larger), and the rows come back once received.
+func TestTakeAhead(t *testing.T) {
+	ctx := context.Background()
+	rec := func(n int) arrow.RecordBatch {
+		b := array.NewInt64Builder(memory.DefaultAllocator)
+		defer b.Release()
+		b.AppendValues(make([]int64, n), nil)
+		col := b.NewArray()
+		defer col.Release()
+		return array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int64}}, nil), []arrow.Array{col}, int64(n))
+	}
+	bound := int64(batchReleaseRows)
+	r := &runner{ahead: clusterAhead(2)}
+	m1 := msg{rec: rec(40000)}
+	defer m1.release()
+	if err := r.takeAhead(ctx, 0, &m1); err != nil || m1.ahead != 40000 {
+		t.Fatalf("first batch: took %d (err %v), want 40000", m1.ahead, err)
+	}
+	if r.ahead[0].TryAcquire(bound - 40000 + 1) {
+		t.Fatalf("task 0 has more than %d rows left of its bound", bound-40000)
+	}
+	if !r.ahead[0].TryAcquire(bound - 40000) {
+		t.Fatalf("task 0 has less than %d rows left of its bound", bound-40000)
+	}
+	r.ahead[0].Release(bound - 40000)
+	// Task 1's bound is its own; a batch larger than the bound takes it
+	// all.
+	big := msg{rec: rec(int(bound) + 1000)}
+	defer big.release()
+	if err := r.takeAhead(ctx, 1, &big); err != nil || big.ahead != bound {
+		t.Fatalf("batch of %d rows: took %d (err %v), want the whole bound %d", bound+1000, big.ahead, err, bound)
+	}
+	// A message without rows takes nothing, and the rows come back.
+	fin := msg{fin: 7}
+	if err := r.takeAhead(ctx, 1, &fin); err != nil || fin.ahead != 0 {
+		t.Fatalf("message without rows: took %d (err %v)", fin.ahead, err)
+	}
+	r.ahead[0].Release(m1.ahead)
+	if !r.ahead[0].TryAcquire(bound) {
+		t.Fatal("task 0's rows did not come back")
+	}
+	// Without a bound (input not clustered, or one task) nothing is taken.
+	free := &runner{}
+	m2 := msg{rec: rec(10)}
+	defer m2.release()
+	if err := free.takeAhead(ctx, 0, &m2); err != nil || m2.ahead != 0 {
+		t.Fatalf("run without a bound: took %d (err %v)", m2.ahead, err)
 	}
 }
