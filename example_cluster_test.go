@@ -131,3 +131,61 @@ GROUP BY user_id, tumble(ts, INTERVAL '1' DAY)`,
 	// [0 0 3 3] [1 0 33 3] [2 0 63 3] [0 86400000 12 3] [1 86400000 42 3] [2 86400000 72 3]
 	// [0 0 3 3] [0 86400000 12 3] [1 0 33 3] [1 86400000 42 3] [2 0 63 3] [2 86400000 72 3]
 }
+
+// A month of transactions in time order, with features over 30-day
+// frames: in input order a batch run holds every user's rows and
+// per-merchant counts at once; ordering the input by user first, it holds
+// the input's rows and one user's state at a time. Each row gets the
+// same features; the output comes user by user.
+func ExampleWithClusterInput() {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "user_id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "ts", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "merchant", Type: arrow.BinaryTypes.String},
+	}, nil)
+	// 30 000 transactions of 300 users, 90 seconds apart, in time order.
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	for i := range 30000 {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		b.Field(1).(*array.Int64Builder).Append(int64(i*7919) % 300)
+		b.Field(2).(*array.Int64Builder).Append(int64(i) * 90_000)
+		b.Field(3).(*array.StringBuilder).Append(fmt.Sprintf("m%d", (i/600)%2))
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	defer rec.Release()
+	run := func(opts ...volga.Option) [][]any {
+		out := sink.NewCollector()
+		defer out.Release()
+		p, err := volga.SQL(`
+SELECT id, user_id, top1_ratio(merchant) OVER w AS top1_30d, topn_frequency(merchant, 2) OVER w AS top2_30d
+FROM tx
+WINDOW w AS (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '30' DAY PRECEDING AND CURRENT ROW)`,
+			append([]volga.Option{volga.WithSource("tx", source.NewMemory(schema, rec)), volga.WithSink(out)}, opts...)...)
+		if err != nil {
+			fmt.Println(err)
+			return nil
+		}
+		if err := p.Run(context.Background()); err != nil {
+			fmt.Println(err)
+			return nil
+		}
+		return out.Rows()
+	}
+	inOrder := run()
+	byUser := run(volga.WithClusterInput("user_id"))
+	same := len(inOrder) == len(byUser)
+	for _, r := range byUser {
+		same = same && fmt.Sprint(r) == fmt.Sprint(inOrder[r[0].(int64)])
+	}
+	fmt.Println("rows:", len(inOrder), len(byUser), "same features:", same)
+	fmt.Println("first rows in input order, users:", inOrder[0][1], inOrder[1][1], inOrder[2][1])
+	fmt.Println("first rows ordered by user, users:", byUser[0][1], byUser[1][1], byUser[2][1])
+	fmt.Println("a row:", byUser[2])
+	// Output:
+	// rows: 30000 30000 same features: true
+	// first rows in input order, users: 0 119 238
+	// first rows ordered by user, users: 0 0 0
+	// a row: [600 0 0.6666666666666666 [map[count:2 value:m0] map[count:1 value:m1]]]
+}

@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -60,6 +61,8 @@ type config struct {
 	strict    bool
 	run       pipeline.RunOptions
 	ckptURL   string // WithCheckpoints: opened by Run
+	// clusterInput are the columns WithClusterInput orders the input by.
+	clusterInput []string
 }
 
 // WithSource binds a source to a table name of the query.
@@ -148,6 +151,28 @@ func WithParallelism(n int) Option { return func(c *config) { c.run.Parallelism 
 // Parquet row groups in time order need nothing.
 func WithClusteredBy(cols ...string) Option {
 	return func(c *config) { c.run.ClusteredBy = cols }
+}
+
+// WithClusterInput has a batch run order its input by the columns cols
+// itself before the windows see it, as a database sorts the partitions
+// of a window function, and then run as WithClusteredBy promises: key by
+// key, each key's rows going out, and its state dropped, once the run
+// has moved on to the next key (Lookup then answers window.ErrKeyDropped
+// for a finished key). The source's rows (the columns the query uses,
+// for a source that can leave columns out) are read whole and kept in
+// memory first (source.NewClustered), so memory holds the input rather
+// than every key's windows at once; and the output comes key by key, the
+// keys in the order of their first rows and each key's rows in input
+// order, instead of in input order. It pays when frames are long against
+// the input's span and each key's state is large: ml-3 (topn_frequency,
+// sum_cate and top1_ratio over up to 30 days, 5 M events of a month,
+// 100 000 users) took 4.3-6.0 s and 2.0-2.2 GB of peak RSS in input
+// order, 2.6-2.7 s and 0.77 GB with it. The first OVER windows must
+// partition by cols (and maybe more). A run with checkpoints refuses it
+// (the clustered rows cannot be replayed from a position), as does a
+// streaming run.
+func WithClusterInput(cols ...string) Option {
+	return func(c *config) { c.clusterInput = cols }
 }
 
 // WithLateSink receives late rows that were not applied, with the
@@ -311,6 +336,12 @@ func FromPlan(plan *pipeline.Plan, opts ...Option) (*Pipeline, error) {
 	if cfg.run.MaxOutOfOrder < 0 || cfg.run.AllowedLateness < 0 || cfg.run.WatermarkInterval < 0 {
 		return nil, errors.New("volga: out-of-orderness, lateness and the watermark interval must not be negative")
 	}
+	if len(cfg.clusterInput) > 0 {
+		var err error
+		if src, err = clusterInput(src, &cfg); err != nil {
+			return nil, err
+		}
+	}
 	c, err := pipeline.Compile(plan, src.Schema(), cfg.eventTime)
 	if err != nil {
 		return nil, err
@@ -320,6 +351,26 @@ func FromPlan(plan *pipeline.Plan, opts ...Option) (*Pipeline, error) {
 		cfg.sink = sink.NewCallback(func(context.Context, arrow.RecordBatch) error { return nil })
 	}
 	return &Pipeline{compiled: c, src: src, cfg: cfg, stop: make(chan struct{})}, nil
+}
+
+// clusterInput returns src ordered by cfg.clusterInput
+// (WithClusterInput), promised so to the run.
+func clusterInput(src source.Source, cfg *config) (source.Source, error) {
+	cols := cfg.clusterInput
+	switch {
+	case cfg.run.Mode != pipeline.Batch:
+		return nil, errors.New("volga: WithClusterInput applies to batch runs only (it reads the whole input first)")
+	case cfg.run.Checkpoints != nil || cfg.ckptURL != "":
+		return nil, errors.New("volga: WithClusterInput cannot be checkpointed (its rows cannot be replayed from a position); over input already sorted by key, WithClusteredBy can")
+	case len(cfg.run.ClusteredBy) > 0 && !slices.EqualFunc(cfg.run.ClusteredBy, cols, strings.EqualFold):
+		return nil, fmt.Errorf("volga: WithClusterInput(%v) and WithClusteredBy(%v) name different columns", cols, cfg.run.ClusteredBy)
+	}
+	cl, err := source.NewClustered(src, cols)
+	if err != nil {
+		return nil, fmt.Errorf("volga: WithClusterInput: %w", err)
+	}
+	cfg.run.ClusteredBy = cols
+	return cl, nil
 }
 
 // Schema is the schema of the output rows.

@@ -152,6 +152,15 @@ func (f *oracleFixture) run(t *testing.T, q oracleQuery) {
 				}
 			})
 		}
+		// The input in time order, which the run orders by user itself
+		// (volga.WithClusterInput): the values DuckDB gives, user by user.
+		t.Run("cluster_input_p2", func(t *testing.T) {
+			got, err := f.volga(f.data, q, volgarun.Options{Parallelism: 2, ClusterInput: []string{"user_id"}})
+			if err != nil {
+				t.Fatalf("seed %d: volga batch ordering its input by user: %v\nquery:\n%s", f.seed, err, q.volga())
+			}
+			f.check(t, q, "volga batch ordering its input by user (sorted by id) vs DuckDB", want.SortedBy("id"), got.SortedBy("id"))
+		})
 	}
 	arrival := shuffled(f.data, gen.ArrivalOrder(timestamps(f.data), streamBound, f.seed))
 	for _, par := range []int{1, 3} {

@@ -17,7 +17,8 @@
 // # volga run
 //
 //	volga run --sql FILE --source NAME=PATH [--source ...] [--mode batch|stream]
-//	          [--time-order DURATION] [--clustered-by COLS] [--max-out-of-order DURATION]
+//	          [--time-order DURATION] [--clustered-by COLS | --cluster-input COLS]
+//	          [--max-out-of-order DURATION]
 //	          [--watermark-interval DURATION [--watermark-max-rows N]]
 //	          [--parallelism N] [--sink PATH]
 //	          [--checkpoints URL [--checkpoint-interval DURATION]]
@@ -60,7 +61,11 @@
 // promised so with --clustered-by user_id: each key's rows go out, and its
 // state is freed, once the input has moved on to the next key (for a query
 // of GROUP BY windows only, each key's windows, key by key); a key that
-// comes back stops the run. Without any of these, the rows wait for the end
+// comes back stops the run. --cluster-input user_id orders an input in
+// any order by user first (reading it whole into memory) and then runs
+// the same way, the output coming user by user: for long frames with
+// large per-key state, memory then holds the input rather than every
+// user's windows. Without any of these, the rows wait for the end
 // of the input.
 //
 // In stream mode, rows

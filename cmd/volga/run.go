@@ -22,7 +22,7 @@ import (
 	"github.com/volga-go/volga/source"
 )
 
-const runSynopsis = "run --sql FILE --source NAME=PATH [--source ...] [--mode batch|stream] [--time-order DURATION] [--clustered-by COLS] [--max-out-of-order DURATION] [--watermark-interval DURATION [--watermark-max-rows N]] [--parallelism N] [--sink PATH] [--checkpoints URL [--checkpoint-interval DURATION]] [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS] [--log-level LEVEL]"
+const runSynopsis = "run --sql FILE --source NAME=PATH [--source ...] [--mode batch|stream] [--time-order DURATION] [--clustered-by COLS | --cluster-input COLS] [--max-out-of-order DURATION] [--watermark-interval DURATION [--watermark-max-rows N]] [--parallelism N] [--sink PATH] [--checkpoints URL [--checkpoint-interval DURATION]] [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS] [--log-level LEVEL]"
 
 var runCommand = &command{
 	name:    "run",
@@ -39,6 +39,7 @@ type runConfig struct {
 	maxOutOfOrder   time.Duration
 	timeOrder       timeOrder
 	clusteredBy     string
+	clusterInput    string
 	wm              watermarkFlags
 	allowedLateness time.Duration
 	parallelism     int
@@ -246,6 +247,7 @@ func newRunFlags(cfg *runConfig) *flag.FlagSet {
 	fs.Var(modeFlag{&cfg.mode}, "mode", "`batch|stream`: read to the end and keep input order, or emit rows as the watermark passes them (default batch)")
 	fs.Var(durationFlag{&cfg.maxOutOfOrder}, "max-out-of-order", "stream mode: how far behind the newest event time a row may arrive and still be on time (`DURATION`, e.g. 5s)")
 	cfg.timeOrder.register(fs)
+	fs.StringVar(&cfg.clusterInput, "cluster-input", "", "batch mode: read the whole input first and order it by the comma-separated `COLS` (each key's rows in input order), then run as --clustered-by does: output key by key, memory holding the input rather than every key's windows (pays for long frames with large per-key state); not with --checkpoints")
 	fs.StringVar(&cfg.clusteredBy, "clustered-by", "", "batch mode: promise that the input comes key by key, clustered by the comma-separated `COLS` (sorted by them, say; the first OVER windows must partition by them, or the GROUP BY windows group by them), so that each key's rows (or windows) go out, and its state is freed, once the input moves on to another key rather than at its end; a key that comes back stops the run")
 	cfg.wm.register(fs)
 	fs.Var(durationFlag{&cfg.allowedLateness}, "allowed-lateness", "stream mode: apply late rows up to this `DURATION` behind the watermark instead of dropping them")
@@ -306,6 +308,12 @@ func parseRunArgs(args []string) (*runConfig, error) {
 	}
 	if cfg.clusteredBy != "" && cfg.mode != volga.Batch {
 		return nil, usagef("run: --clustered-by applies to --mode batch only")
+	}
+	if cfg.clusterInput != "" && cfg.mode != volga.Batch {
+		return nil, usagef("run: --cluster-input applies to --mode batch only")
+	}
+	if cfg.clusterInput != "" && cfg.clusteredBy != "" {
+		return nil, usagef("run: --cluster-input orders the input itself; --clustered-by promises it comes so: give one")
 	}
 	if cfg.format != "" {
 		if cfg.sinkPath != "-" {
@@ -443,6 +451,9 @@ func runPipeline(ctx context.Context, e *env, cfg *runConfig) (err error) {
 			cols[i] = strings.TrimSpace(cols[i])
 		}
 		opts = append(opts, volga.WithClusteredBy(cols...))
+	}
+	if cfg.clusterInput != "" {
+		opts = append(opts, volga.WithClusterInput(splitCols(cfg.clusterInput)...))
 	}
 	if cfg.mode == volga.Streaming {
 		opts = append(opts, volga.WithMaxOutOfOrder(cfg.maxOutOfOrder), volga.WithAllowedLateness(cfg.allowedLateness),
@@ -607,4 +618,13 @@ func (f *flushingSink) Write(ctx context.Context, rec arrow.RecordBatch) error {
 		return fl.Flush()
 	}
 	return nil
+}
+
+// splitCols splits a comma-separated list of column names.
+func splitCols(list string) []string {
+	cols := strings.Split(list, ",")
+	for i := range cols {
+		cols[i] = strings.TrimSpace(cols[i])
+	}
+	return cols
 }

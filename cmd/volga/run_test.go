@@ -430,6 +430,38 @@ func TestRunTimeOrder(t *testing.T) {
 	}
 }
 
+// TestRunClusterInput: --cluster-input orders an input in time order by
+// user itself: the same rows as without it, user by user; it is refused in
+// stream mode and beside --clustered-by.
+func TestRunClusterInput(t *testing.T) {
+	in := "user_id,ts,amount\nu2,1000,1\nu1,2000,2\nu2,2500,4\nu3,3000,8\nu1,4000,16\nu2,6000,32\n"
+	sql := `SELECT user_id, ts, sum(amount) OVER (PARTITION BY user_id ORDER BY ts
+	        RANGE BETWEEN INTERVAL '3' SECOND PRECEDING AND CURRENT ROW) AS s3 FROM tx`
+	dir := files(t, "q.sql", sql, "tx.csv", in)
+	args := []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--batch-size", "2"}
+	code, got, stderr := cli(t, context.Background(), dir, "", args...)
+	if want := "user_id,ts,s3\nu2,1000,1\nu1,2000,2\nu2,2500,5\nu3,3000,8\nu1,4000,18\nu2,6000,32\n"; code != 0 || got != want {
+		t.Fatalf("exit %d, stderr %q, stdout:\n%s\nwant:\n%s", code, stderr, got, want)
+	}
+	code, got, stderr = cli(t, context.Background(), dir, "", append(args, "--cluster-input", "user_id")...)
+	if want := "user_id,ts,s3\nu2,1000,1\nu2,2500,5\nu2,6000,32\nu1,2000,2\nu1,4000,18\nu3,3000,8\n"; code != 0 || got != want {
+		t.Fatalf("--cluster-input user_id: exit %d, stderr %q, stdout:\n%s\nwant:\n%s", code, stderr, got, want)
+	}
+	for _, c := range []struct {
+		extra []string
+		want  string
+	}{
+		{[]string{"--mode", "stream", "--cluster-input", "user_id"}, "--cluster-input applies to --mode batch only"},
+		{[]string{"--cluster-input", "user_id", "--clustered-by", "user_id"}, "give one"},
+		{[]string{"--cluster-input", "nope"}, `no column "nope"`},
+	} {
+		code, _, stderr := cli(t, context.Background(), dir, "", append(args, c.extra...)...)
+		if code == 0 || !strings.Contains(stderr, c.want) {
+			t.Fatalf("%v: exit %d, stderr %q; want it to say %q", c.extra, code, stderr, c.want)
+		}
+	}
+}
+
 // TestRunClusteredBy: --clustered-by promises an input sorted by user; the
 // output is that of a run without it; a user that comes back after
 // another's rows stops the run with a message naming the promise; the

@@ -32,6 +32,12 @@ func batchOptions(c config) volgarun.Options {
 	return o
 }
 
+// runVolgaBatchClustered is volga-batch with the run ordering its input
+// by user first (volga.WithClusterInput): output key by key.
+func runVolgaBatchClustered(ctx context.Context, c config) (result, error) {
+	return runVolgaBatchWith(ctx, c, volgarun.Options{Parallelism: c.Parallelism, ChannelDepth: c.ChannelDepth, ClusterInput: []string{"user_id"}})
+}
+
 // runVolgaBatchHeld is volga-batch over features-4-by-user's input
 // without the promise of its order: rows wait for the end of the input.
 func runVolgaBatchHeld(ctx context.Context, c config) (result, error) {
@@ -131,13 +137,23 @@ func runVolgaBatchGroupWith(ctx context.Context, c config, o volgarun.Options) (
 // runVolgaBatchML3 runs the ml-3 query in volga's batch mode over the
 // features-4 Parquet file, folding every output row into the checksum.
 func runVolgaBatchML3(ctx context.Context, c config) (result, error) {
+	return runVolgaBatchML3With(ctx, c, volgarun.Options{Parallelism: c.Parallelism, ChannelDepth: c.ChannelDepth})
+}
+
+// runVolgaBatchML3Clustered is runVolgaBatchML3 with the run ordering its
+// input by user first (volga.WithClusterInput): output key by key.
+func runVolgaBatchML3Clustered(ctx context.Context, c config) (result, error) {
+	return runVolgaBatchML3With(ctx, c, volgarun.Options{Parallelism: c.Parallelism, ChannelDepth: c.ChannelDepth, ClusterInput: []string{"user_id"}})
+}
+
+func runVolgaBatchML3With(ctx context.Context, c config, o volgarun.Options) (result, error) {
 	start := time.Now()
 	src, err := volgarun.Parquet(c.Decoders, c.Input.Log)
 	if err != nil {
 		return result{}, err
 	}
 	var sum workload.ML3Checksum
-	err = volgarun.Run(ctx, workload.ML3Query, "tx", src, volgarun.Options{Parallelism: c.Parallelism, ChannelDepth: c.ChannelDepth},
+	err = volgarun.Run(ctx, workload.ML3Query, "tx", src, o,
 		func(_ context.Context, rec arrow.RecordBatch) error { return sum.AddRecord(rec) })
 	if err != nil {
 		return result{}, err

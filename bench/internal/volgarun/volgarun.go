@@ -40,6 +40,8 @@ type Options struct {
 	ChannelDepth int
 	// ClusteredBy is volga.WithClusteredBy (batch only).
 	ClusteredBy []string
+	// ClusterInput is volga.WithClusterInput (batch only).
+	ClusterInput []string
 }
 
 // Run compiles query with src bound to table and runs it, handing every
@@ -83,6 +85,9 @@ func compile(query, table string, src source.Source, o Options, fn func(context.
 	}
 	if len(o.ClusteredBy) > 0 {
 		opts = append(opts, volga.WithClusteredBy(o.ClusteredBy...))
+	}
+	if len(o.ClusterInput) > 0 {
+		opts = append(opts, volga.WithClusterInput(o.ClusterInput...))
 	}
 	return volga.SQL(query, opts...)
 }

@@ -1,0 +1,380 @@
+package source
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/volga-go/volga/internal/arrowutil"
+)
+
+// Clustered is a bounded source that returns the rows of another one
+// clustered by some of its columns: every row with given values of them
+// before any row with other values, the keys in the order of their first
+// rows, and each key's rows in their order in the input. This is the
+// order a batch run promised input clustered by key (volga.WithClusteredBy)
+// works through key by key, dropping each key's state once the input has
+// moved on; volga.WithClusterInput sets both up.
+//
+// The first Read reads the whole input and keeps it in memory (the
+// columns the pipeline uses, when the input can leave the others out:
+// Clustered is a Projector when the input is one); each Read then copies
+// the next rows out in that order. So memory holds the input, where a
+// batch run over input in time order holds every key's windows and rows
+// waiting for their results: the better trade when frames are long
+// against the input's span and the state per key is large (ml-3, 30-day
+// frames with per-value tables over 5 M events of a month: 4.3-6.0 s and
+// 2.0-2.2 GB of peak RSS in time order, 2.6-2.7 s and 0.77 GB clustered
+// by user; see BENCHMARKS.md).
+//
+// Clustered does not implement Seeker: runs with checkpoints refuse it.
+type Clustered struct {
+	in     Source
+	cols   []string
+	batch  int
+	mem    memory.Allocator
+	schema *arrow.Schema
+
+	started, closed bool
+	recs            []arrow.RecordBatch
+	// order holds the input rows in output order (batch<<32 | row),
+	// next the first not returned yet; segs is Read's scratch.
+	order []uint64
+	next  int
+	segs  []arrowutil.Seg
+}
+
+// NewClustered returns the rows of in, a bounded source, clustered by the
+// columns cols (see Clustered), in batches of ClusteredBatchRows rows
+// unless WithBatchSize sets another size (the only option that applies). A name not in in's schema,
+// or a column whose values cannot be compared (lists, maps, structs,
+// unions, dictionaries), is an error. Clustered owns in and closes it.
+func NewClustered(in Source, cols []string, opts ...Option) (*Clustered, error) {
+	if in == nil {
+		return nil, errors.New("source: clustered: nil input")
+	}
+	if len(cols) == 0 {
+		return nil, errors.New("source: clustered: no columns to cluster by")
+	}
+	if _, err := keyIndexes(in.Schema(), cols); err != nil {
+		return nil, err
+	}
+	o := newOptions(append([]Option{WithBatchSize(ClusteredBatchRows)}, opts...))
+	return &Clustered{in: in, cols: cols, batch: o.batchSize, mem: o.mem, schema: in.Schema()}, nil
+}
+
+// ClusteredBatchRows is the default number of rows of a batch of
+// Clustered. Each batch is gathered from rows all over the input, at a
+// cost per input batch besides the cost per row: ml-3's 5 M events (1 221
+// input batches) took 2.78-2.80 s in batches of 4 096 rows, 2.60-2.64 s
+// in batches of 16 384, for 30 MB more peak RSS (2026-12-01).
+const ClusteredBatchRows = 1 << 14
+
+// keyIndexes returns the indexes in schema of the columns names (compared
+// without case, as SQL's names are), or an error naming one that is
+// missing or cannot be a key.
+func keyIndexes(schema *arrow.Schema, names []string) ([]int, error) {
+	idx := make([]int, 0, len(names))
+	for _, name := range names {
+		k := -1
+		for i, f := range schema.Fields() {
+			if strings.EqualFold(f.Name, name) {
+				k = i
+				break
+			}
+		}
+		if k < 0 {
+			return nil, fmt.Errorf("source: clustered: no column %q in the input (%s)", name, schema)
+		}
+		if !keyType(schema.Field(k).Type) {
+			return nil, fmt.Errorf("source: clustered: column %q is of type %s, whose values cannot be told apart as keys", name, schema.Field(k).Type)
+		}
+		idx = append(idx, k)
+	}
+	return idx, nil
+}
+
+// keyType reports whether values of type dt can be clustered by.
+func keyType(dt arrow.DataType) bool {
+	switch dt.(type) {
+	case *arrow.StringType, *arrow.LargeStringType, *arrow.BinaryType, *arrow.LargeBinaryType, *arrow.BooleanType:
+		return true
+	case *arrow.DictionaryType, *arrow.Float16Type, *arrow.Float32Type, *arrow.Float64Type:
+		// Floats: -0 and 0, and NaNs, are equal or not as one looks.
+		return false
+	}
+	fw, ok := dt.(arrow.FixedWidthDataType)
+	return ok && fw.BitWidth() >= 8 && fw.BitWidth()%8 == 0
+}
+
+// Schema returns the input's schema (narrowed by Project).
+func (c *Clustered) Schema() *arrow.Schema { return c.schema }
+
+// Project narrows the input to the named columns (see Projector), which
+// must include the columns the rows are clustered by. It fails when the
+// input cannot leave columns out.
+func (c *Clustered) Project(columns []string) error {
+	if c.started {
+		return errors.New("source: clustered: Project after Read")
+	}
+	pr, ok := c.in.(Projector)
+	if !ok {
+		return fmt.Errorf("source: clustered: the input (%T) cannot leave columns out", c.in)
+	}
+	for _, k := range c.cols {
+		found := false
+		for _, name := range columns {
+			found = found || strings.EqualFold(name, k)
+		}
+		if !found {
+			return fmt.Errorf("source: clustered: Project leaves out %q, which the rows are clustered by", k)
+		}
+	}
+	if err := pr.Project(columns); err != nil {
+		return err
+	}
+	c.schema = c.in.Schema()
+	return nil
+}
+
+// Read returns the next batch in clustered order, or io.EOF after the
+// last. The first call reads the whole input.
+func (c *Clustered) Read(ctx context.Context) (arrow.RecordBatch, error) {
+	if c.closed {
+		return nil, ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if !c.started {
+		c.started = true
+		if err := c.load(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if c.next >= len(c.order) {
+		c.release()
+		return nil, io.EOF
+	}
+	// Copied a batch at a time, as the pipeline goes, on the reader's
+	// goroutine: copied whole before the run (a column at a time, in
+	// parallel) the rows cost as much CPU, and the run waited for them.
+	end := min(len(c.order), c.next+c.batch)
+	segs := c.segs[:0]
+	for _, p := range c.order[c.next:end] {
+		segs = arrowutil.AppendSeg(segs, int32(p>>32), int32(p))
+	}
+	c.segs = segs
+	rec, err := arrowutil.GatherRecord(c.mem, c.schema, c.recs, segs)
+	if err != nil {
+		return nil, fmt.Errorf("source: clustered: %w", err)
+	}
+	c.next = end
+	return rec, nil
+}
+
+// load reads every batch of the input and orders its rows.
+func (c *Clustered) load(ctx context.Context) error {
+	keys, err := keyIndexes(c.schema, c.cols)
+	if err != nil {
+		return err
+	}
+	g := newGrouper(c.schema, keys)
+	var groups []int32 // by input row
+	for {
+		rec, err := c.in.Read(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if rec.NumRows() == 0 {
+			rec.Release()
+			continue
+		}
+		if !rec.Schema().Equal(c.schema) {
+			rec.Release()
+			return fmt.Errorf("source: clustered: the input returned a batch of schema %s, want %s", rec.Schema(), c.schema)
+		}
+		if len(c.recs) == math.MaxInt32 || int64(len(groups))+rec.NumRows() > math.MaxInt32 {
+			rec.Release()
+			return errors.New("source: clustered: the input has more than 2^31 rows or batches")
+		}
+		c.recs = append(c.recs, rec)
+		groups = g.appendGroups(groups, rec)
+	}
+	// A counting sort by group, stable: groups are numbered in the order
+	// of their first rows.
+	start := make([]int32, g.n+1)
+	for _, k := range groups {
+		start[k+1]++
+	}
+	for k := 1; k < len(start); k++ {
+		start[k] += start[k-1]
+	}
+	c.order = make([]uint64, len(groups))
+	i := 0
+	for b, rec := range c.recs {
+		for r := range int(rec.NumRows()) {
+			k := groups[i]
+			c.order[start[k]] = uint64(b)<<32 | uint64(r)
+			start[k]++
+			i++
+		}
+	}
+	return nil
+}
+
+// release lets the input's batches go.
+func (c *Clustered) release() {
+	arrowutil.ReleaseAll(c.recs)
+	c.recs, c.order, c.segs = nil, nil, nil
+}
+
+// Close releases what Clustered holds and closes the input.
+func (c *Clustered) Close() error {
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	c.release()
+	return c.in.Close()
+}
+
+// grouper numbers the distinct keys of rows, from 0 in the order of their
+// first rows. One int64-like column or one string column is looked up by
+// value; other keys by an encoding of their values.
+type grouper struct {
+	keys []int
+	n    int32
+	// Exactly one of the maps is used.
+	ints  map[int64]int32
+	strs  map[string]int32
+	null  int32 // the group of a NULL key (ints and strs); -1: none yet
+	buf   []byte
+	words bool // keys[0] holds 8-byte values (ints)
+}
+
+func newGrouper(schema *arrow.Schema, keys []int) *grouper {
+	g := &grouper{keys: keys, null: -1}
+	dt := schema.Field(keys[0]).Type
+	fw, fixed := dt.(arrow.FixedWidthDataType)
+	switch {
+	case len(keys) == 1 && fixed && fw.BitWidth() == 64:
+		g.ints, g.words = make(map[int64]int32), true
+	default:
+		g.strs = make(map[string]int32)
+	}
+	return g
+}
+
+// group returns the group of key m in the map, numbering it when new.
+func group[K comparable](g *grouper, m map[K]int32, k K, own func(K) K) int32 {
+	if id, ok := m[k]; ok {
+		return id
+	}
+	id := g.n
+	g.n++
+	m[own(k)] = id
+	return id
+}
+
+func sameKey[K any](k K) K { return k }
+
+// appendGroups appends the group of each row of rec to groups.
+func (g *grouper) appendGroups(groups []int32, rec arrow.RecordBatch) []int32 {
+	n := int(rec.NumRows())
+	col := rec.Column(g.keys[0])
+	nullGroup := func() int32 {
+		if g.null < 0 {
+			g.null = g.n
+			g.n++
+		}
+		return g.null
+	}
+	switch {
+	case g.words:
+		d := col.Data()
+		vals := arrow.Int64Traits.CastFromBytes(d.Buffers()[1].Bytes())[d.Offset() : d.Offset()+n]
+		nulls := col.NullN() > 0
+		for i, v := range vals {
+			if nulls && col.IsNull(i) {
+				groups = append(groups, nullGroup())
+				continue
+			}
+			groups = append(groups, group(g, g.ints, v, sameKey))
+		}
+	case len(g.keys) == 1 && isString(col):
+		s := col.(*array.String)
+		for i := range n {
+			if s.IsNull(i) {
+				groups = append(groups, nullGroup())
+				continue
+			}
+			groups = append(groups, group(g, g.strs, s.Value(i), strings.Clone))
+		}
+	default:
+		for i := range n {
+			b := g.buf[:0]
+			for _, k := range g.keys {
+				b = appendKeyValue(b, rec.Column(k), i)
+			}
+			g.buf = b
+			id, ok := g.strs[string(b)]
+			if !ok {
+				id = g.n
+				g.n++
+				g.strs[string(b)] = id
+			}
+			groups = append(groups, id)
+		}
+	}
+	return groups
+}
+
+func isString(a arrow.Array) bool {
+	_, ok := a.(*array.String)
+	return ok
+}
+
+// appendKeyValue appends an encoding of row i of col to b, which tells
+// apart every two values (and NULL) of col's type, and the columns of a
+// key from one another.
+func appendKeyValue(b []byte, col arrow.Array, i int) []byte {
+	if col.IsNull(i) {
+		return append(b, 0)
+	}
+	b = append(b, 1)
+	var v []byte
+	switch a := col.(type) {
+	case *array.String:
+		v = []byte(a.Value(i))
+	case *array.LargeString:
+		v = []byte(a.Value(i))
+	case *array.Binary:
+		v = a.Value(i)
+	case *array.LargeBinary:
+		v = a.Value(i)
+	case *array.Boolean:
+		if a.Value(i) {
+			return append(b, 1)
+		}
+		return append(b, 0)
+	default:
+		w := col.DataType().(arrow.FixedWidthDataType).BitWidth() / 8
+		d := col.Data()
+		off := (d.Offset() + i) * w
+		return append(b, d.Buffers()[1].Bytes()[off:off+w]...)
+	}
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
+}

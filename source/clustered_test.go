@@ -1,0 +1,254 @@
+package source_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/volga-go/volga/internal/arrowutil"
+	"github.com/volga-go/volga/internal/testutil"
+	"github.com/volga-go/volga/source"
+)
+
+// clusterSchema has a row number, then key columns of several kinds.
+var clusterSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "row", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "user", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "shard", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+	{Name: "ts", Type: arrow.FixedWidthTypes.Timestamp_ms},
+	{Name: "flag", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+	{Name: "blob", Type: arrow.BinaryTypes.Binary, Nullable: true},
+	{Name: "x", Type: arrow.PrimitiveTypes.Float64},
+}, nil)
+
+// clusterInput returns n rows of clusterSchema with keys drawn from a few
+// values each (NULL among them), cut into batches of random sizes.
+func clusterInput(seed uint64, n int) []arrow.RecordBatch {
+	rng := testutil.Rand(seed)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, clusterSchema)
+	defer b.Release()
+	var out []arrow.RecordBatch
+	for i := range n {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		if rng.IntN(20) == 0 {
+			b.Field(1).AppendNull()
+		} else {
+			b.Field(1).(*array.Int64Builder).Append(int64(rng.IntN(30)) - 10)
+		}
+		if rng.IntN(20) == 0 {
+			b.Field(2).AppendNull()
+		} else {
+			// "" and "a" are distinct keys; so are "ab" and "a"+"b" of
+			// two columns.
+			b.Field(2).(*array.StringBuilder).Append(strings.Repeat("a", rng.IntN(4)) + strings.Repeat("b", rng.IntN(2)))
+		}
+		if rng.IntN(20) == 0 {
+			b.Field(3).AppendNull()
+		} else {
+			b.Field(3).(*array.Int32Builder).Append(int32(rng.IntN(3)))
+		}
+		b.Field(4).(*array.TimestampBuilder).Append(arrow.Timestamp(rng.IntN(5)))
+		if rng.IntN(10) == 0 {
+			b.Field(5).AppendNull()
+		} else {
+			b.Field(5).(*array.BooleanBuilder).Append(rng.IntN(2) == 0)
+		}
+		if rng.IntN(10) == 0 {
+			b.Field(6).AppendNull()
+		} else {
+			b.Field(6).(*array.BinaryBuilder).Append([]byte{byte(rng.IntN(3)), 0}[:1+rng.IntN(2)])
+		}
+		b.Field(7).(*array.Float64Builder).Append(rng.Float64())
+		if rng.IntN(40) == 0 || i == n-1 {
+			out = append(out, b.NewRecordBatch())
+		}
+	}
+	return out
+}
+
+// TestClustered checks the order of Clustered against a brute-force
+// grouping of the input's rows by the values of the key columns (NULL a
+// value of its own): every row once, the keys in the order of their first
+// rows, each key's rows in input order, for keys of one int64, string or
+// timestamp column and for composite keys, over batches of random sizes,
+// in batches of at most the batch size.
+func TestClustered(t *testing.T) {
+	for seed := range uint64(max(testutil.Scale(6), 2)) {
+		in := clusterInput(seed+1, 300+int(seed)*400)
+		all, _ := readAll(t, source.NewMemory(clusterSchema, in...))
+		for _, cols := range [][]string{{"user"}, {"name"}, {"ts"}, {"user", "name"}, {"name", "shard"}, {"flag", "blob"}, {"SHARD", "user", "ts"}} {
+			// Brute force: keys by first row, rows by key in input order.
+			idx := make([]int, len(cols))
+			for j, c := range cols {
+				idx[j] = slices.IndexFunc(clusterSchema.Fields(), func(f arrow.Field) bool { return strings.EqualFold(f.Name, c) })
+			}
+			var keys []string
+			rowsOf := map[string][]any{}
+			for _, r := range all {
+				k := ""
+				for _, j := range idx {
+					k += fmt.Sprintf("%#v|", r[j])
+				}
+				if _, ok := rowsOf[k]; !ok {
+					keys = append(keys, k)
+				}
+				rowsOf[k] = append(rowsOf[k], r[0])
+			}
+			var want []any
+			for _, k := range keys {
+				want = append(want, rowsOf[k]...)
+			}
+			batch := 1 + int(seed)*37
+			src, err := source.NewClustered(source.NewMemory(clusterSchema, in...), cols, source.WithBatchSize(batch))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, sizes := readAll(t, src)
+			var gotRows []any
+			for _, r := range got {
+				gotRows = append(gotRows, r[0])
+			}
+			if !slices.Equal(gotRows, want) {
+				t.Fatalf("seed %d, by %v: rows in order %v, want %v", seed, cols, gotRows, want)
+			}
+			for i, r := range got {
+				if fmt.Sprint(r) != fmt.Sprint(all[r[0].(int64)]) {
+					t.Fatalf("seed %d, by %v: row %d is %v, input row %v", seed, cols, i, r, all[r[0].(int64)])
+				}
+			}
+			for i, n := range sizes {
+				if n > int64(batch) || n < int64(batch) && i < len(sizes)-1 {
+					t.Fatalf("seed %d, by %v: batch %d of %d rows, batch size %d", seed, cols, i, n, batch)
+				}
+			}
+			if _, err := src.Read(context.Background()); !errors.Is(err, io.EOF) {
+				t.Fatalf("Read after the end: %v, want io.EOF", err)
+			}
+			if err := src.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := src.Read(context.Background()); !errors.Is(err, source.ErrClosed) {
+				t.Fatalf("Read after Close: %v, want ErrClosed", err)
+			}
+		}
+		arrowutil.ReleaseAll(in)
+	}
+}
+
+// TestClusteredErrors checks what Clustered refuses: no input, no
+// columns, a column not in the input, a float or list column, Project
+// over an input that cannot leave columns out, or leaving out a key, and
+// an input error, which Read returns.
+func TestClusteredErrors(t *testing.T) {
+	in := clusterInput(1, 50)
+	defer arrowutil.ReleaseAll(in)
+	mem := func() source.Source { return source.NewMemory(clusterSchema, in...) }
+	for name, c := range map[string]struct {
+		src  source.Source
+		cols []string
+		want string
+	}{
+		"nil input":  {nil, []string{"user"}, "nil input"},
+		"no columns": {mem(), nil, "no columns"},
+		"missing":    {mem(), []string{"user", "nope"}, `no column "nope"`},
+		"float":      {mem(), []string{"x"}, `column "x" is of type float64`},
+	} {
+		if _, err := source.NewClustered(c.src, c.cols); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err %v, want one saying %q", name, err, c.want)
+		}
+	}
+	lists := arrow.NewSchema([]arrow.Field{{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)}}, nil)
+	if _, err := source.NewClustered(source.NewMemory(lists), []string{"l"}); err == nil || !strings.Contains(err.Error(), "cannot be told apart") {
+		t.Errorf("list key: err %v", err)
+	}
+	c, err := source.NewClustered(mem(), []string{"user"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Project([]string{"user", "x"}); err == nil || !strings.Contains(err.Error(), "cannot leave columns out") {
+		t.Errorf("Project over memory: err %v", err)
+	}
+	// An input that fails: the error comes out of the first Read.
+	failing := &failSource{Source: mem(), after: 2}
+	c, err = source.NewClustered(failing, []string{"user"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Read(context.Background()); !errors.Is(err, errFail) {
+		t.Errorf("failing input: Read err %v, want %v", err, errFail)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var errFail = errors.New("the disk is gone")
+
+// failSource is a source whose Read fails after some batches.
+type failSource struct {
+	source.Source
+	after int
+}
+
+func (f *failSource) Read(ctx context.Context) (arrow.RecordBatch, error) {
+	if f.after == 0 {
+		return nil, errFail
+	}
+	f.after--
+	return f.Source.Read(ctx)
+}
+
+// TestClusteredProject: over a Parquet file, Project narrows what is read
+// (the keys must stay), and the rows come out clustered with only those
+// columns.
+func TestClusteredProject(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "in.parquet")
+	writeParquet(t, path, 0, 40)
+	pq, err := source.NewParquet(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := source.NewClustered(pq, []string{"user"}, source.WithBatchSize(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Project([]string{"ts"}); err == nil || !strings.Contains(err.Error(), `leaves out "user"`) {
+		t.Fatalf("Project without the key: err %v", err)
+	}
+	if err := c.Project([]string{"user", "ts"}); err != nil {
+		t.Fatal(err)
+	}
+	if c.Schema().NumFields() != 2 {
+		t.Fatalf("schema after Project: %s", c.Schema())
+	}
+	rows, _ := readAll(t, c)
+	if len(rows) != 40 {
+		t.Fatalf("%d rows, want 40", len(rows))
+	}
+	// writeParquet's users: NULL for rows 0, 3, 6...; otherwise "u" x
+	// (i%4+1): first rows 0 (NULL), 1 (uu), 2 (uuu), 4 (u), 7 (uuuu).
+	u := c.Schema().FieldIndices("user")[0] // Parquet keeps the file's order
+	var order []any
+	for i, r := range rows {
+		if i == 0 || fmt.Sprint(r[u]) != fmt.Sprint(rows[i-1][u]) {
+			order = append(order, r[u])
+		}
+	}
+	if want := []any{nil, "uu", "uuu", "u", "uuuu"}; fmt.Sprint(order) != fmt.Sprint(want) {
+		t.Fatalf("keys in order %v, want %v", order, want)
+	}
+	if err := c.Project([]string{"user"}); err == nil {
+		t.Fatal("Project after Read: no error")
+	}
+}
