@@ -44,6 +44,7 @@ type Clustered struct {
 	schema *arrow.Schema
 
 	started, closed bool
+	err             error // of the load, returned by every Read after
 	recs            []arrow.RecordBatch
 	// order holds the input rows in output order (batch<<32 | row),
 	// next the first not returned yet; segs is Read's scratch.
@@ -54,9 +55,10 @@ type Clustered struct {
 
 // NewClustered returns the rows of in, a bounded source, clustered by the
 // columns cols (see Clustered), in batches of ClusteredBatchRows rows
-// unless WithBatchSize sets another size (the only option that applies). A name not in in's schema,
-// or a column whose values cannot be compared (lists, maps, structs,
-// unions, dictionaries), is an error. Clustered owns in and closes it.
+// unless WithBatchSize sets another size (the only option that applies).
+// A name not in in's schema, or a column whose values cannot be told
+// apart as keys (floats, lists, maps, structs, unions, dictionaries), is
+// an error. Clustered owns in and closes it.
 func NewClustered(in Source, cols []string, opts ...Option) (*Clustered, error) {
 	if in == nil {
 		return nil, errors.New("source: clustered: nil input")
@@ -146,7 +148,8 @@ func (c *Clustered) Project(columns []string) error {
 }
 
 // Read returns the next batch in clustered order, or io.EOF after the
-// last. The first call reads the whole input.
+// last. The first call reads the whole input; an error reading it is
+// returned by that call and every later one.
 func (c *Clustered) Read(ctx context.Context) (arrow.RecordBatch, error) {
 	if c.closed {
 		return nil, ErrClosed
@@ -157,8 +160,12 @@ func (c *Clustered) Read(ctx context.Context) (arrow.RecordBatch, error) {
 	if !c.started {
 		c.started = true
 		if err := c.load(ctx); err != nil {
-			return nil, err
+			c.release()
+			c.err = err
 		}
+	}
+	if c.err != nil {
+		return nil, c.err
 	}
 	if c.next >= len(c.order) {
 		c.release()

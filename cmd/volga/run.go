@@ -446,11 +446,7 @@ func runPipeline(ctx context.Context, e *env, cfg *runConfig) (err error) {
 	}
 	opts = append(opts, cfg.state.options()...)
 	if cfg.clusteredBy != "" {
-		cols := strings.Split(cfg.clusteredBy, ",")
-		for i := range cols {
-			cols[i] = strings.TrimSpace(cols[i])
-		}
-		opts = append(opts, volga.WithClusteredBy(cols...))
+		opts = append(opts, volga.WithClusteredBy(splitCols(cfg.clusteredBy)...))
 	}
 	if cfg.clusterInput != "" {
 		opts = append(opts, volga.WithClusterInput(splitCols(cfg.clusterInput)...))
