@@ -169,8 +169,8 @@ func WithClusteredBy(cols ...string) Option {
 // 100 000 users) took 4.3-6.0 s and 2.0-2.2 GB of peak RSS in input
 // order, 2.6-2.7 s and 0.77 GB with it. The first OVER windows must
 // partition by cols (and maybe more). A run with checkpoints refuses it
-// (the clustered rows cannot be replayed from a position), as does a
-// streaming run.
+// (the clustered rows cannot be replayed from a position), as do a
+// streaming run and Backfill.
 func WithClusterInput(cols ...string) Option {
 	return func(c *config) { c.clusterInput = cols }
 }
@@ -254,6 +254,9 @@ func Backfill(ctx context.Context, query string, spine source.Source, out sink.S
 	events, ok := cfg.sources[strings.ToLower(plan.Table)]
 	if !ok {
 		return plan.ErrorAt(plan.Table, "no source bound to table %q; use volga.WithSource", plan.Table)
+	}
+	if len(cfg.clusterInput) > 0 {
+		return errors.New("volga: WithClusterInput does not apply to backfills (events and spine are read in time order)")
 	}
 	// The window operators register there, for WithMetrics's
 	// volga_window_* metrics.

@@ -100,7 +100,8 @@ func TestWithClusterInput(t *testing.T) {
 }
 
 // TestWithClusterInputRefused: what WithClusterInput cannot do is refused
-// when the pipeline is built, with an error saying why.
+// when the pipeline is built (or the backfill starts), with an error
+// saying why.
 func TestWithClusterInputRefused(t *testing.T) {
 	tab := testutil.MLEvents(testutil.Rand(95), testutil.EventConfig{Rows: 50, Users: 5, Merchants: 3, Start: 1_700_000_000_000, StepMs: 1000, MaxSteps: 3})
 	batches := tab.Batches(testutil.Rand(96), 20)
@@ -119,5 +120,11 @@ func TestWithClusterInputRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err %v, want one saying %q", name, err, c.want)
 		}
+	}
+	spine := source.NewMemory(tab.Schema, batches...)
+	err := volga.Backfill(context.Background(), clusterInputQuery, spine, sink.NewCollector(),
+		volga.WithSource("events", source.NewMemory(tab.Schema, batches...)), volga.WithClusterInput("user_id"))
+	if err == nil || !strings.Contains(err.Error(), "does not apply to backfills") {
+		t.Errorf("backfill: err %v", err)
 	}
 }
