@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/volga-go/volga/internal/arrowutil"
@@ -29,6 +30,11 @@ var clusterSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "flag", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
 	{Name: "blob", Type: arrow.BinaryTypes.Binary, Nullable: true},
 	{Name: "x", Type: arrow.PrimitiveTypes.Float64},
+	// Columns of the other kinds the rows are copied by.
+	{Name: "dec", Type: &arrow.Decimal128Type{Precision: 20, Scale: 2}, Nullable: true},
+	{Name: "text", Type: arrow.BinaryTypes.LargeString, Nullable: true},
+	{Name: "tags", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64), Nullable: true},
+	{Name: "small", Type: arrow.PrimitiveTypes.Uint8},
 }, nil)
 
 // clusterInput returns n rows of clusterSchema with keys drawn from a few
@@ -69,6 +75,20 @@ func clusterInput(seed uint64, n int) []arrow.RecordBatch {
 			b.Field(6).(*array.BinaryBuilder).Append([]byte{byte(rng.IntN(3)), 0}[:1+rng.IntN(2)])
 		}
 		b.Field(7).(*array.Float64Builder).Append(rng.Float64())
+		if rng.IntN(10) == 0 {
+			b.Field(8).AppendNull()
+			b.Field(9).AppendNull()
+			b.Field(10).AppendNull()
+		} else {
+			b.Field(8).(*array.Decimal128Builder).Append(decimal128.FromI64(int64(rng.IntN(1 << 40))))
+			b.Field(9).(*array.LargeStringBuilder).Append(strings.Repeat("xy", rng.IntN(5)))
+			lb := b.Field(10).(*array.ListBuilder)
+			lb.Append(true)
+			for range rng.IntN(3) {
+				lb.ValueBuilder().(*array.Int64Builder).Append(int64(rng.IntN(100)))
+			}
+		}
+		b.Field(11).(*array.Uint8Builder).Append(uint8(i))
 		if rng.IntN(40) == 0 || i == n-1 {
 			out = append(out, b.NewRecordBatch())
 		}
