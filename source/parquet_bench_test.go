@@ -126,3 +126,46 @@ var parquetBenchProjections = []struct {
 	{name: "all"},
 	{name: "features4cols", opts: []source.Option{source.WithColumns("id", "user_id", "ts", "amount")}},
 }
+
+// BenchmarkClusteredFeatures4 reads a features-4-like log of 1 M events
+// (in time order, 100 000 users) clustered by user: the whole log read
+// and decoded, the users numbered, the rows ordered and copied out batch
+// by batch (source.NewClustered, as volga.WithClusterInput does), against
+// reading it in file order.
+func BenchmarkClusteredFeatures4(b *testing.B) {
+	const rows = 1_000_000
+	path := filepath.Join(b.TempDir(), "features-4.parquet")
+	writeFeatures4(b, path, rows)
+	for _, c := range []struct {
+		name string
+		by   []string
+	}{{"file-order", nil}, {"by-user", []string{"user_id"}}, {"by-merchant", []string{"merchant"}}} {
+		b.Run(c.name, func(b *testing.B) {
+			var ms0, ms1 runtime.MemStats
+			runtime.ReadMemStats(&ms0)
+			cpu0 := processCPU()
+			for b.Loop() {
+				var src source.Source
+				src, err := source.NewParquetFiles([]string{path})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if c.by != nil {
+					if src, err = source.NewClustered(src, c.by); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if n := drainRows(b, src); n != rows {
+					b.Fatalf("%d rows", n)
+				}
+			}
+			cpu := processCPU() - cpu0
+			runtime.ReadMemStats(&ms1)
+			total := float64(b.N) * rows
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/total, "ns/row")
+			b.ReportMetric(float64(cpu.Nanoseconds())/total, "cpu-ns/row")
+			b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/total, "allocs/row")
+			b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/total, "B/row")
+		})
+	}
+}
