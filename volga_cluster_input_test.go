@@ -99,6 +99,63 @@ func TestWithClusterInput(t *testing.T) {
 	}
 }
 
+// TestWithClusterInputGroupBy: a query of GROUP BY windows over the input
+// ordered by user gives the windows of a run in input order, user by
+// user (the users in the order of their first events, each user's
+// windows by start).
+func TestWithClusterInputGroupBy(t *testing.T) {
+	tab := testutil.MLEvents(testutil.Rand(97), testutil.EventConfig{
+		Rows: testutil.Scale(3000), Users: 40, Merchants: 5, Start: 1_700_000_000_000,
+		StepMs: 60_000, MaxSteps: 20, DupRate: 0.1, NullRate: 0.05,
+	})
+	batches := tab.Batches(testutil.Rand(98), 64)
+	defer arrowutil.ReleaseAll(batches)
+	const query = `SELECT user_id, window_start, count(*) AS n, sum(price) AS s, topn_frequency(merchant, 2) AS top
+FROM events GROUP BY user_id, hop(ts, INTERVAL '30' MINUTE, INTERVAL '1' HOUR)`
+	run := func(opts ...volga.Option) [][]any {
+		t.Helper()
+		out := sink.NewCollector()
+		defer out.Release()
+		p, err := volga.SQL(query, append([]volga.Option{
+			volga.WithSource("events", source.NewMemory(tab.Schema, batches...)), volga.WithSink(out)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return out.Rows()
+	}
+	want := run()
+	var users []string
+	seen := map[string]bool{}
+	for _, r := range tab.Rows {
+		if u := fmt.Sprint(r[tab.Col("user_id")]); !seen[u] {
+			seen[u] = true
+			users = append(users, u)
+		}
+	}
+	// Without the order: windows by start across users. With it: each
+	// user's windows (by start), user by user.
+	var ordered [][]any
+	for _, u := range users {
+		for _, r := range want {
+			if fmt.Sprint(r[0]) == u {
+				ordered = append(ordered, r)
+			}
+		}
+	}
+	if len(ordered) != len(want) || len(want) < 100 {
+		t.Fatalf("%d windows, %d of them of the input's users", len(want), len(ordered))
+	}
+	for _, par := range []int{1, 2} {
+		got := run(volga.WithClusterInput("user_id"), volga.WithParallelism(par))
+		if d := testutil.Diff(nil, got, ordered, nil); d != "" {
+			t.Fatalf("parallelism %d:\n%s", par, d)
+		}
+	}
+}
+
 // TestWithClusterInputRefused: what WithClusterInput cannot do is refused
 // when the pipeline is built (or the backfill starts), with an error
 // saying why.
