@@ -13,7 +13,10 @@
 //   - [CSV] and [JSONL]: text files or readers, with the schema inferred
 //     from a sample of rows or given with [WithSchema];
 //   - [Parquet]: one or more Parquet files read in order;
-//   - [Open]: picks one of them from a path's extension.
+//   - [Open]: picks one of them from a path's extension;
+//   - [Clustered]: the rows of another bounded source, read whole and
+//     ordered by key (each key's rows in input order), for batch runs
+//     that go key by key (volga.WithClusterInput).
 //
 // Text sources never stop on a bad row: a row that does not decode (a bad
 // number, a wrong field count, invalid JSON) is counted, handed to the
