@@ -53,3 +53,47 @@ alice,3,2024-01-03T10:00:02Z
 	// alice 3 2024-01-03 10:00:02 +0000 UTC
 	// rejected: 1
 }
+
+// Transactions in time order, read clustered by user: each user's rows
+// together, the users in the order of their first rows, each user's rows
+// in time order.
+func ExampleNewClustered() {
+	const data = `user,amount,ts
+bob,5,2024-01-03T10:00:00Z
+alice,12.5,2024-01-03T10:00:01Z
+bob,7,2024-01-03T10:00:02Z
+carol,1,2024-01-03T10:00:03Z
+alice,3,2024-01-03T10:00:04Z
+`
+	csv, err := source.NewCSVReader(strings.NewReader(data), source.WithBatchSize(2))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	src, err := source.NewClustered(csv, []string{"user"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer src.Close()
+	for {
+		rec, err := src.Read(context.Background())
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		for _, row := range sink.Rows(rec) {
+			fmt.Println(row[0], row[1])
+		}
+		rec.Release()
+	}
+	// Output:
+	// bob 5
+	// bob 7
+	// alice 12.5
+	// alice 3
+	// carol 1
+}
