@@ -159,11 +159,15 @@ func WithClusteredBy(cols ...string) Option {
 // key, each key's rows going out, and its state dropped, once the run
 // has moved on to the next key (Lookup then answers window.ErrKeyDropped
 // for a finished key). The source's rows (the columns the query uses,
-// for a source that can leave columns out) are read whole and kept in
-// memory first (source.NewClustered), so memory holds the input rather
-// than every key's windows at once; and the output comes key by key, the
-// keys in the order of their first rows and each key's rows in input
-// order, instead of in input order. It pays when frames are long against
+// for a source that can leave columns out) are read whole first
+// (source.NewClustered), in memory up to source.ClusteredMemory (1 GiB)
+// and spilled beyond it to files parted by key under os.TempDir(), so
+// memory holds the input, or a part of it, rather than every key's
+// windows at once; and the output comes key by key, the keys in the
+// order of their first rows (part by part, when spilled) and each key's
+// rows in input order, instead of in input order. To spill elsewhere, or
+// at another size, give WithClusteredBy a source.NewClustered with
+// source.WithSpill. It pays when frames are long against
 // the input's span and each key's state is large: ml-3 (topn_frequency,
 // sum_cate and top1_ratio over up to 30 days, 5 M events of a month,
 // 100 000 users) took 4.3-6.0 s and 2.0-2.2 GB of peak RSS in input

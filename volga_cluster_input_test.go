@@ -185,3 +185,44 @@ func TestWithClusterInputRefused(t *testing.T) {
 		t.Errorf("backfill: err %v", err)
 	}
 }
+
+// TestClusterInputSpilled: an input clustered by a source that spilled it
+// (its keys come part by part, not by first row) runs as promised with
+// WithClusteredBy: each row gets the features of a run in input order.
+func TestClusterInputSpilled(t *testing.T) {
+	tab := testutil.MLEvents(testutil.Rand(99), testutil.EventConfig{
+		Rows: testutil.Scale(3000), Users: 50, Merchants: 7, Start: 1_700_000_000_000,
+		StepMs: 60_000, MaxSteps: 20, DupRate: 0.1, NullRate: 0.05,
+	})
+	batches := tab.Batches(testutil.Rand(100), 64)
+	defer arrowutil.ReleaseAll(batches)
+	run := func(src source.Source, opts ...volga.Option) [][]any {
+		t.Helper()
+		out := sink.NewCollector()
+		defer out.Release()
+		p, err := volga.SQL(clusterInputQuery, append([]volga.Option{volga.WithSource("events", src), volga.WithSink(out)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return out.Rows()
+	}
+	want := run(source.NewMemory(tab.Schema, batches...))
+	dir := t.TempDir()
+	spilled, err := source.NewClustered(source.NewMemory(tab.Schema, batches...), []string{"user_id"}, source.WithSpill(dir, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := run(spilled, volga.WithClusteredBy("user_id"), volga.WithParallelism(2))
+	slices.SortFunc(got, func(a, b []any) int { return cmp.Compare(a[0].(int64), b[0].(int64)) })
+	if len(got) != len(want) {
+		t.Fatalf("%d rows, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if fmt.Sprint(got[i]) != fmt.Sprint(want[i]) {
+			t.Fatalf("row %d is %v, want %v", i, got[i], want[i])
+		}
+	}
+}

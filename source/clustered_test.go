@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -272,5 +273,116 @@ func TestClusteredProject(t *testing.T) {
 	}
 	if err := c.Project([]string{"user"}); err == nil {
 		t.Fatal("Project after Read: no error")
+	}
+}
+
+// TestClusteredSpill: past its memory bound, Clustered writes the input to
+// parts by key (a chunk of rows at a time) and clusters a part at a time. Every row comes once, equal
+// to its input row; each key's rows come together, in input order (the
+// keys part by part now); the files are gone at the end, and on a Close
+// half-way.
+func TestClusteredSpill(t *testing.T) {
+	// Rows go to the parts every 150 rows, not every million.
+	defer source.SetSpillChunkRows(150)()
+	for seed := range uint64(max(testutil.Scale(4), 2)) {
+		in := clusterInput(seed+11, 500+int(seed)*700)
+		all, _ := readAll(t, source.NewMemory(clusterSchema, in...))
+		for _, bound := range []int64{1, 3000, 1 << 40} {
+			for _, cols := range [][]string{{"user"}, {"name", "shard"}, {"flag", "blob"}} {
+				dir := t.TempDir()
+				src, err := source.NewClustered(source.NewMemory(clusterSchema, in...), cols,
+					source.WithSpill(dir, bound), source.WithBatchSize(50))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, _ := readAll(t, src)
+				what := fmt.Sprintf("seed %d, bound %d, by %v", seed, bound, cols)
+				checkClustered(t, what, all, got, cols)
+				if left, _ := os.ReadDir(dir); len(left) != 0 {
+					t.Fatalf("%s: %d files left in the spill directory", what, len(left))
+				}
+				if err := src.Close(); err != nil {
+					t.Fatal(err)
+				}
+				// Closed half-way, it removes its files too.
+				src, err = source.NewClustered(source.NewMemory(clusterSchema, in...), cols, source.WithSpill(dir, bound))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rec, err := src.Read(context.Background()); err != nil {
+					t.Fatal(err)
+				} else {
+					rec.Release()
+				}
+				if left, _ := os.ReadDir(dir); (len(left) == 1) != (bound < 1<<40) {
+					t.Fatalf("%s: %d entries in the spill directory while reading, want a spill only below the input's size", what, len(left))
+				}
+				if err := src.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if left, _ := os.ReadDir(dir); len(left) != 0 {
+					t.Fatalf("%s: %d files left after Close", what, len(left))
+				}
+			}
+		}
+		arrowutil.ReleaseAll(in)
+	}
+	// A directory that cannot be written to: the error names the spill.
+	in := clusterInput(1, 200)
+	defer arrowutil.ReleaseAll(in)
+	src, err := source.NewClustered(source.NewMemory(clusterSchema, in...), []string{"user"},
+		source.WithSpill(filepath.Join(t.TempDir(), "missing", "dir"), 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if _, err := src.Read(context.Background()); err == nil || !strings.Contains(err.Error(), "spill") {
+		t.Fatalf("unwritable spill directory: err %v", err)
+	}
+}
+
+// checkClustered checks that got holds every row of all once, equal to
+// it, with each key's rows (key columns cols) together and in input order.
+func checkClustered(t *testing.T, what string, all, got [][]any, cols []string) {
+	t.Helper()
+	if len(got) != len(all) {
+		t.Fatalf("%s: %d rows, want %d", what, len(got), len(all))
+	}
+	idx := make([]int, len(cols))
+	for j, c := range cols {
+		idx[j] = slices.IndexFunc(clusterSchema.Fields(), func(f arrow.Field) bool { return strings.EqualFold(f.Name, c) })
+	}
+	keyOf := func(r []any) string {
+		k := ""
+		for _, j := range idx {
+			k += fmt.Sprintf("%#v|", r[j])
+		}
+		return k
+	}
+	seen := make([]bool, len(all))
+	done := map[string]bool{} // keys whose rows are behind
+	last := map[string]int64{}
+	prev := ""
+	for i, r := range got {
+		id := r[0].(int64)
+		if seen[id] {
+			t.Fatalf("%s: row %d twice", what, id)
+		}
+		seen[id] = true
+		if fmt.Sprint(r) != fmt.Sprint(all[id]) {
+			t.Fatalf("%s: row %d is %v, input row %v", what, i, r, all[id])
+		}
+		k := keyOf(r)
+		if k != prev {
+			if done[k] {
+				t.Fatalf("%s: key %s comes back at row %d", what, k, i)
+			}
+			done[prev] = true
+			prev = k
+		}
+		if l, ok := last[k]; ok && id < l {
+			t.Fatalf("%s: key %s's row %d after its row %d", what, k, id, l)
+		}
+		last[k] = id
 	}
 }

@@ -8,3 +8,11 @@ func SetPageDecoding(on bool) bool {
 	pqNoPages = !on
 	return old
 }
+
+// SetSpillChunkRows sets how many rows a Clustered spill gathers before it
+// writes them to its parts, until the returned function undoes it.
+func SetSpillChunkRows(n int) (undo func()) {
+	old := spillChunkRows
+	spillChunkRows = n
+	return func() { spillChunkRows = old }
+}

@@ -33,6 +33,10 @@ type options struct {
 	// lateMs; "" when none.
 	timeOrder string
 	lateMs    int64
+	// spillDir and spillBytes are WithSpill's (Clustered).
+	spillDir      string
+	spillBytes    int64
+	spillBytesSet bool
 }
 
 func newOptions(opts []Option) options {
@@ -108,6 +112,21 @@ func WithAllocator(mem memory.Allocator) Option {
 		if mem != nil {
 			o.mem = mem
 		}
+	}
+}
+
+// WithSpill bounds the input a Clustered source holds in memory: once
+// the batches it has read hold more than maxBytes (their values, as
+// Arrow lays them out), it writes the rows, and every row after, to
+// files in a new directory under dir (os.TempDir() when ""), parted by
+// key, and clusters them one part at a time, so that memory holds about
+// a part (the input over ClusteredSpillParts). The files are removed as
+// each part is read, and on Close. maxBytes <= 0 never spills. Without
+// the option, Clustered spills beyond ClusteredMemory. Other sources
+// ignore it.
+func WithSpill(dir string, maxBytes int64) Option {
+	return func(o *options) {
+		o.spillDir, o.spillBytes, o.spillBytesSet = dir, maxBytes, true
 	}
 }
 

@@ -130,16 +130,18 @@ var parquetBenchProjections = []struct {
 // BenchmarkClusteredFeatures4 reads a features-4-like log of 1 M events
 // (in time order, 100 000 users) clustered by user: the whole log read
 // and decoded, the users numbered, the rows ordered and copied out batch
-// by batch (source.NewClustered, as volga.WithClusterInput does), against
-// reading it in file order.
+// by batch (source.NewClustered, as volga.WithClusterInput does), and
+// spilled to parts on disk first, against reading it in file order.
 func BenchmarkClusteredFeatures4(b *testing.B) {
 	const rows = 1_000_000
 	path := filepath.Join(b.TempDir(), "features-4.parquet")
 	writeFeatures4(b, path, rows)
 	for _, c := range []struct {
-		name string
-		by   []string
-	}{{"file-order", nil}, {"by-user", []string{"user_id"}}, {"by-merchant", []string{"merchant"}}} {
+		name  string
+		by    []string
+		spill bool
+	}{{"file-order", nil, false}, {"by-user", []string{"user_id"}, false}, {"by-merchant", []string{"merchant"}, false},
+		{"by-user-spilled", []string{"user_id"}, true}} {
 		b.Run(c.name, func(b *testing.B) {
 			var ms0, ms1 runtime.MemStats
 			runtime.ReadMemStats(&ms0)
@@ -151,7 +153,11 @@ func BenchmarkClusteredFeatures4(b *testing.B) {
 					b.Fatal(err)
 				}
 				if c.by != nil {
-					if src, err = source.NewClustered(src, c.by); err != nil {
+					var opts []source.Option
+					if c.spill {
+						opts = append(opts, source.WithSpill(b.TempDir(), 1))
+					}
+					if src, err = source.NewClustered(src, c.by, opts...); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -62,7 +62,8 @@
 // state is freed, once the input has moved on to the next key (for a query
 // of GROUP BY windows only, each key's windows, key by key); a key that
 // comes back stops the run. --cluster-input user_id orders an input in
-// any order by user first (reading it whole into memory) and then runs
+// any order by user first (reading it whole, into memory up to 1 GiB and
+// spilled beyond to the temporary directory) and then runs
 // the same way, the output coming user by user: for long frames with
 // large per-key state, memory then holds the input rather than every
 // user's windows. Without any of these, the rows wait for the end
