@@ -386,3 +386,72 @@ func checkClustered(t *testing.T, what string, all, got [][]any, cols []string) 
 		last[k] = id
 	}
 }
+
+// FuzzClusteredKeys: keys of two byte-string columns (a string and a
+// binary, NULL among them) are told apart exactly, however their bytes
+// split between the columns: the rows come clustered by the pair, each
+// pair's rows in input order, against a brute-force grouping.
+func FuzzClusteredKeys(f *testing.F) {
+	f.Add([]byte("a|bc|ab|c|a|bc|"), uint8(3))
+	f.Add([]byte("||\x00|\x00\x00|||"), uint8(1))
+	f.Add([]byte("x|y|x|y|x||x|y|"), uint8(2))
+	f.Fuzz(func(t *testing.T, data []byte, batch uint8) {
+		schema := arrow.NewSchema([]arrow.Field{
+			{Name: "row", Type: arrow.PrimitiveTypes.Int64},
+			{Name: "a", Type: arrow.BinaryTypes.String, Nullable: true},
+			{Name: "b", Type: arrow.BinaryTypes.Binary, Nullable: true},
+		}, nil)
+		fields := strings.Split(string(data), "|")
+		bld := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+		defer bld.Release()
+		var in []arrow.RecordBatch
+		defer func() { arrowutil.ReleaseAll(in) }()
+		n := 0
+		for i := 0; i+1 < len(fields) && n < 500; i += 2 {
+			bld.Field(0).(*array.Int64Builder).Append(int64(n))
+			// A field "\x00" is NULL, so that NULL and "" both occur.
+			if fields[i] == "\x00" {
+				bld.Field(1).AppendNull()
+			} else {
+				bld.Field(1).(*array.StringBuilder).Append(fields[i])
+			}
+			if fields[i+1] == "\x00" {
+				bld.Field(2).AppendNull()
+			} else {
+				bld.Field(2).(*array.BinaryBuilder).Append([]byte(fields[i+1]))
+			}
+			n++
+			if n%(int(batch%7)+1) == 0 {
+				in = append(in, bld.NewRecordBatch())
+			}
+		}
+		in = append(in, bld.NewRecordBatch())
+		all, _ := readAll(t, source.NewMemory(schema, in...))
+		src, err := source.NewClustered(source.NewMemory(schema, in...), []string{"a", "b"}, source.WithBatchSize(int(batch)%5+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer src.Close()
+		got, _ := readAll(t, src)
+		var keys []string
+		rowsOf := map[string][]int64{}
+		for _, r := range all {
+			k := fmt.Sprintf("%#v|%#v", r[1], r[2])
+			if _, ok := rowsOf[k]; !ok {
+				keys = append(keys, k)
+			}
+			rowsOf[k] = append(rowsOf[k], r[0].(int64))
+		}
+		var want []int64
+		for _, k := range keys {
+			want = append(want, rowsOf[k]...)
+		}
+		var gotRows []int64
+		for _, r := range got {
+			gotRows = append(gotRows, r[0].(int64))
+		}
+		if !slices.Equal(gotRows, want) {
+			t.Fatalf("rows in order %v, want %v", gotRows, want)
+		}
+	})
+}
