@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/volga-go/volga/agg"
+	"github.com/volga-go/volga/internal/inttable"
 	"github.com/volga-go/volga/statestore"
 )
 
@@ -255,14 +256,12 @@ func (o *Operator) renumberStored(newID []int32, nlive int) {
 // renumber gives key id the id newID[id], or drops it when that is -1;
 // n is the number of keys left, numbered 0..n-1.
 func (k *keyIndex) renumber(newID []int32, n int32) {
-	if k.ints.len() > 0 {
-		var t intTable
-		t.reserve(int(n))
-		for _, s := range k.ints.slots {
-			if s.id != 0 {
-				if id := newID[s.id-1]; id >= 0 {
-					t.put(s.key, id)
-				}
+	if k.ints.Len() > 0 {
+		var t inttable.Table
+		t.Reserve(int(n))
+		for key, id := range k.ints.All() {
+			if id = newID[id]; id >= 0 {
+				t.Put(key, id)
 			}
 		}
 		k.ints = t

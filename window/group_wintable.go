@@ -1,5 +1,7 @@
 package window
 
+import "github.com/volga-go/volga/internal/inttable"
+
 // winTable maps key ids to a start's open windows (startWins.byKey):
 // open addressing with linear probing over one array of (key, window)
 // slots, at most half full, deletion by backward shift. A window is
@@ -28,7 +30,7 @@ func newWinTable(n int) winTable {
 	return t
 }
 
-func (t *winTable) home(key int32) int { return fibHome(uint64(uint32(key)), t.shift) }
+func (t *winTable) home(key int32) int { return inttable.Home(uint64(uint32(key)), t.shift) }
 
 // get returns the window of key, nil if none.
 func (t *winTable) get(key int32) *groupWin {
@@ -114,7 +116,7 @@ func (t *winTable) each(fn func(key int32, w *groupWin)) {
 
 // reserve makes room for n keys without growing.
 func (t *winTable) reserve(n int) {
-	if size := halfFullSize(n, 16); size > len(t.slots) {
+	if size := inttable.HalfFullSize(n, 16); size > len(t.slots) {
 		t.resize(size)
 	}
 }
@@ -123,7 +125,7 @@ func (t *winTable) reserve(n int) {
 func (t *winTable) resize(size int) {
 	old := t.slots
 	t.slots = make([]winSlot, size)
-	t.shift = fibShift(size)
+	t.shift = inttable.Shift(size)
 	t.n = 0
 	for _, s := range old {
 		if s.w != nil {

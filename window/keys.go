@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/volga-go/volga/internal/inttable"
 	"github.com/volga-go/volga/internal/values"
 )
 
@@ -16,7 +17,7 @@ import (
 // column takes a fast path; other keys are encoded to bytes.
 type keyIndex struct {
 	cols  []int
-	ints  intTable
+	ints  inttable.Table
 	strs  map[string]int32
 	nullK int32 // id of the NULL key on the fast paths, -1 when unseen
 	// fastInt and fastStr record which fast path the single key column
@@ -67,11 +68,11 @@ func (k *keyIndex) internRows(rec arrow.RecordBatch, sel []int32, fresh func(id 
 					ids[j] = k.null(fresh, i)
 					continue
 				}
-				id, ok := k.ints.get(v[i])
+				id, ok := k.ints.Get(v[i])
 				if !ok {
 					id = k.n
 					k.n++
-					k.ints.put(v[i], id)
+					k.ints.Put(v[i], id)
 					fresh(id, i)
 				}
 				ids[j] = id
@@ -279,7 +280,7 @@ func (k *keyIndex) find(enc []byte) (int32, bool) {
 		if n <= 0 {
 			return 0, false
 		}
-		return k.ints.get(v)
+		return k.ints.Get(v)
 	}
 	if len(k.cols) == 1 && len(enc) > 0 && enc[0] == 6 && k.fastStr {
 		_, n := binary.Uvarint(enc[1:])

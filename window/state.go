@@ -1303,8 +1303,8 @@ func (k *keyIndex) insert(enc []byte) (int32, error) {
 		if n <= 0 || 1+n != len(enc) {
 			return 0, fmt.Errorf("%w: key %q", errCorruptState, enc)
 		}
-		_, dup = k.ints.get(v)
-		k.ints.put(v, id)
+		_, dup = k.ints.Get(v)
+		k.ints.Put(v, id)
 	case k.fastStr:
 		if len(enc) < 2 || enc[0] != 6 {
 			return 0, fmt.Errorf("%w: key %q", errCorruptState, enc)
