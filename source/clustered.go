@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/volga-go/volga/internal/arrowutil"
+	"github.com/volga-go/volga/internal/inttable"
 )
 
 // Clustered is a bounded source that returns the rows of another one
@@ -64,6 +65,12 @@ type Clustered struct {
 	segs  []arrowutil.Seg
 	// spill holds the parts of a spilled input; nil when it fits.
 	spill *spill
+	// g numbers the keys of recs as load reads them, and groups holds the
+	// key number of each of their rows, so that order0 need not read
+	// them again; both nil once the input spills (order0 then numbers
+	// each part's keys itself).
+	g      *grouper
+	groups []int32
 }
 
 // ClusteredMemory is how many bytes of input a Clustered source holds in
@@ -234,6 +241,8 @@ func (c *Clustered) load(ctx context.Context) error {
 		return err
 	}
 	c.keys = keys
+	c.g = newGrouper(c.schema, keys)
+	c.groups = c.groups[:0]
 	var held, rows int64
 	for {
 		rec, err := c.in.Read(ctx)
@@ -264,6 +273,9 @@ func (c *Clustered) load(ctx context.Context) error {
 			return errors.New("source: clustered: the input has more than 2^31 rows or batches held in memory; let it spill (WithSpill)")
 		}
 		c.recs = append(c.recs, rec)
+		if c.g != nil {
+			c.groups = c.g.appendGroups(c.groups, rec)
+		}
 		rows += rec.NumRows()
 		held += recordBytes(rec)
 		if c.spillBytes > 0 && held > c.spillBytes {
@@ -276,6 +288,7 @@ func (c *Clustered) load(ctx context.Context) error {
 				}
 			}
 			c.release()
+			c.g, c.groups = nil, nil
 		}
 	}
 	if c.spill == nil {
@@ -290,10 +303,13 @@ func (c *Clustered) load(ctx context.Context) error {
 // order0 orders the rows of recs: a counting sort by key, stable, the
 // keys numbered in the order of their first rows.
 func (c *Clustered) order0() error {
-	g := newGrouper(c.schema, c.keys)
-	var groups []int32 // by row
-	for _, rec := range c.recs {
-		groups = g.appendGroups(groups, rec)
+	g, groups := c.g, c.groups
+	c.g, c.groups = nil, nil
+	if g == nil {
+		g = newGrouper(c.schema, c.keys)
+		for _, rec := range c.recs {
+			groups = g.appendGroups(groups, rec)
+		}
 	}
 	start := make([]int32, g.n+1)
 	for _, k := range groups {
@@ -363,8 +379,8 @@ func (c *Clustered) Close() error {
 type grouper struct {
 	keys []int
 	n    int32
-	// Exactly one of the maps is used.
-	ints  map[int64]int32
+	// Exactly one of ints and strs is used: ints when words.
+	ints  inttable.Table
 	strs  map[string]int32
 	null  int32 // the group of a NULL key (ints and strs); -1: none yet
 	buf   []byte
@@ -377,25 +393,23 @@ func newGrouper(schema *arrow.Schema, keys []int) *grouper {
 	fw, fixed := dt.(arrow.FixedWidthDataType)
 	switch {
 	case len(keys) == 1 && fixed && fw.BitWidth() == 64:
-		g.ints, g.words = make(map[int64]int32), true
+		g.words = true
 	default:
 		g.strs = make(map[string]int32)
 	}
 	return g
 }
 
-// group returns the group of key m in the map, numbering it when new.
-func group[K comparable](g *grouper, m map[K]int32, k K, own func(K) K) int32 {
-	if id, ok := m[k]; ok {
+// strGroup returns the group of string key k, numbering it when new.
+func (g *grouper) strGroup(k string) int32 {
+	if id, ok := g.strs[k]; ok {
 		return id
 	}
 	id := g.n
 	g.n++
-	m[own(k)] = id
+	g.strs[strings.Clone(k)] = id
 	return id
 }
-
-func sameKey[K any](k K) K { return k }
 
 // appendGroups appends the group of each row of rec to groups.
 func (g *grouper) appendGroups(groups []int32, rec arrow.RecordBatch) []int32 {
@@ -418,7 +432,13 @@ func (g *grouper) appendGroups(groups []int32, rec arrow.RecordBatch) []int32 {
 				groups = append(groups, nullGroup())
 				continue
 			}
-			groups = append(groups, group(g, g.ints, v, sameKey))
+			id, ok := g.ints.Get(v)
+			if !ok {
+				id = g.n
+				g.n++
+				g.ints.Put(v, id)
+			}
+			groups = append(groups, id)
 		}
 	case len(g.keys) == 1 && isString(col):
 		s := col.(*array.String)
@@ -427,7 +447,7 @@ func (g *grouper) appendGroups(groups []int32, rec arrow.RecordBatch) []int32 {
 				groups = append(groups, nullGroup())
 				continue
 			}
-			groups = append(groups, group(g, g.strs, s.Value(i), strings.Clone))
+			groups = append(groups, g.strGroup(s.Value(i)))
 		}
 	default:
 		for i := range n {
