@@ -118,6 +118,10 @@ func (s *avgIntState) AppendResult(b array.Builder) {
 	appendFloat(b, s.sum.float()/float64(s.n))
 }
 
+func (s *avgIntState) resultWord() (uint64, bool) {
+	return math.Float64bits(s.sum.float() / float64(s.n)), s.n > 0
+}
+
 func (s *avgIntState) Reset() { s.n, s.sum = 0, int128{} }
 
 func (s *avgIntState) MarshalBinary() ([]byte, error) { return s.AppendBinary(nil) }
@@ -178,6 +182,10 @@ func (s *avgFloatState) AppendResult(b array.Builder) {
 		return
 	}
 	appendFloat(b, s.sum.value()/float64(s.n))
+}
+
+func (s *avgFloatState) resultWord() (uint64, bool) {
+	return math.Float64bits(s.sum.value() / float64(s.n)), s.n > 0
 }
 
 func (s *avgFloatState) Reset() { s.n, s.sum = 0, fsum{} }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // The per-category aggregates: <base>_cate(x, g) and
@@ -89,6 +90,22 @@ func (f *cateFunc[G]) ResultType() arrow.DataType {
 	return arrow.MapOf(f.gt, f.inner.ResultType())
 }
 func (f *cateFunc[G]) Retractable() bool { return f.inner.Retractable() }
+
+// newResultBuilder returns an entryListBuilder for string categories
+// whose base states give their results as words (sum, count, avg).
+func (f *cateFunc[G]) newResultBuilder(mem memory.Allocator) array.Builder {
+	if _, ok := any(f).(*cateFunc[string]); !ok {
+		return nil
+	}
+	if _, ok := f.inner.NewState().(wordResult); !ok {
+		return nil
+	}
+	dt := f.ResultType()
+	if elem, ok := entryListType(dt); ok {
+		return newEntryListBuilder(mem, dt, elem)
+	}
+	return nil
+}
 func (f *cateFunc[G]) NewState() State {
 	return &cateState[G]{f: f}
 }
@@ -224,6 +241,12 @@ func (s *cateState[G]) Merge(o State) {
 }
 
 func (s *cateState[G]) AppendResult(b array.Builder) {
+	if eb, ok := b.(*entryListBuilder); ok {
+		if ss, ok := any(s).(*cateState[string]); ok {
+			appendCateEntries(ss, eb)
+			return
+		}
+	}
 	mb, ok := b.(*array.MapBuilder)
 	if !ok {
 		b.AppendNull()
@@ -249,6 +272,17 @@ func (s *cateState[G]) AppendResult(b array.Builder) {
 		put(kb, e.g)
 		e.s.AppendResult(ib)
 	}
+}
+
+// appendCateEntries appends the result of a string *_cate whose base
+// states are wordResults to eb.
+func appendCateEntries(s *cateState[string], eb *entryListBuilder) {
+	for _, k := range s.ord {
+		e := &s.slots[k]
+		w, valid := e.s.(wordResult).resultWord()
+		eb.add(e.g, w, valid)
+	}
+	eb.endRow()
 }
 
 func (s *cateState[G]) Reset() {

@@ -77,6 +77,8 @@ func (s *countState) Merge(o State) { s.n += o.(*countState).n }
 
 func (s *countState) AppendResult(b array.Builder) { appendInt(b, s.n) }
 
+func (s *countState) resultWord() (uint64, bool) { return uint64(s.n), true }
+
 func (s *countState) Reset() { s.n = 0 }
 
 func (s *countState) MarshalBinary() ([]byte, error) { return s.AppendBinary(nil) }

@@ -103,6 +103,8 @@ func (s *sumIntState) AppendResult(b array.Builder) {
 	b.(*array.Int64Builder).Append(s.sum)
 }
 
+func (s *sumIntState) resultWord() (uint64, bool) { return uint64(s.sum), s.n != 0 }
+
 func (s *sumIntState) Reset() { s.n, s.sum = 0, 0 }
 
 func (s *sumIntState) MarshalBinary() ([]byte, error) { return s.AppendBinary(nil) }
@@ -162,6 +164,10 @@ func (s *sumFloatState) AppendResult(b array.Builder) {
 		return
 	}
 	b.(*array.Float64Builder).Append(s.ks.value())
+}
+
+func (s *sumFloatState) resultWord() (uint64, bool) {
+	return math.Float64bits(s.ks.value()), s.n != 0
 }
 
 func (s *sumFloatState) Reset() { s.n, s.ks = 0, kahan{} }

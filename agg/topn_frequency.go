@@ -3,6 +3,8 @@ package agg
 import (
 	"slices"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
@@ -69,6 +71,17 @@ func (f *topnFunc[K]) Retractable() bool { return true }
 func (f *topnFunc[K]) NewState() State   { return &topnState[K]{f: f} }
 func (f *topnFunc[K]) NewWindow() Window {
 	return newOwnRetractWindow[topnState[K]](topnState[K]{f: f})
+}
+
+// newResultBuilder returns an entryListBuilder for string values.
+func (f *topnFunc[K]) newResultBuilder(mem memory.Allocator) array.Builder {
+	if _, ok := any(f).(*topnFunc[string]); ok {
+		dt := f.ResultType()
+		if elem, ok := entryListType(dt); ok {
+			return newEntryListBuilder(mem, dt, elem)
+		}
+	}
+	return nil
 }
 
 // freqEntry is a distinct value with its multiplicity.
@@ -224,6 +237,12 @@ func (s *topnState[K]) Merge(o State) {
 }
 
 func (s *topnState[K]) AppendResult(b array.Builder) {
+	if cb, ok := b.(*entryListBuilder); ok {
+		if ss, ok := any(s).(*topnState[string]); ok {
+			appendTopnCounts(ss, cb)
+			return
+		}
+	}
 	lb, ok := b.(*array.ListBuilder)
 	if !ok {
 		b.AppendNull()
@@ -258,6 +277,24 @@ func (s *topnState[K]) AppendResult(b array.Builder) {
 		put(vb, e.k)
 		cb.Append(e.n)
 	}
+}
+
+// appendTopnCounts appends the result of a string topn_frequency to cb.
+func appendTopnCounts(s *topnState[string], cb *entryListBuilder) {
+	k := s.f.k
+	if s.big {
+		s.sl.Each(func(e freqEntry[string]) bool {
+			cb.add(e.k, uint64(e.n), true)
+			k--
+			return k > 0
+		})
+	} else {
+		for _, t := range s.ord[:min(k, len(s.ord))] {
+			e := &s.fi.slots[t]
+			cb.add(e.k, uint64(e.n), true)
+		}
+	}
+	cb.endRow()
 }
 
 func (s *topnState[K]) Reset() {

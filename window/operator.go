@@ -2168,7 +2168,7 @@ func (o *Operator) ensureBuilders() {
 	}
 	for _, spec := range o.cfg.Windows {
 		for _, f := range spec.Aggs {
-			o.bld = append(o.bld, array.NewBuilder(o.resMem, f.ResultType()))
+			o.bld = append(o.bld, agg.NewResultBuilder(o.resMem, f))
 		}
 	}
 }
