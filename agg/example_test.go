@@ -89,3 +89,38 @@ func ExampleNewStates() {
 	// Output:
 	// [5 7 9]
 }
+
+// NewResultBuilder gives the builder a Func fills fastest (for a string
+// topn_frequency, one of its own): here the two most frequent merchants
+// of each row's last three rows.
+func ExampleNewResultBuilder() {
+	merchant, _ := agg.NewColumn(arrow.BinaryTypes.String)
+	in := array.NewStringBuilder(memory.DefaultAllocator)
+	in.AppendValues([]string{"acme", "bolt", "acme", "cafe", "cafe"}, nil)
+	arr := in.NewArray()
+	defer arr.Release()
+	merchant.AppendArrow(arr, nil)
+	rows := &agg.Rows{Ts: []int64{1, 2, 3, 4, 5}, Cols: []agg.Column{merchant}}
+
+	f, err := agg.Bind("topn_frequency", []agg.Arg{
+		{Type: arrow.BinaryTypes.String, Col: 0},
+		{Col: -1, IsConst: true, Const: int64(2), Type: arrow.PrimitiveTypes.Int64},
+	})
+	if err != nil {
+		panic(err)
+	}
+	b := agg.NewResultBuilder(memory.DefaultAllocator, f)
+	defer b.Release()
+	f.NewWindow().Eval(rows, []int64{0, 0, 0, 1, 2}, []int64{1, 2, 3, 4, 5}, nil, b)
+	res := b.NewArray().(*array.List)
+	defer res.Release()
+	for i := range res.Len() {
+		fmt.Println(res.ValueStr(i))
+	}
+	// Output:
+	// [{"count":1,"value":"acme"}]
+	// [{"count":1,"value":"acme"},{"count":1,"value":"bolt"}]
+	// [{"count":2,"value":"acme"},{"count":1,"value":"bolt"}]
+	// [{"count":1,"value":"acme"},{"count":1,"value":"bolt"}]
+	// [{"count":2,"value":"cafe"},{"count":1,"value":"acme"}]
+}
