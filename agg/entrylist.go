@@ -194,8 +194,9 @@ func (b *entryListBuilder) Reserve(n int) { b.Resize(b.Len() + n) }
 // Resize makes room for n rows in all. Unlike Arrow's builders it never
 // drops rows (theirs drop top-level rows but keep the children's).
 func (b *entryListBuilder) Resize(n int) {
+	n = max(n, b.Len())
 	b.offs = slices.Grow(b.offs, n+1-len(b.offs))
-	b.rowCap = max(n, b.Len())
+	b.rowCap = n
 }
 
 // IsNull reports whether row i is NULL.
