@@ -205,8 +205,12 @@ func (b *entryListBuilder) IsNull(i int) bool {
 	return found
 }
 
-// SetNull makes row i NULL (its entries stay, unseen).
+// SetNull makes row i NULL (its entries stay, unseen). Like Arrow's
+// builders it panics for a row it does not hold.
 func (b *entryListBuilder) SetNull(i int) {
+	if i < 0 || i >= b.Len() {
+		panic("agg: entryListBuilder: SetNull of a row out of range")
+	}
 	if p, found := slices.BinarySearch(b.nulls, int32(i)); !found {
 		b.nulls = slices.Insert(b.nulls, p, int32(i))
 	}
