@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/volga-go/volga/internal/arrowutil"
@@ -71,6 +72,23 @@ type Clustered struct {
 	// each part's keys itself).
 	g      *grouper
 	groups []int32
+	// key rebuilds the key column of the output instead of gathering it,
+	// when it is a single column of 8-byte values: nil otherwise.
+	key *keyRuns
+}
+
+// keyRuns is the key column of the output in runs: run k (a key, in
+// output order) ends at row ends[k] of order and has value vals[k], or
+// NULL when k is null.
+type keyRuns struct {
+	col  int // the key column
+	ends []int32
+	vals []int64
+	null int32 // -1: no NULL key
+	run  int   // the run of row next of order
+	// rest are the other columns, gathered, and their schema.
+	rest   []int
+	schema *arrow.Schema
 }
 
 // ClusteredMemory is how many bytes of input a Clustered source holds in
@@ -225,7 +243,7 @@ func (c *Clustered) Read(ctx context.Context) (arrow.RecordBatch, error) {
 		segs = arrowutil.AppendSeg(segs, int32(p>>32), int32(p))
 	}
 	c.segs = segs
-	rec, err := arrowutil.GatherRecord(c.mem, c.schema, c.recs, segs)
+	rec, err := c.gather(segs, c.next, end)
 	if err != nil {
 		return nil, fmt.Errorf("source: clustered: %w", err)
 	}
@@ -329,7 +347,77 @@ func (c *Clustered) order0() error {
 			i++
 		}
 	}
+	c.key = nil
+	if g.words {
+		// start[k] is now where key k's rows end.
+		c.key = &keyRuns{col: c.keys[0], ends: start[:g.n], vals: g.vals, null: g.null}
+		for k := range c.schema.NumFields() {
+			if k != c.keys[0] {
+				c.key.rest = append(c.key.rest, k)
+			}
+		}
+		fields := make([]arrow.Field, len(c.key.rest))
+		for j, k := range c.key.rest {
+			fields[j] = c.schema.Field(k)
+		}
+		c.key.schema = arrow.NewSchema(fields, nil)
+	}
 	return nil
+}
+
+// gather returns rows segs of recs, order[from:to]: every column
+// gathered, or all but a key column that key rebuilds from its runs (a
+// column of runs of one value each, written in order where a gather
+// would read each row's value from wherever it is).
+func (c *Clustered) gather(segs []arrowutil.Seg, from, to int) (arrow.RecordBatch, error) {
+	kr := c.key
+	if kr == nil {
+		return arrowutil.GatherRecord(c.mem, c.schema, c.recs, segs)
+	}
+	rest, err := arrowutil.GatherColumns(c.mem, kr.schema, c.recs, kr.rest, segs)
+	if err != nil {
+		return nil, err
+	}
+	defer rest.Release()
+	n := to - from
+	vb := memory.NewResizableBuffer(c.mem)
+	vb.Resize(8 * n)
+	defer vb.Release()
+	out := arrow.Int64Traits.CastFromBytes(vb.Bytes())[:n]
+	var valid *memory.Buffer
+	nulls := 0
+	for p := from; p < to; {
+		for kr.ends[kr.run] <= int32(p) {
+			kr.run++
+		}
+		end := min(int(kr.ends[kr.run]), to)
+		if int32(kr.run) == kr.null {
+			if valid == nil {
+				valid = memory.NewResizableBuffer(c.mem)
+				valid.Resize(int(bitutil.BytesForBits(int64(n))))
+				bitutil.SetBitsTo(valid.Bytes(), 0, int64(n), true)
+				defer valid.Release()
+			}
+			bitutil.SetBitsTo(valid.Bytes(), int64(p-from), int64(end-p), false)
+			clear(out[p-from : end-from])
+			nulls += end - p
+		} else {
+			v := kr.vals[kr.run]
+			for i := p - from; i < end-from; i++ {
+				out[i] = v
+			}
+		}
+		p = end
+	}
+	kd := array.NewData(c.schema.Field(kr.col).Type, n, []*memory.Buffer{valid, vb}, nil, nulls, 0)
+	defer kd.Release()
+	key := array.MakeFromData(kd)
+	defer key.Release()
+	cols := make([]arrow.Array, 0, c.schema.NumFields())
+	cols = append(cols, rest.Columns()[:kr.col]...)
+	cols = append(cols, key)
+	cols = append(cols, rest.Columns()[kr.col:]...)
+	return array.NewRecordBatch(c.schema, cols, int64(n)), nil
 }
 
 // nextPart reads the next part of a spilled input with rows, and orders
@@ -358,7 +446,7 @@ func (c *Clustered) dropSpill() {
 // release lets the batches being returned go.
 func (c *Clustered) release() {
 	arrowutil.ReleaseAll(c.recs)
-	c.recs, c.order, c.segs = nil, nil, nil
+	c.recs, c.order, c.segs, c.key = nil, nil, nil, nil
 	c.next = 0
 }
 
@@ -385,6 +473,9 @@ type grouper struct {
 	null  int32 // the group of a NULL key (ints and strs); -1: none yet
 	buf   []byte
 	words bool // keys[0] holds 8-byte values (ints)
+	// vals holds the value of each group when words (0 for the NULL
+	// group).
+	vals []int64
 }
 
 func newGrouper(schema *arrow.Schema, keys []int) *grouper {
@@ -419,6 +510,9 @@ func (g *grouper) appendGroups(groups []int32, rec arrow.RecordBatch) []int32 {
 		if g.null < 0 {
 			g.null = g.n
 			g.n++
+			if g.words {
+				g.vals = append(g.vals, 0)
+			}
 		}
 		return g.null
 	}
@@ -437,6 +531,7 @@ func (g *grouper) appendGroups(groups []int32, rec arrow.RecordBatch) []int32 {
 				id = g.n
 				g.n++
 				g.ints.Put(v, id)
+				g.vals = append(g.vals, v)
 			}
 			groups = append(groups, id)
 		}
