@@ -734,14 +734,18 @@ func (g *GroupOperator) advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 			return cmpInt(a.minSeq, b.minSeq)
 		})
 	}
+	nk := len(g.cfg.KeyCols)
 	bld := make([]array.Builder, g.out.NumFields())
 	for i, f := range g.out.Fields() {
-		bld[i] = array.NewBuilder(g.mem, f.Type)
+		if a := i - (4 + nk); a >= 0 && a < len(g.cfg.Aggs) {
+			bld[i] = agg.NewResultBuilder(g.mem, g.cfg.Aggs[a])
+		} else {
+			bld[i] = array.NewBuilder(g.mem, f.Type)
+		}
 		// One window a row: sized once rather than grown by doubling.
 		bld[i].Reserve(len(fire))
 	}
 	defer arrowutil.ReleaseAll(bld)
-	nk := len(g.cfg.KeyCols)
 	// The columns of the windows' times and keys a column at a time
 	// (each builder's type found once), then the aggregates' results a
 	// window at a time (its states read together).
