@@ -91,10 +91,13 @@ func (f *cateFunc[G]) ResultType() arrow.DataType {
 }
 func (f *cateFunc[G]) Retractable() bool { return f.inner.Retractable() }
 
-// newResultBuilder returns an entryListBuilder for string categories
-// whose base states give their results as words (sum, count, avg).
+// newResultBuilder returns an entryListBuilder for string and int64
+// categories whose base states give their results as words (sum,
+// count, avg).
 func (f *cateFunc[G]) newResultBuilder(mem memory.Allocator) array.Builder {
-	if _, ok := any(f).(*cateFunc[string]); !ok {
+	switch any(f).(type) {
+	case *cateFunc[string], *cateFunc[int64]:
+	default:
 		return nil
 	}
 	if _, ok := f.inner.NewState().(wordResult); !ok {
@@ -242,8 +245,12 @@ func (s *cateState[G]) Merge(o State) {
 
 func (s *cateState[G]) AppendResult(b array.Builder) {
 	if eb, ok := b.(*entryListBuilder); ok {
-		if ss, ok := any(s).(*cateState[string]); ok {
-			appendCateEntries(ss, eb)
+		switch ss := any(s).(type) {
+		case *cateState[string]:
+			appendCateEntries(ss, eb, (*entryListBuilder).add)
+			return
+		case *cateState[int64]:
+			appendCateEntries(ss, eb, (*entryListBuilder).addInt)
 			return
 		}
 	}
@@ -274,13 +281,14 @@ func (s *cateState[G]) AppendResult(b array.Builder) {
 	}
 }
 
-// appendCateEntries appends the result of a string *_cate whose base
-// states are wordResults to eb.
-func appendCateEntries(s *cateState[string], eb *entryListBuilder) {
+// appendCateEntries appends the result of a *_cate whose base states are
+// wordResults to eb, each entry through add (entryListBuilder.add or
+// addInt).
+func appendCateEntries[G comparable](s *cateState[G], eb *entryListBuilder, add func(*entryListBuilder, G, uint64, bool)) {
 	for _, k := range s.ord {
 		e := &s.slots[k]
 		w, valid := e.s.(wordResult).resultWord()
-		eb.add(e.g, w, valid)
+		add(eb, e.g, w, valid)
 	}
 	eb.endRow()
 }

@@ -37,9 +37,9 @@
 // arbitrary set of rows, as request-time lookups need.
 //
 // Results go to Arrow builders. Operators that append the results of many
-// rows take their builders from [NewResultBuilder]: for a string
-// topn_frequency and for the string *_cate families over sum, count and
-// avg it gives a builder of the package's own, filled from plain slices
+// rows take their builders from [NewResultBuilder]: for topn_frequency
+// and the *_cate families over sum, count and avg, of string or int64
+// values, it gives a builder of the package's own, filled from plain slices
 // and copied into the allocator's buffers once per array (Arrow's list
 // and map builders cost about 50 ns an entry: a call per struct bit,
 // offset, string and number).

@@ -19,11 +19,16 @@ var entryListTypes = []arrow.DataType{
 	)),
 	arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Float64),
 	arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int64),
+	arrow.ListOf(arrow.StructOf(
+		arrow.Field{Name: "value", Type: arrow.PrimitiveTypes.Int64},
+		arrow.Field{Name: "count", Type: arrow.PrimitiveTypes.Int64},
+	)),
+	arrow.MapOf(arrow.PrimitiveTypes.Int64, arrow.PrimitiveTypes.Float64),
 }
 
 // refAppendEntry appends an entry to b, Arrow's builder of dt, as
-// entryListBuilder.add does.
-func refAppendEntry(b array.Builder, v string, w uint64, valid bool) {
+// entryListBuilder.add (string v) or addInt (int64 iv) does.
+func refAppendEntry(b array.Builder, v string, iv int64, w uint64, valid bool) {
 	var sb *array.StructBuilder
 	var kb, ib array.Builder
 	switch b := b.(type) {
@@ -35,7 +40,11 @@ func refAppendEntry(b array.Builder, v string, w uint64, valid bool) {
 		kb, ib = b.KeyBuilder(), b.ItemBuilder()
 	}
 	sb.Append(true)
-	kb.(*array.StringBuilder).Append(v)
+	if sk, ok := kb.(*array.StringBuilder); ok {
+		sk.Append(v)
+	} else {
+		kb.(*array.Int64Builder).Append(iv)
+	}
 	switch {
 	case !valid:
 		ib.AppendNull()
@@ -141,8 +150,13 @@ func TestEntryListBuilderMatchesArrow(t *testing.T) {
 								w = math.Float64bits(rng.NormFloat64())
 							}
 							valid := dt.ID() == arrow.LIST || rng.IntN(5) > 0
-							got.add(v, w, valid)
-							refAppendEntry(want, v, w, valid)
+							iv := rng.Int64N(100) - 50
+							if elem.Field(0).Type.ID() == arrow.INT64 {
+								got.addInt(iv, w, valid)
+							} else {
+								got.add(v, w, valid)
+							}
+							refAppendEntry(want, v, iv, w, valid)
 						}
 						got.endRow()
 					}
@@ -178,7 +192,8 @@ func TestEntryListBuilderRefuses(t *testing.T) {
 		t.Errorf("builder of %d rows of %s", b.Len(), b.Type())
 	}
 	for _, dt := range []arrow.DataType{
-		arrow.ListOf(arrow.StructOf(arrow.Field{Name: "value", Type: arrow.PrimitiveTypes.Int64}, arrow.Field{Name: "count", Type: arrow.PrimitiveTypes.Int64})),
+		arrow.ListOf(arrow.StructOf(arrow.Field{Name: "value", Type: arrow.PrimitiveTypes.Int32}, arrow.Field{Name: "count", Type: arrow.PrimitiveTypes.Int64})),
+		arrow.ListOf(arrow.StructOf(arrow.Field{Name: "value", Type: arrow.FixedWidthTypes.Timestamp_ms}, arrow.Field{Name: "count", Type: arrow.PrimitiveTypes.Int64})),
 		arrow.ListOf(arrow.StructOf(arrow.Field{Name: "value", Type: arrow.BinaryTypes.LargeString}, arrow.Field{Name: "count", Type: arrow.PrimitiveTypes.Int64})),
 		arrow.MapOf(arrow.BinaryTypes.String, arrow.BinaryTypes.String),
 		arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int32),
@@ -191,8 +206,9 @@ func TestEntryListBuilderRefuses(t *testing.T) {
 	}
 }
 
-// TestResultBuilderSameResults: topn_frequency and the string *_cate
-// aggregates of sum, count and avg give the same results through
+// TestResultBuilderSameResults: topn_frequency and the *_cate aggregates
+// of sum, count and avg, of string and int64 values, give the same
+// results through
 // NewResultBuilder (an entryListBuilder) as through Arrow's builder, the
 // same windows over random rows (NULLs too) and frames evaluated in the
 // same chunks; other Funcs get Arrow's builder.
@@ -211,9 +227,13 @@ func TestResultBuilderSameResults(t *testing.T) {
 		{"avg_cate", []Arg{colArg(colFloat), cat}, true},
 		{"avg_cate", []Arg{colArg(colInt), cat}, true},
 		{"sum_cate_where", []Arg{colArg(colFloat), colArg(colCond), cat}, true},
+		{"sum_cate", []Arg{colArg(colFloat), colArg(colCatInt)}, true},
+		{"count_cate", []Arg{colArg(colInt), colArg(colCatInt)}, true},
+		{"topn_frequency", []Arg{colArg(colInt), constArg(int64(3))}, true},
 		{"max_cate", []Arg{colArg(colFloat), cat}, false},
-		{"sum_cate", []Arg{colArg(colFloat), colArg(colCatInt)}, false},
-		{"topn_frequency", []Arg{colArg(colInt), constArg(int64(3))}, false},
+		{"sum_cate", []Arg{colArg(colFloat), colArg(colBool)}, false},
+		{"topn_frequency", []Arg{colArg(colI32), constArg(int64(3))}, false},
+		{"topn_frequency", []Arg{colArg(colTs), constArg(int64(3))}, false},
 	}
 	for _, c := range cases {
 		f, err := Bind(c.fn, c.args)

@@ -73,9 +73,11 @@ func (f *topnFunc[K]) NewWindow() Window {
 	return newOwnRetractWindow[topnState[K]](topnState[K]{f: f})
 }
 
-// newResultBuilder returns an entryListBuilder for string values.
+// newResultBuilder returns an entryListBuilder for string and int64
+// values.
 func (f *topnFunc[K]) newResultBuilder(mem memory.Allocator) array.Builder {
-	if _, ok := any(f).(*topnFunc[string]); ok {
+	switch any(f).(type) {
+	case *topnFunc[string], *topnFunc[int64]:
 		dt := f.ResultType()
 		if elem, ok := entryListType(dt); ok {
 			return newEntryListBuilder(mem, dt, elem)
@@ -237,9 +239,13 @@ func (s *topnState[K]) Merge(o State) {
 }
 
 func (s *topnState[K]) AppendResult(b array.Builder) {
-	if cb, ok := b.(*entryListBuilder); ok {
-		if ss, ok := any(s).(*topnState[string]); ok {
-			appendTopnCounts(ss, cb)
+	if eb, ok := b.(*entryListBuilder); ok {
+		switch ss := any(s).(type) {
+		case *topnState[string]:
+			appendTopnCounts(ss, eb, (*entryListBuilder).add)
+			return
+		case *topnState[int64]:
+			appendTopnCounts(ss, eb, (*entryListBuilder).addInt)
 			return
 		}
 	}
@@ -279,22 +285,23 @@ func (s *topnState[K]) AppendResult(b array.Builder) {
 	}
 }
 
-// appendTopnCounts appends the result of a string topn_frequency to cb.
-func appendTopnCounts(s *topnState[string], cb *entryListBuilder) {
+// appendTopnCounts appends the result of a topn_frequency to eb, each
+// entry through add (entryListBuilder.add or addInt).
+func appendTopnCounts[K comparable](s *topnState[K], eb *entryListBuilder, add func(*entryListBuilder, K, uint64, bool)) {
 	k := s.f.k
 	if s.big {
-		s.sl.Each(func(e freqEntry[string]) bool {
-			cb.add(e.k, uint64(e.n), true)
+		s.sl.Each(func(e freqEntry[K]) bool {
+			add(eb, e.k, uint64(e.n), true)
 			k--
 			return k > 0
 		})
 	} else {
 		for _, t := range s.ord[:min(k, len(s.ord))] {
 			e := &s.fi.slots[t]
-			cb.add(e.k, uint64(e.n), true)
+			add(eb, e.k, uint64(e.n), true)
 		}
 	}
-	cb.endRow()
+	eb.endRow()
 }
 
 func (s *topnState[K]) Reset() {
