@@ -103,11 +103,7 @@ func (f *cateFunc[G]) newResultBuilder(mem memory.Allocator) array.Builder {
 	if _, ok := f.inner.NewState().(wordResult); !ok {
 		return nil
 	}
-	dt := f.ResultType()
-	if elem, ok := entryListType(dt); ok {
-		return newEntryListBuilder(mem, dt, elem)
-	}
-	return nil
+	return entryListBuilderOf(mem, f.ResultType())
 }
 func (f *cateFunc[G]) NewState() State {
 	return &cateState[G]{f: f}

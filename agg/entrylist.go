@@ -5,10 +5,10 @@ import (
 	"math"
 	"slices"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -70,8 +70,6 @@ type entryListBuilder struct {
 	intKey bool
 	words  []uint64
 	wnulls []int32
-	// rowCap is the capacity Reserve and Resize promised, in rows.
-	rowCap int
 }
 
 // wordResult is a state whose result is one int64 or float64 (as its
@@ -110,6 +108,15 @@ func entryListType(dt arrow.DataType) (*arrow.StructType, bool) {
 		return st, true
 	}
 	return nil, false
+}
+
+// entryListBuilderOf returns an entryListBuilder for results of type dt,
+// or nil when it cannot build them.
+func entryListBuilderOf(mem memory.Allocator, dt arrow.DataType) array.Builder {
+	if elem, ok := entryListType(dt); ok {
+		return newEntryListBuilder(mem, dt, elem)
+	}
+	return nil
 }
 
 func newEntryListBuilder(mem memory.Allocator, dt arrow.DataType, elem *arrow.StructType) *entryListBuilder {
@@ -159,7 +166,7 @@ func (b *entryListBuilder) Release() {
 func (b *entryListBuilder) Len() int { return len(b.offs) - 1 }
 
 // Cap returns the rows there is room for.
-func (b *entryListBuilder) Cap() int { return max(b.rowCap, cap(b.offs)-1) }
+func (b *entryListBuilder) Cap() int { return cap(b.offs) - 1 }
 
 // NullN returns the number of NULL rows.
 func (b *entryListBuilder) NullN() int { return len(b.nulls) }
@@ -211,9 +218,7 @@ func (b *entryListBuilder) Reserve(n int) { b.Resize(b.Len() + n) }
 // Resize makes room for n rows in all. Unlike Arrow's builders it never
 // drops rows (theirs drop top-level rows but keep the children's).
 func (b *entryListBuilder) Resize(n int) {
-	n = max(n, b.Len())
-	b.offs = slices.Grow(b.offs, n+1-len(b.offs))
-	b.rowCap = n
+	b.offs = slices.Grow(b.offs, max(n, b.Len())+1-len(b.offs))
 }
 
 // IsNull reports whether row i is NULL.
@@ -244,11 +249,11 @@ func (b *entryListBuilder) NewArray() arrow.Array {
 	rowValid, wordValid := b.validity(b.nulls, rows), b.validity(b.wnulls, n)
 	var vals []*memory.Buffer
 	if b.intKey {
-		vals = []*memory.Buffer{nil, b.copyOf(int64Bytes(b.ints))}
+		vals = []*memory.Buffer{nil, b.copyOf(arrow.Int64Traits.CastToBytes(b.ints))}
 	} else {
-		vals = []*memory.Buffer{nil, b.copyOf(int32Bytes(b.voff)), b.copyOf(b.data)}
+		vals = []*memory.Buffer{nil, b.copyOf(arrow.Int32Traits.CastToBytes(b.voff)), b.copyOf(b.data)}
 	}
-	words, offs := b.copyOf(uint64Bytes(b.words)), b.copyOf(int32Bytes(b.offs))
+	words, offs := b.copyOf(arrow.Uint64Traits.CastToBytes(b.words)), b.copyOf(arrow.Int32Traits.CastToBytes(b.offs))
 	// NewData takes references of its own to buffers and children.
 	keys := array.NewData(b.elem.Field(0).Type, n, vals, nil, 0, 0)
 	nums := array.NewData(b.elem.Field(1).Type, n, []*memory.Buffer{wordValid, words}, nil, len(b.wnulls), 0)
@@ -265,7 +270,6 @@ func (b *entryListBuilder) NewArray() arrow.Array {
 	}
 	b.offs, b.nulls, b.voff, b.data, b.ints = b.offs[:1], b.nulls[:0], b.voff[:1], b.data[:0], b.ints[:0]
 	b.words, b.wnulls = b.words[:0], b.wnulls[:0]
-	b.rowCap = 0
 	return a
 }
 
@@ -277,12 +281,9 @@ func (b *entryListBuilder) validity(nulls []int32, n int) *memory.Buffer {
 	}
 	buf := memory.NewResizableBuffer(b.mem)
 	buf.Resize((n + 7) / 8)
-	bits := buf.Bytes()
-	for i := range bits {
-		bits[i] = 0xff
-	}
+	bitutil.SetBitsTo(buf.Bytes(), 0, int64(n), true)
 	for _, i := range nulls {
-		bits[i/8] &^= 1 << (i % 8)
+		bitutil.ClearBit(buf.Bytes(), int(i))
 	}
 	return buf
 }
@@ -294,16 +295,4 @@ func (b *entryListBuilder) copyOf(p []byte) *memory.Buffer {
 	buf.Resize(len(p))
 	copy(buf.Bytes(), p)
 	return buf
-}
-
-func int32Bytes(s []int32) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 4*len(s))
-}
-
-func int64Bytes(s []int64) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 8*len(s))
-}
-
-func uint64Bytes(s []uint64) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 8*len(s))
 }

@@ -78,10 +78,7 @@ func (f *topnFunc[K]) NewWindow() Window {
 func (f *topnFunc[K]) newResultBuilder(mem memory.Allocator) array.Builder {
 	switch any(f).(type) {
 	case *topnFunc[string], *topnFunc[int64]:
-		dt := f.ResultType()
-		if elem, ok := entryListType(dt); ok {
-			return newEntryListBuilder(mem, dt, elem)
-		}
+		return entryListBuilderOf(mem, f.ResultType())
 	}
 	return nil
 }
