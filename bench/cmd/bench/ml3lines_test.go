@@ -10,9 +10,7 @@ import (
 // median, and volga-batch is compared with the go-loop.
 func TestML3Lines(t *testing.T) {
 	run := func(engine string, seconds, rss float64) measured {
-		m := measured{engine: engine, peakRSSMB: rss}
-		m.Seconds = seconds
-		return m
+		return testRun(engine, seconds, 0, rss)
 	}
 	done := []measured{
 		run("volga-batch", 10, 2000), run("volga-batch-features-4", 2, 400),

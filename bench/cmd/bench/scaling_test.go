@@ -18,9 +18,7 @@ func TestEngineParallelism(t *testing.T) {
 
 func TestScalingLines(t *testing.T) {
 	run := func(engine string, seconds, cpu float64) measured {
-		m := measured{engine: engine, cpuSeconds: cpu}
-		m.Seconds = seconds
-		return m
+		return testRun(engine, seconds, cpu, 0)
 	}
 	done := []measured{
 		run("volga-batch-p1", 4, 5), run("volga-batch-p2", 2.5, 5),
@@ -35,4 +33,11 @@ func TestScalingLines(t *testing.T) {
 	if got := scalingLines("scaling", done); !slices.Equal(got, want) {
 		t.Errorf("scalingLines:\n got %q\nwant %q", got, want)
 	}
+}
+
+// testRun is a measured run of engine for the ratio lines' tests.
+func testRun(engine string, seconds, cpu, rssMB float64) measured {
+	m := measured{engine: engine, cpuSeconds: cpu, peakRSSMB: rssMB}
+	m.Seconds = seconds
+	return m
 }
