@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -28,8 +31,10 @@ import (
 //
 // The first Read reads the whole input and keeps it in memory (the
 // columns the pipeline uses, when the input can leave the others out:
-// Clustered is a Projector when the input is one); each Read then copies
-// the next rows out in that order. So memory holds the input, where a
+// Clustered is a Projector when the input is one) and places its rows in
+// output order, row-major for the columns that allow it (numbers, and
+// strings of up to 15 bytes; the others are gathered a batch at a time);
+// each Read then copies the next rows out in that order. So memory holds the input, where a
 // batch run over input in time order holds every key's windows and rows
 // waiting for their results: the better trade when frames are long
 // against the input's span and the state per key is large (ml-3, 30-day
@@ -41,8 +46,9 @@ import (
 // instead: written to ClusteredSpillParts files parted by key (Arrow IPC
 // streams), then clustered a part at a time, so that memory holds about
 // a part. The keys then come part by part, each part's in the order of
-// their first rows. Spilling costs about twice the time of ordering in
-// memory (BenchmarkClusteredFeatures4: 286 against 155 ns a row).
+// their first rows. Spilling costs about three times the time of
+// ordering in memory (BenchmarkClusteredFeatures4: 424 against 141 ns a
+// row, 2026-12-02).
 //
 // Clustered does not implement Seeker: runs with checkpoints refuse it.
 type Clustered struct {
@@ -57,12 +63,22 @@ type Clustered struct {
 
 	started, closed bool
 	err             error // of the load, returned by every Read after
-	// recs are the batches of the input (or of the part) being returned.
-	recs []arrow.RecordBatch
-	// order holds their rows in output order (batch<<32 | row), next the
-	// first not returned yet; segs is Read's scratch.
-	order []uint64
+	// recs are the batches of the input (or of the part) being returned,
+	// n their rows and next the first of them not returned yet. Their
+	// columns come out of three places: the key column, when it is a
+	// single column of 8-byte values, rebuilt from its runs (key); the
+	// columns a rowStage can hold, placed in it in output order (st); and
+	// the rest, gathered from recs through order (batch<<32 | row, in
+	// output order; segs is Read's scratch). recs and order are nil once
+	// every column is in key or st.
+	recs  []arrow.RecordBatch
+	n     int
 	next  int
+	key   *keyRuns
+	st    *rowStage
+	rest  []int
+	restS *arrow.Schema
+	order []uint64
 	segs  []arrowutil.Seg
 	// spill holds the parts of a spilled input; nil when it fits.
 	spill *spill
@@ -72,9 +88,6 @@ type Clustered struct {
 	// each part's keys itself).
 	g      *grouper
 	groups []int32
-	// key rebuilds the key column of the output instead of gathering it,
-	// when it is a single column of 8-byte values: nil otherwise.
-	key *keyRuns
 }
 
 // keyRuns is the key column of the output in runs: run k (a key, in
@@ -85,14 +98,13 @@ type keyRuns struct {
 	ends []int32
 	vals []int64
 	null int32 // -1: no NULL key
-	run  int   // the run of row next of order
-	// rest are the other columns, gathered, and their schema.
-	rest   []int
-	schema *arrow.Schema
+	run  int   // the run of row next
 }
 
 // ClusteredMemory is how many bytes of input a Clustered source holds in
-// memory before it spills (see WithSpill).
+// memory before it spills (see WithSpill). Ordering what it holds takes
+// up to about as much again for a moment: the rows placed in output
+// order before the batches they came from are let go.
 const ClusteredMemory = 1 << 30
 
 // ClusteredSpillParts is the number of parts a spilled input is split
@@ -218,7 +230,7 @@ func (c *Clustered) Read(ctx context.Context) (arrow.RecordBatch, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
-	for c.next >= len(c.order) {
+	for c.next >= c.n {
 		c.release()
 		if c.spill == nil {
 			return nil, io.EOF
@@ -237,12 +249,15 @@ func (c *Clustered) Read(ctx context.Context) (arrow.RecordBatch, error) {
 	// Copied a batch at a time, as the pipeline goes, on the reader's
 	// goroutine: copied whole before the run (a column at a time, in
 	// parallel) the rows cost as much CPU, and the run waited for them.
-	end := min(len(c.order), c.next+c.batch)
-	segs := c.segs[:0]
-	for _, p := range c.order[c.next:end] {
-		segs = arrowutil.AppendSeg(segs, int32(p>>32), int32(p))
+	end := min(c.n, c.next+c.batch)
+	var segs []arrowutil.Seg
+	if c.order != nil {
+		segs = c.segs[:0]
+		for _, p := range c.order[c.next:end] {
+			segs = arrowutil.AppendSeg(segs, int32(p>>32), int32(p))
+		}
+		c.segs = segs
 	}
-	c.segs = segs
 	rec, err := c.gather(segs, c.next, end)
 	if err != nil {
 		return nil, fmt.Errorf("source: clustered: %w", err)
@@ -319,7 +334,9 @@ func (c *Clustered) load(ctx context.Context) error {
 }
 
 // order0 orders the rows of recs: a counting sort by key, stable, the
-// keys numbered in the order of their first rows.
+// keys numbered in the order of their first rows. The rows are placed
+// in output order in the row stage (the columns it can hold), or noted
+// in order (for the columns gathered), or both.
 func (c *Clustered) order0() error {
 	g, groups := c.g, c.groups
 	c.g, c.groups = nil, nil
@@ -336,49 +353,135 @@ func (c *Clustered) order0() error {
 	for k := 1; k < len(start); k++ {
 		start[k] += start[k-1]
 	}
-	c.order = make([]uint64, len(groups))
-	c.next = 0
-	i := 0
-	for b, rec := range c.recs {
-		for r := range int(rec.NumRows()) {
-			k := groups[i]
-			c.order[start[k]] = uint64(b)<<32 | uint64(r)
-			start[k]++
-			i++
-		}
+	c.n, c.next = len(groups), 0
+	skip := -1
+	if g.words {
+		skip = c.keys[0]
 	}
+	c.st, c.rest = planRows(c.schema, c.recs, skip)
+	if c.st != nil {
+		c.st.words = make([]uint64, c.n*c.st.w)
+	}
+	c.order = nil
+	if len(c.rest) > 0 {
+		c.order = make([]uint64, c.n)
+		fields := make([]arrow.Field, len(c.rest))
+		for j, f := range c.rest {
+			fields[j] = c.schema.Field(f)
+		}
+		c.restS = arrow.NewSchema(fields, nil)
+	}
+	c.place(groups, start)
 	c.key = nil
 	if g.words {
 		// start[k] is now where key k's rows end.
 		c.key = &keyRuns{col: c.keys[0], ends: start[:g.n], vals: g.vals, null: g.null}
-		for k := range c.schema.NumFields() {
-			if k != c.keys[0] {
-				c.key.rest = append(c.key.rest, k)
-			}
-		}
-		fields := make([]arrow.Field, len(c.key.rest))
-		for j, k := range c.key.rest {
-			fields[j] = c.schema.Field(k)
-		}
-		c.key.schema = arrow.NewSchema(fields, nil)
 	}
 	return nil
 }
 
-// gather returns rows segs of recs, order[from:to]: every column
-// gathered, or all but a key column that key rebuilds from its runs (a
-// column of runs of one value each, written in order where a gather
-// would read each row's value from wherever it is).
+// placeParallelRows is the number of rows from which order0 places the
+// rows with two goroutines, each half of the input.
+const placeParallelRows = 1 << 16
+
+// place puts the rows of recs, of keys groups, in output order: in the
+// row stage and in order. start holds the first row of each key, and
+// holds where each key's rows end afterwards. Without gathered columns
+// each batch of recs is released once placed.
+func (c *Clustered) place(groups []int32, start []int32) {
+	release := len(c.rest) == 0
+	defer func() {
+		if release {
+			c.recs = nil
+		}
+	}()
+	if len(groups) < placeParallelRows || len(c.recs) < 2 || runtime.GOMAXPROCS(0) < 2 {
+		c.placeRecs(0, len(c.recs), groups, start, release)
+		return
+	}
+	// The first half's rows go where each key's rows start, the second
+	// half's after the first half's rows of the key.
+	h, rows := 0, 0
+	for h < len(c.recs)-1 && rows < len(groups)/2 {
+		rows += int(c.recs[h].NumRows())
+		h++
+	}
+	first := slices.Clone(start)
+	for _, k := range groups[:rows] {
+		start[k]++
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { c.placeRecs(0, h, groups[:rows], first, release) })
+	c.placeRecs(h, len(c.recs), groups[rows:], start, release)
+	wg.Wait()
+}
+
+// placeRecs places the rows of recs[b0:b1], of keys groups, each at the
+// next row of pos of its key.
+func (c *Clustered) placeRecs(b0, b1 int, groups []int32, pos []int32, release bool) {
+	var dest []int32
+	i := 0
+	for b := b0; b < b1; b++ {
+		rec := c.recs[b]
+		n := int(rec.NumRows())
+		dest = slices.Grow(dest[:0], n)[:n]
+		for r, k := range groups[i : i+n] {
+			dest[r] = pos[k]
+			pos[k]++
+		}
+		i += n
+		if c.order != nil {
+			for r, p := range dest {
+				c.order[p] = uint64(b)<<32 | uint64(r)
+			}
+		}
+		if c.st != nil {
+			c.st.put(rec, dest)
+		}
+		if release {
+			rec.Release()
+			c.recs[b] = nil
+		}
+	}
+}
+
+// gather returns rows from to to of the output, order[from:to] being
+// segs: the key column rebuilt from its runs (a column of runs of one
+// value each, written in order where a gather would read each row's
+// value from wherever it is), the row stage's columns read from it, and
+// the rest gathered from recs.
 func (c *Clustered) gather(segs []arrowutil.Seg, from, to int) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, c.schema.NumFields())
+	defer func() {
+		for _, a := range cols {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}()
+	if len(c.rest) > 0 {
+		rest, err := arrowutil.GatherColumns(c.mem, c.restS, c.recs, c.rest, segs)
+		if err != nil {
+			return nil, err
+		}
+		for j, f := range c.rest {
+			cols[f] = rest.Column(j)
+			cols[f].Retain()
+		}
+		rest.Release()
+	}
+	if c.key != nil {
+		cols[c.key.col] = c.keyColumn(from, to)
+	}
+	if c.st != nil {
+		c.st.columns(c.mem, from, to, cols)
+	}
+	return array.NewRecordBatch(c.schema, cols, int64(to-from)), nil
+}
+
+// keyColumn returns rows from to to of the key column, from its runs.
+func (c *Clustered) keyColumn(from, to int) arrow.Array {
 	kr := c.key
-	if kr == nil {
-		return arrowutil.GatherRecord(c.mem, c.schema, c.recs, segs)
-	}
-	rest, err := arrowutil.GatherColumns(c.mem, kr.schema, c.recs, kr.rest, segs)
-	if err != nil {
-		return nil, err
-	}
-	defer rest.Release()
 	n := to - from
 	vb := memory.NewResizableBuffer(c.mem)
 	vb.Resize(8 * n)
@@ -411,13 +514,7 @@ func (c *Clustered) gather(segs []arrowutil.Seg, from, to int) (arrow.RecordBatc
 	}
 	kd := array.NewData(c.schema.Field(kr.col).Type, n, []*memory.Buffer{valid, vb}, nil, nulls, 0)
 	defer kd.Release()
-	key := array.MakeFromData(kd)
-	defer key.Release()
-	cols := make([]arrow.Array, 0, c.schema.NumFields())
-	cols = append(cols, rest.Columns()[:kr.col]...)
-	cols = append(cols, key)
-	cols = append(cols, rest.Columns()[kr.col:]...)
-	return array.NewRecordBatch(c.schema, cols, int64(n)), nil
+	return array.MakeFromData(kd)
 }
 
 // nextPart reads the next part of a spilled input with rows, and orders
@@ -446,8 +543,8 @@ func (c *Clustered) dropSpill() {
 // release lets the batches being returned go.
 func (c *Clustered) release() {
 	arrowutil.ReleaseAll(c.recs)
-	c.recs, c.order, c.segs, c.key = nil, nil, nil, nil
-	c.next = 0
+	c.recs, c.order, c.segs, c.key, c.st, c.rest = nil, nil, nil, nil, nil, nil
+	c.n, c.next = 0, 0
 }
 
 // Close releases what Clustered holds and closes the input.

@@ -36,6 +36,12 @@ var clusterSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "text", Type: arrow.BinaryTypes.LargeString, Nullable: true},
 	{Name: "tags", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64), Nullable: true},
 	{Name: "small", Type: arrow.PrimitiveTypes.Uint8},
+	// Strings of up to 15 bytes, and longer ones, and numbers of 2 and
+	// 4 bytes.
+	{Name: "label", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "note", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "i16", Type: arrow.PrimitiveTypes.Int16, Nullable: true},
+	{Name: "f32", Type: arrow.PrimitiveTypes.Float32},
 }, nil)
 
 // clusterInput returns n rows of clusterSchema with keys drawn from a few
@@ -90,6 +96,16 @@ func clusterInput(seed uint64, n int) []arrow.RecordBatch {
 			}
 		}
 		b.Field(11).(*array.Uint8Builder).Append(uint8(i))
+		if rng.IntN(10) == 0 {
+			b.Field(12).AppendNull()
+			b.Field(13).AppendNull()
+			b.Field(14).AppendNull()
+		} else {
+			b.Field(12).(*array.StringBuilder).Append(strings.Repeat("é", rng.IntN(8)) + strings.Repeat("z", rng.IntN(2)))
+			b.Field(13).(*array.StringBuilder).Append(fmt.Sprintf("%0*d", rng.IntN(30), i))
+			b.Field(14).(*array.Int16Builder).Append(int16(rng.IntN(1<<16) - 1<<15))
+		}
+		b.Field(15).(*array.Float32Builder).Append(rng.Float32() - 0.5)
 		if rng.IntN(40) == 0 || i == n-1 {
 			out = append(out, b.NewRecordBatch())
 		}
@@ -345,12 +361,18 @@ func TestClusteredSpill(t *testing.T) {
 // it, with each key's rows (key columns cols) together and in input order.
 func checkClustered(t *testing.T, what string, all, got [][]any, cols []string) {
 	t.Helper()
+	checkClusteredOf(t, clusterSchema, what, all, got, cols)
+}
+
+// checkClusteredOf is checkClustered for rows of schema.
+func checkClusteredOf(t *testing.T, schema *arrow.Schema, what string, all, got [][]any, cols []string) {
+	t.Helper()
 	if len(got) != len(all) {
 		t.Fatalf("%s: %d rows, want %d", what, len(got), len(all))
 	}
 	idx := make([]int, len(cols))
 	for j, c := range cols {
-		idx[j] = slices.IndexFunc(clusterSchema.Fields(), func(f arrow.Field) bool { return strings.EqualFold(f.Name, c) })
+		idx[j] = slices.IndexFunc(schema.Fields(), func(f arrow.Field) bool { return strings.EqualFold(f.Name, c) })
 	}
 	keyOf := func(r []any) string {
 		k := ""
@@ -482,5 +504,57 @@ func TestClusteredReleases(t *testing.T) {
 			}
 			mem.AssertSize(t, 0)
 		}
+	}
+}
+
+// TestClusteredRowStage: columns all of kinds Clustered holds row-major
+// (numbers of 1 to 8 bytes, strings of up to 15 bytes, NULLs among them),
+// in batches that are slices of larger ones (values at an offset), and
+// enough rows that two goroutines place them: every row once, equal to
+// its input row, clustered, and every buffer back to the allocator.
+func TestClusteredRowStage(t *testing.T) {
+	names := []string{"row", "user", "name", "shard", "ts", "blob", "x", "small", "label", "i16", "f32"}
+	idx := make([]int, len(names))
+	fields := make([]arrow.Field, len(names))
+	for j, n := range names {
+		idx[j] = clusterSchema.FieldIndices(n)[0]
+		fields[j] = clusterSchema.Field(idx[j])
+	}
+	schema := arrow.NewSchema(fields, nil)
+	n := 70000
+	if testing.Short() {
+		n = 3000
+	}
+	in := clusterInput(9, n)
+	defer arrowutil.ReleaseAll(in)
+	rng := testutil.Rand(9)
+	var parts []arrow.RecordBatch
+	for _, rec := range in {
+		cols := make([]arrow.Array, len(idx))
+		for j, i := range idx {
+			cols[j] = rec.Column(i)
+		}
+		whole := array.NewRecordBatch(schema, cols, rec.NumRows())
+		for lo := int64(0); lo < whole.NumRows(); {
+			hi := min(whole.NumRows(), lo+1+int64(rng.IntN(30)))
+			parts = append(parts, whole.NewSlice(lo, hi))
+			lo = hi
+		}
+		whole.Release()
+	}
+	defer arrowutil.ReleaseAll(parts)
+	all, _ := readAll(t, source.NewMemory(schema, parts...))
+	for _, cols := range [][]string{{"user"}, {"name"}, {"label", "shard"}} {
+		mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+		src, err := source.NewClustered(source.NewMemory(schema, parts...), cols, source.WithAllocator(mem), source.WithBatchSize(1000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := readAll(t, src)
+		checkClusteredOf(t, schema, fmt.Sprintf("by %v", cols), all, got, cols)
+		if err := src.Close(); err != nil {
+			t.Fatal(err)
+		}
+		mem.AssertSize(t, 0)
 	}
 }
