@@ -360,7 +360,7 @@ func (c *Clustered) order0() error {
 	}
 	c.st, c.rest = planRows(c.schema, c.recs, skip)
 	if c.st != nil {
-		c.st.words = make([]uint64, c.n*c.st.w)
+		c.st.alloc(c.n)
 	}
 	c.order = nil
 	if len(c.rest) > 0 {

@@ -2,6 +2,8 @@ package source
 
 import (
 	"encoding/binary"
+	"slices"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -10,103 +12,111 @@ import (
 )
 
 // rowStage holds columns of a Clustered input (or part) row-major, in
-// output order: row i is words[i*w : (i+1)*w], each column one word (a
-// fixed-width value, or a string of up to 7 bytes) or two (a string of up
-// to 15 bytes), and a word of null bits when a column has NULLs.
+// output order: row i is data[i*stride : (i+1)*stride], each column at
+// an offset of its own, its values as wide as in Arrow (a string of up to
+// 7 bytes in 8 bytes, of up to 15 in 16, its length in the last byte),
+// and a bit a row for each column with NULLs.
 //
 // The rows are placed in output order once, as the input is ordered, in
-// one pass over each input column in input order: a row's words land in
-// one cache line, written where a gather of the Arrow columns in output
-// order would read each value of each column from wherever it is (ml-3's
-// 5 M events: four columns, four cache misses a row, about 200 ns; see
-// BENCHMARKS.md). Each batch of Read then reads the stage sequentially.
+// one pass over each input column in input order: a row's values land in
+// one or two cache lines, written where a gather of the Arrow columns in
+// output order would read each value of each column from wherever it is
+// (ml-3's 5 M events: four columns, four cache misses a row, about 200
+// ns; see BENCHMARKS.md). Each batch of Read then reads the stage
+// sequentially.
 type rowStage struct {
-	w     int
-	words []uint64
-	cols  []rowCol
-	nulls int // the word of null bits; -1: no column has NULLs
+	stride int
+	data   []byte
+	cols   []rowCol
 }
 
 // rowCol is a column of a rowStage.
 type rowCol struct {
 	field int // index in the schema
 	dt    arrow.DataType
-	word  int     // its (first) word in a row
+	off   int     // its offset in a row
 	kind  rowKind // how it is held
-	width int     // rowFixed: bytes of a value
-	bit   uint64  // its bit in the null word; 0: no NULLs
+	width int     // bytes in a row
+	// null is the offset of its byte of null bits in a row and mask its
+	// bit; mask 0: the column has no NULLs.
+	null int
+	mask byte
 }
 
 type rowKind uint8
 
 const (
-	rowFixed rowKind = iota // a fixed-width value, zero-extended
-	rowStr1                 // a string of up to 7 bytes; its length in the top byte
-	rowStr2                 // a string of up to 15 bytes in two words; its length in the second's top byte
+	rowFixed rowKind = iota // a fixed-width value
+	rowStr1                 // a string of up to 7 bytes, 8 bytes, its length in the last
+	rowStr2                 // a string of up to 15 bytes, 16 bytes, its length in the last
 )
 
-// rowStageMaxCols bounds the columns of a stage (one null word).
-const rowStageMaxCols = 64
-
 // planRows returns a stage for the columns of schema that recs can hold
-// row-major (not skip, and at most rowStageMaxCols): fixed-width
-// numbers, times and durations, and strings and binaries of 32-bit offsets
-// none longer than 15 bytes; rest are the other columns, which Read
-// gathers. A nil stage: no column can.
+// row-major (not skip): fixed-width numbers, times and durations, and
+// strings and binaries of 32-bit offsets none longer than 15 bytes; rest
+// are the other columns, which Read gathers. A nil stage: no column can.
+// The stage's rows take about what the columns take in recs (at most
+// twice, for strings of a byte or two): the columns lie widest first, so
+// each value is aligned to its width, and a row is a multiple of 8 bytes.
 func planRows(schema *arrow.Schema, recs []arrow.RecordBatch, skip int) (st *rowStage, rest []int) {
-	st = &rowStage{nulls: -1}
-	anyNulls := false
+	var cols []rowCol
 	for f := range schema.NumFields() {
 		if f == skip {
 			continue
 		}
-		col := rowCol{field: f, dt: schema.Field(f).Type, word: st.w}
-		ok := len(st.cols) < rowStageMaxCols
-		if ok {
-			switch col.dt.ID() {
-			case arrow.INT8, arrow.UINT8, arrow.INT16, arrow.UINT16, arrow.INT32, arrow.UINT32,
-				arrow.INT64, arrow.UINT64, arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64,
-				arrow.DATE32, arrow.DATE64, arrow.TIME32, arrow.TIME64, arrow.TIMESTAMP,
-				arrow.DURATION, arrow.INTERVAL_MONTHS:
-				col.kind, col.width = rowFixed, col.dt.(arrow.FixedWidthDataType).BitWidth()/8
-			case arrow.STRING, arrow.BINARY:
-				switch m := maxValueLen(recs, f); {
-				case m <= 7:
-					col.kind = rowStr1
-				case m <= 15:
-					col.kind = rowStr2
-				default:
-					ok = false
-				}
+		col := rowCol{field: f, dt: schema.Field(f).Type}
+		switch col.dt.ID() {
+		case arrow.INT8, arrow.UINT8, arrow.INT16, arrow.UINT16, arrow.INT32, arrow.UINT32,
+			arrow.INT64, arrow.UINT64, arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64,
+			arrow.DATE32, arrow.DATE64, arrow.TIME32, arrow.TIME64, arrow.TIMESTAMP,
+			arrow.DURATION, arrow.INTERVAL_MONTHS:
+			col.kind, col.width = rowFixed, col.dt.(arrow.FixedWidthDataType).BitWidth()/8
+		case arrow.STRING, arrow.BINARY:
+			switch m := maxValueLen(recs, f); {
+			case m <= 7:
+				col.kind, col.width = rowStr1, 8
+			case m <= 15:
+				col.kind, col.width = rowStr2, 16
 			default:
-				ok = false
+				rest = append(rest, f)
+				continue
 			}
-		}
-		if !ok {
+		default:
 			rest = append(rest, f)
 			continue
 		}
+		cols = append(cols, col)
+	}
+	if len(cols) == 0 {
+		return nil, rest
+	}
+	// Widest first (stable: schema order among equals).
+	slices.SortStableFunc(cols, func(a, b rowCol) int { return b.width - a.width })
+	st = &rowStage{cols: cols}
+	for j := range cols {
+		cols[j].off = st.stride
+		st.stride += cols[j].width
+	}
+	bits := 0
+	for j := range cols {
 		for _, r := range recs {
-			if r.Column(f).NullN() > 0 {
-				col.bit = 1 << len(st.cols)
-				anyNulls = true
+			if r.Column(cols[j].field).NullN() > 0 {
+				cols[j].null = st.stride + bits/8
+				cols[j].mask = 1 << (bits % 8)
+				bits++
 				break
 			}
 		}
-		st.w++
-		if col.kind == rowStr2 {
-			st.w++
-		}
-		st.cols = append(st.cols, col)
 	}
-	if len(st.cols) == 0 {
-		return nil, rest
-	}
-	if anyNulls {
-		st.nulls = st.w
-		st.w++
-	}
+	st.stride += (bits + 7) / 8
+	st.stride = (st.stride + 7) &^ 7
 	return st, rest
+}
+
+// alloc makes room for n rows, zeroed, 8-byte aligned.
+func (st *rowStage) alloc(n int) {
+	words := make([]uint64, n*st.stride/8)
+	st.data = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), len(words)*8)
 }
 
 // maxValueLen returns the length of the longest value of column f of
@@ -142,13 +152,13 @@ func (st *rowStage) put(rec arrow.RecordBatch, dest []int32) {
 		case rowFixed:
 			switch col.width {
 			case 1:
-				putFixed(st.words, st.w, col.word, dest, arrow.Uint8Traits.CastFromBytes(vals)[off:off+n])
+				putFixed(st.data, st.stride, col.off, dest, vals[off:off+n])
 			case 2:
-				putFixed(st.words, st.w, col.word, dest, arrow.Uint16Traits.CastFromBytes(vals)[off:off+n])
+				putFixed(st.data, st.stride, col.off, dest, arrow.Uint16Traits.CastFromBytes(vals)[off:off+n])
 			case 4:
-				putFixed(st.words, st.w, col.word, dest, arrow.Uint32Traits.CastFromBytes(vals)[off:off+n])
+				putFixed(st.data, st.stride, col.off, dest, arrow.Uint32Traits.CastFromBytes(vals)[off:off+n])
 			default:
-				putFixed(st.words, st.w, col.word, dest, arrow.Uint64Traits.CastFromBytes(vals)[off:off+n])
+				putFixed(st.data, st.stride, col.off, dest, arrow.Uint64Traits.CastFromBytes(vals)[off:off+n])
 			}
 		default:
 			offs := arrow.Int32Traits.CastFromBytes(vals)[off : off+n+1]
@@ -156,48 +166,54 @@ func (st *rowStage) put(rec arrow.RecordBatch, dest []int32) {
 			if b := d.Buffers()[2]; b != nil {
 				data = b.Bytes()
 			}
-			putStrings(st.words, st.w, col.word, col.kind == rowStr2, dest, offs, data)
+			putStrings(st.data, st.stride, col.off, col.kind == rowStr2, dest, offs, data)
 		}
-		if col.bit == 0 || d.NullN() == 0 {
+		if col.mask == 0 || d.NullN() == 0 {
 			continue
 		}
 		valid := d.Buffers()[0].Bytes()
 		for r, p := range dest {
 			if !bitutil.BitIsSet(valid, off+r) {
-				row := st.words[int(p)*st.w : int(p+1)*st.w]
-				row[st.nulls] |= col.bit
-				row[col.word] = 0
-				if col.kind == rowStr2 {
-					row[col.word+1] = 0
+				row := st.data[int(p)*st.stride : int(p+1)*st.stride]
+				row[col.null] |= col.mask
+				// A NULL string is empty (its bytes, if any, are not
+				// copied); a NULL number keeps the bytes under it.
+				if col.kind != rowFixed {
+					clear(row[col.off : col.off+col.width])
 				}
 			}
 		}
 	}
 }
 
-func putFixed[T uint8 | uint16 | uint32 | uint64](words []uint64, w, word int, dest []int32, vals []T) {
+// putFixed writes vals[r] at offset off of row dest[r] of data.
+func putFixed[T uint8 | uint16 | uint32 | uint64](data []byte, stride, off int, dest []int32, vals []T) {
 	vals = vals[:len(dest)]
+	size := int(unsafe.Sizeof(T(0)))
 	for r, p := range dest {
-		words[int(p)*w+word] = uint64(vals[r])
+		b := data[int(p)*stride+off:][:size]
+		*(*T)(unsafe.Pointer(unsafe.SliceData(b))) = vals[r]
 	}
 }
 
-// putStrings writes the strings offs of data: each in one word, or two
-// when two.
-func putStrings(words []uint64, w, word int, two bool, dest []int32, offs []int32, data []byte) {
+// putStrings writes the strings offs of data at offset off of rows dest:
+// in 8 bytes, or 16 when two.
+func putStrings(rows []byte, stride, off int, two bool, dest []int32, offs []int32, data []byte) {
 	offs = offs[:len(dest)+1]
 	for r, p := range dest {
 		s := data[offs[r]:offs[r+1]]
-		i := int(p)*w + word
+		b := rows[int(p)*stride+off:]
 		n := uint64(len(s))
 		if !two {
-			words[i] = loadWord(s) | n<<56
+			binary.LittleEndian.PutUint64(b, loadWord(s)|n<<56)
 			continue
 		}
 		if len(s) <= 8 {
-			words[i], words[i+1] = loadWord(s), n<<56
+			binary.LittleEndian.PutUint64(b, loadWord(s))
+			binary.LittleEndian.PutUint64(b[8:], n<<56)
 		} else {
-			words[i], words[i+1] = binary.LittleEndian.Uint64(s), loadWord(s[8:])|n<<56
+			binary.LittleEndian.PutUint64(b, binary.LittleEndian.Uint64(s))
+			binary.LittleEndian.PutUint64(b[8:], loadWord(s[8:])|n<<56)
 		}
 	}
 }
@@ -222,12 +238,12 @@ func loadWord(s []byte) uint64 {
 // to to, from buffers of mem.
 func (st *rowStage) columns(mem memory.Allocator, from, to int, cols []arrow.Array) {
 	n := to - from
-	rows := st.words[from*st.w : to*st.w]
+	rows := st.data[from*st.stride : to*st.stride]
 	for _, col := range st.cols {
 		var valid *memory.Buffer
 		nulls := 0
-		if col.bit != 0 {
-			valid, nulls = st.validity(mem, rows, col.bit, n)
+		if col.mask != 0 {
+			valid, nulls = st.validity(mem, rows, col, n)
 		}
 		var bufs []*memory.Buffer
 		switch col.kind {
@@ -237,17 +253,17 @@ func (st *rowStage) columns(mem memory.Allocator, from, to int, cols []arrow.Arr
 			out := b.Bytes()
 			switch col.width {
 			case 1:
-				getFixed(arrow.Uint8Traits.CastFromBytes(out), rows, st.w, col.word)
+				getFixed(out[:n], rows, st.stride, col.off)
 			case 2:
-				getFixed(arrow.Uint16Traits.CastFromBytes(out), rows, st.w, col.word)
+				getFixed(arrow.Uint16Traits.CastFromBytes(out)[:n], rows, st.stride, col.off)
 			case 4:
-				getFixed(arrow.Uint32Traits.CastFromBytes(out), rows, st.w, col.word)
+				getFixed(arrow.Uint32Traits.CastFromBytes(out)[:n], rows, st.stride, col.off)
 			default:
-				getFixed(arrow.Uint64Traits.CastFromBytes(out), rows, st.w, col.word)
+				getFixed(arrow.Uint64Traits.CastFromBytes(out)[:n], rows, st.stride, col.off)
 			}
 			bufs = []*memory.Buffer{valid, b}
 		default:
-			bufs = getStrings(mem, rows, st.w, col.word, col.kind == rowStr2, n)
+			bufs = getStrings(mem, rows, st.stride, col.off, col.kind == rowStr2, n)
 			bufs[0] = valid
 		}
 		d := array.NewData(col.dt, n, bufs, nil, nulls, 0)
@@ -261,51 +277,56 @@ func (st *rowStage) columns(mem memory.Allocator, from, to int, cols []arrow.Arr
 	}
 }
 
-func getFixed[T uint8 | uint16 | uint32 | uint64](out []T, rows []uint64, w, word int) {
+// getFixed sets out[i] to the value at offset off of row i of rows.
+func getFixed[T uint8 | uint16 | uint32 | uint64](out []T, rows []byte, stride, off int) {
+	size := int(unsafe.Sizeof(T(0)))
 	for i := range out {
-		out[i] = T(rows[i*w+word])
+		b := rows[i*stride+off:][:size]
+		out[i] = *(*T)(unsafe.Pointer(unsafe.SliceData(b)))
 	}
 }
 
-// getStrings returns the buffers of a string or binary array of the rows
-// (the first, for the validity bitmap, nil).
-func getStrings(mem memory.Allocator, rows []uint64, w, word int, two bool, n int) []*memory.Buffer {
+// getStrings returns the buffers of a string or binary array of the
+// strings at offset off of rows (the first, for the validity bitmap,
+// nil).
+func getStrings(mem memory.Allocator, rows []byte, stride, off int, two bool, n int) []*memory.Buffer {
 	ob := memory.NewResizableBuffer(mem)
 	ob.Resize(4 * (n + 1))
 	offs := arrow.Int32Traits.CastFromBytes(ob.Bytes())[:n+1]
-	lenWord := word
+	last := off + 7 // the length byte
 	if two {
-		lenWord++
+		last += 8
 	}
 	total := int32(0)
 	for i := range n {
 		offs[i] = total
-		total += int32(rows[i*w+lenWord] >> 56)
+		total += int32(rows[i*stride+last])
 	}
 	offs[n] = total
-	// Each string is written a whole word or two at a time: the bytes
-	// beyond its length are overwritten by the next string's, or are
-	// past the end (the slack of 16 bytes).
+	// Each string is written 8 or 16 bytes at a time: the bytes beyond its
+	// length are overwritten by the next string's, or are past the end
+	// (the slack of 16 bytes).
 	db := memory.NewResizableBuffer(mem)
 	db.Resize(int(total) + 16)
 	data := db.Bytes()
 	for i := range n {
 		o := offs[i]
-		binary.LittleEndian.PutUint64(data[o:], rows[i*w+word])
+		b := rows[i*stride+off:]
+		binary.LittleEndian.PutUint64(data[o:], binary.LittleEndian.Uint64(b))
 		if two {
-			binary.LittleEndian.PutUint64(data[o+8:], rows[i*w+word+1])
+			binary.LittleEndian.PutUint64(data[o+8:], binary.LittleEndian.Uint64(b[8:]))
 		}
 	}
 	db.ResizeNoShrink(int(total))
 	return []*memory.Buffer{nil, ob, db}
 }
 
-// validity returns the validity bitmap of the column of null bit bit in
-// rows (nil when none of them is NULL), and its number of NULLs.
-func (st *rowStage) validity(mem memory.Allocator, rows []uint64, bit uint64, n int) (*memory.Buffer, int) {
+// validity returns the validity bitmap of col in rows (nil when none of
+// them is NULL), and its number of NULLs.
+func (st *rowStage) validity(mem memory.Allocator, rows []byte, col rowCol, n int) (*memory.Buffer, int) {
 	nulls := 0
 	for i := range n {
-		if rows[i*st.w+st.nulls]&bit != 0 {
+		if rows[i*st.stride+col.null]&col.mask != 0 {
 			nulls++
 		}
 	}
@@ -316,7 +337,7 @@ func (st *rowStage) validity(mem memory.Allocator, rows []uint64, bit uint64, n 
 	b.Resize(int(bitutil.BytesForBits(int64(n))))
 	bm := b.Bytes()
 	for i := range n {
-		bitutil.SetBitTo(bm, i, rows[i*st.w+st.nulls]&bit == 0)
+		bitutil.SetBitTo(bm, i, rows[i*st.stride+col.null]&col.mask == 0)
 	}
 	return b, nulls
 }

@@ -513,12 +513,18 @@ func TestClusteredReleases(t *testing.T) {
 // enough rows that two goroutines place them: every row once, equal to
 // its input row, clustered, and every buffer back to the allocator.
 func TestClusteredRowStage(t *testing.T) {
-	names := []string{"row", "user", "name", "shard", "ts", "blob", "x", "small", "label", "i16", "f32"}
+	// Copies of columns with NULLs make more than 8 such columns (two
+	// bytes of null bits a row).
+	names := []string{"row", "user", "name", "shard", "ts", "blob", "x", "small", "label", "i16", "f32",
+		"shard", "i16", "label", "name", "blob", "user"}
 	idx := make([]int, len(names))
 	fields := make([]arrow.Field, len(names))
 	for j, n := range names {
 		idx[j] = clusterSchema.FieldIndices(n)[0]
 		fields[j] = clusterSchema.Field(idx[j])
+		if j >= 11 {
+			fields[j].Name = fmt.Sprintf("%s%d", n, j)
+		}
 	}
 	schema := arrow.NewSchema(fields, nil)
 	n := 70000
