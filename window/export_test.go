@@ -24,3 +24,12 @@ func DisableQuietSweep(o *Operator) { o.sweepable = false }
 // SetKeyForgetMin sets the least number of parked keys o forgets at once
 // (maybeForgetKeys), so that tests forget keys often.
 func SetKeyForgetMin(o *Operator, n int) { o.forgetMin = n }
+
+// SetGroupRuns turns the run-at-a-time emission of finished clustered
+// keys' tumbling windows on or off, until the returned function undoes
+// it.
+func SetGroupRuns(on bool) (undo func()) {
+	old := runsOff
+	runsOff = !on
+	return func() { runsOff = old }
+}

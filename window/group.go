@@ -96,6 +96,8 @@ type GroupOperator struct {
 	// emptied starts, their tables and lists cleared, for new starts.
 	spare       []*groupWin
 	spareStarts []*startWins
+	// runWin holds the states emitRuns aggregates each window in.
+	runWin *groupWin
 	// rel and fire are advance's scratch: the rows released and the
 	// windows emitted.
 	rel  []groupPend
@@ -607,6 +609,12 @@ func (g *GroupOperator) advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 			return cmpInt(a.seq, b.seq)
 		})
 	}
+	if g.cfg.Clustered && g.cfg.SlideMs == g.cfg.SizeMs && len(g.wins) == 0 && !runsOff {
+		if out, ok := g.emitRuns(rel, wm == End, finBelow); ok {
+			g.rel = rel[:0]
+			return out, nil
+		}
+	}
 	var ahead warmStart
 	for i, p := range rel {
 		if i+groupAhead < len(rel) {
@@ -734,6 +742,108 @@ func (g *GroupOperator) advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 			return cmpInt(a.minSeq, b.minSeq)
 		})
 	}
+	rec := g.build(fire, func(res []array.Builder) {
+		for _, f := range fire {
+			for a, st := range f.w.states {
+				st.AppendResult(res[a])
+			}
+		}
+	})
+	if wm != End {
+		g.spare = slices.Grow(g.spare, min(len(fire), spareMax-len(g.spare)))
+		for _, f := range fire {
+			if len(g.spare) >= spareMax {
+				break
+			}
+			for _, st := range f.w.states {
+				st.Reset()
+			}
+			g.spare = append(g.spare, f.w)
+		}
+	}
+	g.stats.RowsOut += int64(len(fire))
+	return []arrow.RecordBatch{rec}, nil
+}
+
+// runsOff turns emitRuns off (tests compare it with the general path).
+var runsOff bool
+
+// emitRuns emits the windows of rel when they are tumbling windows of
+// keys whose rows have all come (every row's sequence below finBelow, or
+// end: the input has ended), rel is in (key, time, arrival) order and no
+// window is open: each run of rows of one key and start is a window, its
+// rows added to one set of states and its results appended at once, with
+// no table of windows, no window made and none sorted. The windows go
+// out as the general path sends them (keys in the order of their first
+// rows, each key's by start). It reports false, having changed nothing,
+// when a row is of a key not finished, or the keys of rel are not in the
+// order of their first rows. (An hourly GROUP BY of users over input
+// clustered by user spent two thirds of its CPU in the general path's
+// tables, maps and sorts for windows of about one row each.)
+func (g *GroupOperator) emitRuns(rel []groupPend, end bool, finBelow int64) ([]arrow.RecordBatch, bool) {
+	size := g.cfg.SizeMs
+	fire := g.fire[:0]
+	prevKey, prevStart, prevFirst := int32(-1), int64(0), int64(0)
+	for _, p := range rel {
+		if !end && p.seq >= finBelow {
+			g.fire = fire[:0]
+			return nil, false
+		}
+		start := floorDiv(p.ts, size) * size
+		if p.key == prevKey && start == prevStart {
+			continue
+		}
+		first := g.firstSeq[p.key]
+		if p.key != prevKey {
+			if prevKey >= 0 && first <= prevFirst {
+				g.fire = fire[:0]
+				return nil, false
+			}
+			prevFirst = first
+		}
+		prevKey, prevStart = p.key, start
+		fire = append(fire, fired{start: start, key: p.key, minSeq: first})
+	}
+	g.fire = fire[:0]
+	if len(fire) == 0 {
+		return nil, true
+	}
+	if g.runWin == nil {
+		g.runWin = g.newWin(0)
+	}
+	states := g.runWin.states
+	rec := g.build(fire, func(res []array.Builder) {
+		var hb *groupHeld
+		hid := int32(-1)
+		i := 0
+		for _, f := range fire {
+			for ; i < len(rel) && rel[i].key == f.key && floorDiv(rel[i].ts, size)*size == f.start; i++ {
+				p := rel[i]
+				if p.batch != hid {
+					hid, hb = p.batch, g.held[p.batch]
+				}
+				for _, st := range states {
+					st.Add(&hb.rows, int64(p.row))
+				}
+				if hb.left--; hb.left == 0 {
+					delete(g.held, hid)
+					hid = -1
+				}
+			}
+			for a, st := range states {
+				st.AppendResult(res[a])
+				st.Reset()
+			}
+		}
+	})
+	g.stats.RowsOut += int64(len(fire))
+	return []arrow.RecordBatch{rec}, true
+}
+
+// build returns the output batch of the windows fire: their times, keys
+// and sequence numbers, and the results of their aggregates, which
+// aggs appends, a window at a time, to the aggregates' builders res.
+func (g *GroupOperator) build(fire []fired, aggs func(res []array.Builder)) arrow.RecordBatch {
 	nk := len(g.cfg.KeyCols)
 	bld := make([]array.Builder, g.out.NumFields())
 	for i, f := range g.out.Fields() {
@@ -759,30 +869,13 @@ func (g *GroupOperator) advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 	}
 	appendTimes(bld[2+nk], fire, 0)
 	appendTimes(bld[3+nk], fire, g.cfg.SizeMs)
-	for _, f := range fire {
-		for a, st := range f.w.states {
-			st.AppendResult(bld[4+nk+a])
-		}
-	}
+	aggs(bld[4+nk:])
 	cols := make([]arrow.Array, len(bld))
 	for i, b := range bld {
 		cols[i] = b.NewArray()
 	}
 	defer arrowutil.ReleaseAll(cols)
-	if wm != End {
-		g.spare = slices.Grow(g.spare, min(len(fire), spareMax-len(g.spare)))
-		for _, f := range fire {
-			if len(g.spare) >= spareMax {
-				break
-			}
-			for _, st := range f.w.states {
-				st.Reset()
-			}
-			g.spare = append(g.spare, f.w)
-		}
-	}
-	g.stats.RowsOut += int64(len(fire))
-	return []arrow.RecordBatch{array.NewRecordBatch(g.out, cols, int64(len(fire)))}, nil
+	return array.NewRecordBatch(g.out, cols, int64(len(fire)))
 }
 
 // appendKeys appends the key values (of column c) of the windows fire

@@ -18,7 +18,9 @@ import (
 // hourly GROUP BY of users is), in batches of 8 192 rows, as a batch run
 // feeds it: time-ordered rows released as their times pass (the source's
 // lower bound), and the same rows sorted by key, released key by key
-// (Clustered, FinishBefore at the start of each batch's last key).
+// (Clustered, FinishBefore at the start of each batch's last key), a run
+// of rows a window at a time (emitRuns) and, for comparison, through the
+// general path's tables and sorts.
 func BenchmarkGroupBatch(b *testing.B) {
 	const keys, batches, rows = 25_000, 61, 8192
 	timeOrdered := benchRecords(keys, batches, rows)
@@ -35,8 +37,11 @@ func BenchmarkGroupBatch(b *testing.B) {
 		name      string
 		recs      []arrow.RecordBatch
 		clustered bool
-	}{{"time-ordered", timeOrdered, false}, {"clustered", byKey, true}} {
+		general   bool
+	}{{"time-ordered", timeOrdered, false, false}, {"clustered", byKey, true, false}, {"clustered-general", byKey, true, true}} {
 		b.Run(c.name, func(b *testing.B) {
+			defer func(old bool) { runsOff = old }(runsOff)
+			runsOff = c.general
 			cfg := cfg
 			cfg.Clustered = c.clustered
 			b.ReportAllocs()

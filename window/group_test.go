@@ -12,7 +12,9 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/volga-go/volga/internal/arrowutil"
 	"github.com/volga-go/volga/internal/testutil"
 	"github.com/volga-go/volga/watermark"
 	"github.com/volga-go/volga/window"
@@ -742,4 +744,71 @@ func cmpRowLists(got, want [][]any) string {
 		}
 	}
 	return ""
+}
+
+// TestGroupClusteredRunsMatchGeneral: the windows of finished keys that a
+// Clustered operator emits a run of rows at a time (tumbling windows, no
+// window open) are exactly, every column (the internal time and sequence
+// included) and batch for batch, what the general path of tables and
+// sorts emits for the same pushes, finishes and watermarks, over batches
+// of random sizes ending inside keys and on their boundaries.
+func TestGroupClusteredRunsMatchGeneral(t *testing.T) {
+	for _, seed := range testutil.Seeds(3) {
+		for _, w := range groupTestWindows {
+			if w.Size != w.Slide {
+				continue
+			}
+			rng := testutil.Rand(seed)
+			tab := clustered(testutil.MLEvents(rng, testutil.DefaultEvents(testutil.Scale(400))), w.Keys[0], seed%2 == 0, seed)
+			// The same cuts for both runs.
+			type step struct{ hi, open int }
+			var steps []step
+			for lo := 0; lo < len(tab.Rows); {
+				hi := min(len(tab.Rows), lo+1+rng.IntN(60))
+				open := hi - 1
+				for open > 0 && tab.Value(open-1, w.Keys[0]) == tab.Value(hi-1, w.Keys[0]) {
+					open--
+				}
+				steps = append(steps, step{hi, open})
+				lo = hi
+			}
+			run := func(runs bool) []arrow.RecordBatch {
+				defer window.SetGroupRuns(runs)()
+				g := newClusteredGroupOp(t, seed, w, groupTestAggs)
+				var outs []arrow.RecordBatch
+				lo := 0
+				for _, s := range steps {
+					g.push(tab, lo, s.hi)
+					lo = s.hi
+					g.op.FinishBefore(int64(s.open), true)
+					o, err := g.op.Advance(context.Background(), watermark.None)
+					if err != nil {
+						t.Fatal(err)
+					}
+					outs = append(outs, o...)
+				}
+				o, err := g.op.Advance(context.Background(), watermark.End)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return append(outs, o...)
+			}
+			fast, general := run(true), run(false)
+			if len(fast) != len(general) {
+				t.Fatalf("seed %d, %v: %d batches a run at a time, %d in general", seed, w.Keys, len(fast), len(general))
+			}
+			rows := 0
+			for i := range fast {
+				if !array.RecordEqual(fast[i], general[i]) {
+					t.Fatalf("seed %d, %v: batch %d differs:\nruns:    %v\ngeneral: %v", seed, w.Keys, i, fast[i], general[i])
+				}
+				rows += int(fast[i].NumRows())
+			}
+			if rows == 0 {
+				t.Fatalf("seed %d, %v: no windows", seed, w.Keys)
+			}
+			arrowutil.ReleaseAll(fast)
+			arrowutil.ReleaseAll(general)
+		}
+	}
 }
