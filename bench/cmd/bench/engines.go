@@ -112,6 +112,13 @@ func runVolgaBatchGroup(ctx context.Context, c config) (result, error) {
 	return runVolgaBatchGroupWith(ctx, c, batchOptions(c))
 }
 
+// runVolgaBatchGroupClustered is runVolgaBatchGroup with the run
+// ordering its input by user first (volga.WithClusterInput): output user
+// by user.
+func runVolgaBatchGroupClustered(ctx context.Context, c config) (result, error) {
+	return runVolgaBatchGroupWith(ctx, c, volgarun.Options{Parallelism: c.Parallelism, ChannelDepth: c.ChannelDepth, ClusterInput: []string{"user_id"}})
+}
+
 // runVolgaBatchGroupHeld is volga-batch over group-1-by-user's input
 // without the promise of its order: windows wait for the end of the
 // input.

@@ -238,11 +238,15 @@ var workloads = map[string]workloadDef{
 	"group-1": {
 		// Hourly tumbling windows per user over the features-4 events:
 		// the batch GROUP BY path, against DuckDB's GROUP BY time_bucket.
+		// volga-batch-clustered (volga.WithClusterInput: the run orders
+		// the input by user first, and its output comes user by user)
+		// runs on request (-engines).
 		Engines: []string{"duckdb", "volga-batch"},
 		Prepare: prepareFeatures4,
 		Run: map[string]engineFunc{
-			"duckdb":      runDuckDBGroup,
-			"volga-batch": runVolgaBatchGroup,
+			"duckdb":                runDuckDBGroup,
+			"volga-batch":           runVolgaBatchGroup,
+			"volga-batch-clustered": runVolgaBatchGroupClustered,
 		},
 		Ratios: func(wl string, done []measured) { printRatios(wl, "duckdb", done) },
 	},
