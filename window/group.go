@@ -96,8 +96,10 @@ type GroupOperator struct {
 	// emptied starts, their tables and lists cleared, for new starts.
 	spare       []*groupWin
 	spareStarts []*startWins
-	// runWin holds the states emitRuns aggregates each window in.
+	// runWin holds the states emitRuns aggregates each window in, and
+	// spans is its scratch: each window's rows in rel.
 	runWin *groupWin
+	spans  [][2]int32
 	// rel and fire are advance's scratch: the rows released and the
 	// windows emitted.
 	rel  []groupPend
@@ -609,7 +611,7 @@ func (g *GroupOperator) advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 			return cmpInt(a.seq, b.seq)
 		})
 	}
-	if g.cfg.Clustered && g.cfg.SlideMs == g.cfg.SizeMs && len(g.wins) == 0 && !runsOff {
+	if g.cfg.Clustered && len(g.wins) == 0 && !runsOff {
 		if out, ok := g.emitRuns(rel, wm == End, finBelow); ok {
 			g.rel = rel[:0]
 			return out, nil
@@ -768,43 +770,64 @@ func (g *GroupOperator) advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 // runsOff turns emitRuns off (tests compare it with the general path).
 var runsOff bool
 
-// emitRuns emits the windows of rel when they are tumbling windows of
-// keys whose rows have all come (every row's sequence below finBelow, or
-// end: the input has ended), rel is in (key, time, arrival) order and no
-// window is open: each run of rows of one key and start is a window, its
-// rows added to one set of states and its results appended at once, with
-// no table of windows, no window made and none sorted. The windows go
-// out as the general path sends them (keys in the order of their first
-// rows, each key's by start). It reports false, having changed nothing,
-// when a row is of a key not finished, or the keys of rel are not in the
-// order of their first rows. (An hourly GROUP BY of users over input
-// clustered by user spent two thirds of its CPU in the general path's
-// tables, maps and sorts for windows of about one row each.)
+// emitRuns emits the windows of rel's rows when they are all of keys
+// whose rows have all come (every row's sequence below finBelow, or end:
+// the input has ended), rel is in (key, time, arrival) order and no
+// window is open: a key's rows in a window are then a range of rel, and
+// two pointers walk the key's windows by start, skipping those without
+// rows; each window's range is added to one reused set of states and its
+// results appended at once, with no table of windows, no window made and
+// none sorted. The windows go out as the general path sends them (keys in
+// the order of their first rows, each key's by start). It reports false,
+// having changed nothing, when a row is of a key not finished, or the
+// keys of rel are not in the order of their first rows. (An hourly GROUP
+// BY of users over input clustered by user spent two thirds of its CPU in
+// the general path's tables, maps and sorts for windows of about one row
+// each.)
 func (g *GroupOperator) emitRuns(rel []groupPend, end bool, finBelow int64) ([]arrow.RecordBatch, bool) {
-	size := g.cfg.SizeMs
-	fire := g.fire[:0]
-	prevKey, prevStart, prevFirst := int32(-1), int64(0), int64(0)
-	for _, p := range rel {
-		if !end && p.seq >= finBelow {
-			g.fire = fire[:0]
-			return nil, false
-		}
-		start := floorDiv(p.ts, size) * size
-		if p.key == prevKey && start == prevStart {
-			continue
-		}
-		first := g.firstSeq[p.key]
-		if p.key != prevKey {
-			if prevKey >= 0 && first <= prevFirst {
-				g.fire = fire[:0]
-				return nil, false
-			}
-			prevFirst = first
-		}
-		prevKey, prevStart = p.key, start
-		fire = append(fire, fired{start: start, key: p.key, minSeq: first})
+	size, slide := g.cfg.SizeMs, g.cfg.SlideMs
+	// firstStart is the start of the first window containing t.
+	firstStart := func(t int64) int64 { return floorDiv(t-size, slide)*slide + slide }
+	fire, spans := g.fire[:0], g.spans[:0]
+	fail := func() ([]arrow.RecordBatch, bool) {
+		g.fire, g.spans = fire[:0], spans[:0]
+		return nil, false
 	}
-	g.fire = fire[:0]
+	prevFirst := int64(0)
+	for a := 0; a < len(rel); {
+		key := rel[a].key
+		b := a + 1
+		for b < len(rel) && rel[b].key == key {
+			b++
+		}
+		if !end && rel[b-1].seq >= finBelow {
+			return fail()
+		}
+		first := g.firstSeq[key]
+		if a > 0 && first <= prevFirst {
+			return fail()
+		}
+		prevFirst = first
+		// The windows of rows a..b by start: lo is the first row not
+		// before start, hi the first row at or past its end.
+		start := firstStart(rel[a].ts)
+		for lo, hi := a, a; lo < b; {
+			for hi < b && rel[hi].ts < start+size {
+				hi++
+			}
+			fire = append(fire, fired{start: start, key: key, minSeq: first})
+			spans = append(spans, [2]int32{int32(lo), int32(hi)})
+			start += slide
+			for lo < b && rel[lo].ts < start {
+				lo++
+			}
+			if lo < b && rel[lo].ts >= start+size {
+				start = firstStart(rel[lo].ts) // over windows without rows
+			}
+		}
+		a = b
+	}
+	g.fire, g.spans = fire[:0], spans[:0]
 	if len(fire) == 0 {
 		return nil, true
 	}
@@ -815,19 +838,13 @@ func (g *GroupOperator) emitRuns(rel []groupPend, end bool, finBelow int64) ([]a
 	rec := g.build(fire, func(res []array.Builder) {
 		var hb *groupHeld
 		hid := int32(-1)
-		i := 0
-		for _, f := range fire {
-			for ; i < len(rel) && rel[i].key == f.key && floorDiv(rel[i].ts, size)*size == f.start; i++ {
-				p := rel[i]
+		for _, sp := range spans {
+			for _, p := range rel[sp[0]:sp[1]] {
 				if p.batch != hid {
 					hid, hb = p.batch, g.held[p.batch]
 				}
 				for _, st := range states {
 					st.Add(&hb.rows, int64(p.row))
-				}
-				if hb.left--; hb.left == 0 {
-					delete(g.held, hid)
-					hid = -1
 				}
 			}
 			for a, st := range states {
@@ -836,6 +853,18 @@ func (g *GroupOperator) emitRuns(rel []groupPend, end bool, finBelow int64) ([]a
 			}
 		}
 	})
+	// The rows are used, once each.
+	var hb *groupHeld
+	hid := int32(-1)
+	for _, p := range rel {
+		if p.batch != hid {
+			hid, hb = p.batch, g.held[p.batch]
+		}
+		if hb.left--; hb.left == 0 {
+			delete(g.held, hid)
+			hid = -1
+		}
+	}
 	g.stats.RowsOut += int64(len(fire))
 	return []arrow.RecordBatch{rec}, true
 }

@@ -18,9 +18,10 @@ import (
 // hourly GROUP BY of users is), in batches of 8 192 rows, as a batch run
 // feeds it: time-ordered rows released as their times pass (the source's
 // lower bound), and the same rows sorted by key, released key by key
-// (Clustered, FinishBefore at the start of each batch's last key), a run
-// of rows a window at a time (emitRuns) and, for comparison, through the
-// general path's tables and sorts.
+// (Clustered, FinishBefore at the start of each batch's last key), a
+// range of rows a window at a time (emitRuns) and, for comparison,
+// through the general path's tables and sorts; and the same clustered
+// rows in hopping windows of 10 s every 5 s.
 func BenchmarkGroupBatch(b *testing.B) {
 	const keys, batches, rows = 25_000, 61, 8192
 	timeOrdered := benchRecords(keys, batches, rows)
@@ -38,12 +39,16 @@ func BenchmarkGroupBatch(b *testing.B) {
 		recs      []arrow.RecordBatch
 		clustered bool
 		general   bool
-	}{{"time-ordered", timeOrdered, false, false}, {"clustered", byKey, true, false}, {"clustered-general", byKey, true, true}} {
+		slide     int64
+	}{{"time-ordered", timeOrdered, false, false, 10_000}, {"clustered", byKey, true, false, 10_000},
+		{"clustered-general", byKey, true, true, 10_000},
+		{"clustered-hop", byKey, true, false, 5_000}, {"clustered-hop-general", byKey, true, true, 5_000}} {
 		b.Run(c.name, func(b *testing.B) {
 			defer func(old bool) { runsOff = old }(runsOff)
 			runsOff = c.general
 			cfg := cfg
 			cfg.Clustered = c.clustered
+			cfg.SlideMs = c.slide
 			b.ReportAllocs()
 			windows := 0
 			for b.Loop() {
