@@ -1146,6 +1146,11 @@ func (r *runner) newOperator(st *stage, s, id int, frozen *uint64) (operator, er
 		cfg := *st.group
 		cfg.AllowedLateness = r.opt.AllowedLateness.Milliseconds()
 		cfg.Mem = r.opt.Mem
+		if r.resMem != nil {
+			// A window a row of output, its buffers let go by the merger
+			// or the sink soon after: pooled rather than Go's.
+			cfg.Mem = r.resMem
+		}
 		cfg.Clustered = r.cluster != nil
 		return window.NewGroup(cfg, st.in)
 	}
