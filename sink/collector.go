@@ -97,8 +97,10 @@ type Callback struct {
 }
 
 // NewCallback returns a sink calling fn for each batch. fn must not keep
-// rec after it returns unless it retains it. An error from fn fails the
-// pipeline.
+// rec after it returns unless it retains it, nor anything that points
+// into its buffers (the strings array.String.Value returns, for one: the
+// engine pools the buffers of its results and reuses them once released;
+// Rows and Value return copies). An error from fn fails the pipeline.
 func NewCallback(fn func(ctx context.Context, rec arrow.RecordBatch) error) *Callback {
 	return &Callback{fn: fn}
 }

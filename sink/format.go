@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -280,7 +281,10 @@ type MapEntry struct {
 // float64 for floats, string, []byte for binary, time.Time (UTC) for
 // timestamps and dates, time.Duration for durations, []any for lists,
 // map[string]any for structs, and []MapEntry (in ascending key order) for
-// maps. Other types are returned as their text rendering.
+// maps. Other types are returned as their text rendering. The values are
+// the caller's: strings and byte slices are copies, valid after arr is
+// released and its buffers reused (the engine pools the buffers of its
+// results).
 func Value(arr arrow.Array, i int) any {
 	if arr.IsNull(i) {
 		return nil
@@ -311,11 +315,11 @@ func Value(arr arrow.Array, i int) any {
 	case *array.Float64:
 		return a.Value(i)
 	case *array.String:
-		return a.Value(i)
+		return strings.Clone(a.Value(i))
 	case *array.LargeString:
-		return a.Value(i)
+		return strings.Clone(a.Value(i))
 	case *array.StringView:
-		return a.Value(i)
+		return strings.Clone(a.Value(i))
 	case *array.Binary:
 		return slices.Clone(a.Value(i))
 	case *array.LargeBinary:

@@ -2,6 +2,7 @@ package sink
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
@@ -218,5 +219,45 @@ func TestValueAndRows(t *testing.T) {
 	}
 	if f := rows[1][1].(float64); !math.IsNaN(f) {
 		t.Errorf("NaN lost: %v", f)
+	}
+}
+
+// poisonAllocator overwrites every buffer it frees, as a pool handing the
+// buffer to its next user would.
+type poisonAllocator struct{ memory.Allocator }
+
+func (p poisonAllocator) Free(b []byte) {
+	for i := range b {
+		b[i] = 0xAB
+	}
+	p.Allocator.Free(b)
+}
+
+// TestRowsOutliveTheRecord: the values Rows returns (strings, in lists,
+// structs and maps too, and binaries) are the caller's: they stay as they
+// were after the record is released and its buffers are overwritten, as
+// when a sink keeps rows from a batch of the engine's pooled results.
+func TestRowsOutliveTheRecord(t *testing.T) {
+	mem := memory.NewCheckedAllocator(poisonAllocator{memory.DefaultAllocator})
+	rec := buildTestRecord(t, mem)
+	rows := Rows(rec)
+	want := Rows(rec)
+	bb := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
+	bb.Append([]byte("bytes"))
+	bin := bb.NewArray()
+	bb.Release()
+	bv := Value(bin, 0)
+	rec.Release()
+	bin.Release()
+	mem.AssertSize(t, 0)
+	// (Compared as text: a NaN is not equal to itself.)
+	if got, want := fmt.Sprintf("%#v", rows), fmt.Sprintf("%#v", want); got != want {
+		t.Fatalf("rows changed once the record was released:\n got %s\nwant %s", got, want)
+	}
+	if rows[0][3] != `say "hi", ok` {
+		t.Fatalf("string value %q after release", rows[0][3])
+	}
+	if string(bv.([]byte)) != "bytes" {
+		t.Fatalf("binary value %q after release", bv)
 	}
 }

@@ -95,9 +95,9 @@ func ArrowValue(col arrow.Array, i int) any {
 	case *array.Float32:
 		return float64(a.Value(i))
 	case *array.String:
-		return a.Value(i)
+		return strings.Clone(a.Value(i)) // the record's buffers may be reused once released
 	case *array.LargeString:
-		return a.Value(i)
+		return strings.Clone(a.Value(i))
 	case *array.Boolean:
 		return a.Value(i)
 	case *array.Timestamp:
