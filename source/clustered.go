@@ -34,8 +34,9 @@ import (
 // Clustered is a Projector when the input is one) and places its rows in
 // output order, row-major for the columns that allow it (numbers, and
 // strings of up to 15 bytes; the others are gathered a batch at a time);
-// each Read then copies the next rows out in that order. So memory holds the input, where a
-// batch run over input in time order holds every key's windows and rows
+// each Read then copies the next rows out in that order. So memory holds
+// the input, where a batch run over input in time order holds every
+// key's windows and rows
 // waiting for their results: the better trade when frames are long
 // against the input's span and the state per key is large (ml-3, 30-day
 // frames with per-value tables over 5 M events of a month: 4.3-6.0 s and
@@ -136,10 +137,12 @@ func NewClustered(in Source, cols []string, opts ...Option) (*Clustered, error) 
 }
 
 // ClusteredBatchRows is the default number of rows of a batch of
-// Clustered. Each batch is gathered from rows all over the input, at a
-// cost per input batch besides the cost per row: ml-3's 5 M events (1 221
-// input batches) took 2.78-2.80 s in batches of 4 096 rows, 2.60-2.64 s
-// in batches of 16 384, for 30 MB more peak RSS (2026-12-01).
+// Clustered. When each batch's columns were all gathered from rows all
+// over the input, at a cost per input batch besides the cost per row,
+// ml-3's 5 M events (1 221 input batches) took 2.78-2.80 s in batches of
+// 4 096 rows, 2.60-2.64 s in batches of 16 384, for 30 MB more peak RSS
+// (2026-12-01); the row stage's columns are now read sequentially, and
+// only the columns it cannot hold are gathered so.
 const ClusteredBatchRows = 1 << 14
 
 // keyIndexes returns the indexes in schema of the columns names (compared
@@ -246,9 +249,11 @@ func (c *Clustered) Read(ctx context.Context) (arrow.RecordBatch, error) {
 			return nil, io.EOF
 		}
 	}
-	// Copied a batch at a time, as the pipeline goes, on the reader's
-	// goroutine: copied whole before the run (a column at a time, in
-	// parallel) the rows cost as much CPU, and the run waited for them.
+	// Turned into columns a batch at a time, as the pipeline goes, on the
+	// reader's goroutine: the row stage was filled in output order before
+	// the run, the other columns are gathered here (gathered whole before
+	// the run, a column at a time in parallel, they cost as much CPU, and
+	// the run waited for them).
 	end := min(c.n, c.next+c.batch)
 	var segs []arrowutil.Seg
 	if c.order != nil {

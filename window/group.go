@@ -614,6 +614,7 @@ func (g *GroupOperator) advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 	if g.cfg.Clustered && len(g.wins) == 0 && !runsOff {
 		if out, ok := g.emitRuns(rel, wm == End, finBelow); ok {
 			g.rel = rel[:0]
+			g.dropLargeScratch()
 			return out, nil
 		}
 	}
@@ -633,12 +634,7 @@ func (g *GroupOperator) advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 	defer func() {
 		clear(fire) // the windows go to spare or away
 		g.fire = fire[:0]
-		if cap(g.rel) > relKeep {
-			g.rel = nil
-		}
-		if cap(g.fire) > relKeep {
-			g.fire = nil
-		}
+		g.dropLargeScratch()
 	}()
 	// Clustered, a key's windows wait for its last row (or the end), so
 	// that they go out together: in order of their key's first row.
@@ -765,6 +761,20 @@ func (g *GroupOperator) advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 	}
 	g.stats.RowsOut += int64(len(fire))
 	return []arrow.RecordBatch{rec}, nil
+}
+
+// dropLargeScratch lets go of advance's scratch (rel, fire, spans) grown
+// past relKeep by a large release, such as every window at the End.
+func (g *GroupOperator) dropLargeScratch() {
+	if cap(g.rel) > relKeep {
+		g.rel = nil
+	}
+	if cap(g.fire) > relKeep {
+		g.fire = nil
+	}
+	if cap(g.spans) > relKeep {
+		g.spans = nil
+	}
 }
 
 // runsOff turns emitRuns off (tests compare it with the general path).
