@@ -159,8 +159,8 @@ func runLookup(ctx context.Context, c config) (result, error) {
 		}
 		lat := st.lat
 		p99[w.name] = pct(lat, 0.99)
-		res.Lines = append(res.Lines, fmt.Sprintf("workload=lookup window=%s mode=inproc lookups=%d ingest_s=%.2f unreleased=%d p50_us=%.1f p99_us=%.1f p999_us=%.1f cpu_us_per_lookup=%.1f allocs_per_lookup=%.0f bytes_per_lookup=%.0f",
-			w.name, len(lat), ingest, unreleased, pct(lat, 0.50), pct(lat, 0.99), pct(lat, 0.999), st.cpuUs, st.allocs, st.bytes))
+		res.Lines = append(res.Lines, fmt.Sprintf("workload=lookup window=%s mode=inproc lookups=%d ingest_s=%.2f unreleased=%d p50_us=%.1f p99_us=%.1f p999_us=%.1f cpu_us_per_lookup=%.1f allocs_per_lookup=%.0f bytes_per_lookup=%.0f gc_cycles=%d",
+			w.name, len(lat), ingest, unreleased, pct(lat, 0.50), pct(lat, 0.99), pct(lat, 0.999), st.cpuUs, st.allocs, st.bytes, st.gcCycles))
 
 		if tail != nil {
 			line, err := measureHTTP(ctx, p, src, c, int64(lo), span)
@@ -321,6 +321,9 @@ type lookupStats struct {
 	// idle pipeline's included) per lookup, which a loaded machine does
 	// not inflate the way it inflates wall-clock latencies.
 	cpuUs float64
+	// gcCycles are the GC cycles that ended while the lookups ran: a
+	// cycle's marking shares the CPUs with them, and shows in the tail.
+	gcCycles uint32
 }
 
 // processCPU is the CPU time (user + system) the process has used.
@@ -365,8 +368,9 @@ func measureLookups(ctx context.Context, p *volga.Pipeline, n, users int, lo, sp
 	slices.Sort(lat)
 	// lat's own backing array was allocated before m0.
 	return lookupStats{lat: lat, cpuUs: float64(cpu.Microseconds()) / float64(n),
-		allocs: float64(m1.Mallocs-m0.Mallocs) / float64(n),
-		bytes:  float64(m1.TotalAlloc-m0.TotalAlloc) / float64(n)}, nil
+		allocs:   float64(m1.Mallocs-m0.Mallocs) / float64(n),
+		bytes:    float64(m1.TotalAlloc-m0.TotalAlloc) / float64(n),
+		gcCycles: m1.NumGC - m0.NumGC}, nil
 }
 
 // pct is the q-quantile of sorted (nearest rank).
