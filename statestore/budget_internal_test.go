@@ -22,6 +22,11 @@ func TestBadgerOptionsWithinBudget(t *testing.T) {
 		if bo.MemTableSize <= 0 || bo.BlockCacheSize <= 0 || bo.IndexCacheSize <= 0 || bo.BaseTableSize <= 0 || bo.BaseTableSize > bo.MemTableSize {
 			t.Errorf("budget %d: memtable %d, block cache %d, index cache %d, base table %d", budget, bo.MemTableSize, bo.BlockCacheSize, bo.IndexCacheSize, bo.BaseTableSize)
 		}
+		// Level 0 compacts into a base level that can hold it whole, and
+		// never into one smaller than Badger's default.
+		if bo.BaseLevelSize < int64(bo.NumLevelZeroTables)*bo.MemTableSize || bo.BaseLevelSize < 10<<20 {
+			t.Errorf("budget %d: base level %d for %d level-0 tables of %d", budget, bo.BaseLevelSize, bo.NumLevelZeroTables, bo.MemTableSize)
+		}
 		// A write batch is 15 % of a memtable: the largest value kept in
 		// the LSM tree must fit in one.
 		if 2*bo.ValueThreshold > bo.MemTableSize*15/100 {
