@@ -39,9 +39,9 @@ import (
 // key's windows and rows
 // waiting for their results: the better trade when frames are long
 // against the input's span and the state per key is large (ml-3, 30-day
-// frames with per-value tables over 5 M events of a month: 4.3-6.0 s and
-// 2.0-2.2 GB of peak RSS in time order, 2.6-2.7 s and 0.77 GB clustered
-// by user; see BENCHMARKS.md).
+// frames with per-value tables over 5 M events of a month: 9.1 s and
+// 2.1 GB of peak RSS in time order, 3.6-5.1 s and 0.85 GB clustered by
+// user on 2026-12-02; see BENCHMARKS.md).
 //
 // An input larger than ClusteredMemory (or WithSpill's bound) is spilled
 // instead: written to ClusteredSpillParts files parted by key (Arrow IPC
