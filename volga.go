@@ -435,6 +435,23 @@ func (p *Pipeline) Lookup(ctx context.Context, key map[string]any, at time.Time,
 	return p.live.Lookup(ctx, key, at, row)
 }
 
+// FeatureRow holds the features of one lookup for LookupInto, numbers
+// unboxed; reused, it lets lookups allocate nothing.
+type FeatureRow = pipeline.FeatureRow
+
+// LookupInto is Lookup writing the features into dst, whose memory it
+// reuses: once dst has served a lookup of this pipeline, a lookup of
+// numeric features allocates nothing, where Lookup allocates its result
+// and boxes every number (four allocations for four features over 30
+// days), and so charges the garbage collector's assist work to the
+// lookups while it marks. Read dst with its Float64, Int64, IsNull and
+// Value methods. Keep a FeatureRow per goroutine. The key map is the
+// caller's: putting an int64 of 256 or more into a map[string]any boxes
+// it, which allocates.
+func (p *Pipeline) LookupInto(ctx context.Context, dst *FeatureRow, key map[string]any, at time.Time, row map[string]any) error {
+	return p.live.LookupInto(ctx, dst, key, at, row)
+}
+
 // CanLookup reports why the pipeline cannot serve lookups (no sliding
 // windows, or an UNBOUNDED PRECEDING frame); nil when it can.
 func (p *Pipeline) CanLookup() error { return p.compiled.CanLookup() }

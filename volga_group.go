@@ -902,6 +902,18 @@ func (g *Group) Lookup(ctx context.Context, key map[string]any, at time.Time, ro
 	return p.Lookup(ctx, key, at, row)
 }
 
+// LookupInto is Pipeline.LookupInto for the group, routed as Lookup is.
+func (g *Group) LookupInto(ctx context.Context, dst *FeatureRow, key map[string]any, at time.Time, row map[string]any) error {
+	if g.lookupOK != nil {
+		return g.lookupOK
+	}
+	p, err := g.route(ctx, key)
+	if err != nil {
+		return err
+	}
+	return p.LookupInto(ctx, dst, key, at, row)
+}
+
 // owner returns the member owning partition p, from DescribeGroups; the
 // answer is kept for the generation this member is in.
 func (g *Group) owner(ctx context.Context, p int) (ownerInfo, error) {

@@ -514,6 +514,18 @@ func TestGroupLookupRouting(t *testing.T) {
 			n, _ := res.Feature("n_2m")
 			return n == want[user]
 		})
+		// LookupInto answers the same on the owner, and is routed the same.
+		var row volga.FeatureRow
+		if err := owner.g.LookupInto(ctx, &row, key, at, nil); err != nil {
+			t.Fatalf("LookupInto of %s on its owner: %v", user, err)
+		}
+		if n, ok := row.Int64(row.Index("n_2m")); !ok || n != want[user] {
+			t.Fatalf("LookupInto of %s: n_2m = %d (%v), want %d", user, n, ok, want[user])
+		}
+		var noeInto *volga.NotOwnerError
+		if err := other.g.LookupInto(ctx, &row, key, at, nil); !errors.As(err, &noeInto) || noeInto.Partition != p {
+			t.Fatalf("LookupInto of %s on the member that does not own partition %d: %v, want a NotOwnerError", user, p, err)
+		}
 		_, err = other.g.Lookup(ctx, key, at, nil)
 		var noe *volga.NotOwnerError
 		if !errors.As(err, &noe) {

@@ -56,6 +56,8 @@ type Live struct {
 	keyTypes [][]arrow.DataType
 	// scratch pools *lookupScratch: what one lookup needs, reused.
 	scratch sync.Pool
+	// rows pools the *FeatureRow through which Lookup goes.
+	rows sync.Pool
 	// outPos[s][i] is the position in names (and LookupResult.Values) of
 	// stage s's result column i.
 	outPos [][]int
@@ -157,30 +159,6 @@ type stageScratch struct {
 	states [][]agg.State   // [window][aggregate], see window.Operator.LookupWith
 }
 
-// builderValue returns the single value b holds as its Go value (see
-// sink.Value) and empties b, for the common result types; ok is false for
-// the others (b is left as it is).
-func builderValue(b array.Builder) (v any, ok bool) {
-	if b.Len() != 1 {
-		return nil, false
-	}
-	switch x := b.(type) {
-	case *array.Float64Builder:
-		if !x.IsNull(0) {
-			v = x.Value(0)
-		}
-		x.Resize(0)
-		return v, true
-	case *array.Int64Builder:
-		if !x.IsNull(0) {
-			v = x.Value(0)
-		}
-		x.Resize(0)
-		return v, true
-	}
-	return nil, false
-}
-
 func (l *Live) register(stage, task int, op *window.Operator) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -268,7 +246,35 @@ func (c *Compiled) LookupKeys() []string {
 // nowhere. The candidate belongs to key: key columns it leaves out take
 // key's values, and other values than key's are refused (ErrCandidateKey).
 // A key with no rows gets the empty-frame values.
-func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row map[string]any) (_ LookupResult, err error) {
+func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row map[string]any) (LookupResult, error) {
+	f, _ := l.rows.Get().(*FeatureRow)
+	if f == nil {
+		f = new(FeatureRow)
+	}
+	defer l.rows.Put(f)
+	if err := l.LookupInto(ctx, f, key, at, row); err != nil {
+		return LookupResult{}, err
+	}
+	res := LookupResult{Watermark: f.watermark, Names: f.names, Values: make([]any, len(f.vals))}
+	for i := range f.vals {
+		res.Values[i] = f.Value(i)
+		f.vals[i].other = nil // the pool keeps no value of the caller's
+	}
+	return res, nil
+}
+
+// LookupInto is Lookup writing the features into dst, whose memory it
+// reuses: once dst has served a lookup of this pipeline, a lookup of
+// features that are numbers (or NULL) allocates nothing (the key map is
+// the caller's), where Lookup allocates its result and boxes each number
+// into an interface value. A server answering many lookups keeps one
+// FeatureRow per goroutine: fewer allocations mean fewer GC cycles and
+// no assist work charged to the lookups. On an error dst's features are
+// left unspecified.
+func (l *Live) LookupInto(ctx context.Context, dst *FeatureRow, key map[string]any, at time.Time, row map[string]any) (err error) {
+	if dst == nil {
+		return errors.New("volga: LookupInto needs a FeatureRow to write into")
+	}
 	l.mu.RLock()
 	obs := l.obs
 	c, ops, canErr, missing := l.c, l.ops, l.canErr, l.missing
@@ -277,16 +283,16 @@ func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row
 		defer func(start time.Time) { obs.LookupDone(time.Since(start), err) }(time.Now())
 	}
 	if err := ctx.Err(); err != nil {
-		return LookupResult{}, err
+		return err
 	}
 	if c == nil {
-		return LookupResult{}, ErrNotRunning
+		return ErrNotRunning
 	}
 	if canErr != nil {
-		return LookupResult{}, canErr
+		return canErr
 	}
 	if missing > 0 {
-		return LookupResult{}, ErrNotRunning
+		return ErrNotRunning
 	}
 	var cand arrow.RecordBatch
 	if row != nil {
@@ -306,14 +312,14 @@ func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row
 		}
 		var err error
 		if cand, err = c.candidate(row); err != nil {
-			return LookupResult{}, err
+			return err
 		}
 		if cand != nil {
 			defer cand.Release()
 		}
 	}
 	t := at.UnixMilli()
-	res := LookupResult{Watermark: window.End, Names: l.names, Values: make([]any, len(l.names))}
+	dst.reset(l.names)
 	sc := l.scratch.Get().(*lookupScratch)
 	defer l.scratch.Put(sc)
 	for s, st := range c.stages {
@@ -324,7 +330,7 @@ func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row
 			v, ok := lookupValue(key, name)
 			if !ok {
 				clear(vals)
-				return LookupResult{}, fmt.Errorf("volga: lookup key has no value for column %q (key columns: %s)", name, strings.Join(c.LookupKeys(), ", "))
+				return fmt.Errorf("volga: lookup key has no value for column %q (key columns: %s)", name, strings.Join(c.LookupKeys(), ", "))
 			}
 			vals[j] = v
 		}
@@ -332,13 +338,13 @@ func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row
 		sc.buf, err = window.EncodeKeyValues(sc.buf[:0], types, vals)
 		if err != nil {
 			clear(vals)
-			return LookupResult{}, fmt.Errorf("volga: lookup key: %w", err)
+			return fmt.Errorf("volga: lookup key: %w", err)
 		}
 		buf := sc.buf
 		if cand != nil {
 			if err := candidateKey(row, l.keyNames[s], types, vals, buf); err != nil {
 				clear(vals)
-				return LookupResult{}, err
+				return err
 			}
 		}
 		clear(vals) // do not keep the caller's values alive in the pool
@@ -350,7 +356,7 @@ func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row
 		op := ops[s][task]
 		l.mu.RUnlock()
 		if op == nil {
-			return LookupResult{}, ErrNotRunning
+			return ErrNotRunning
 		}
 		var candRows *agg.Rows
 		if cand != nil {
@@ -372,20 +378,14 @@ func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row
 			for _, b := range bld {
 				b.NewArray().Release()
 			}
-			return LookupResult{}, fmt.Errorf("volga: lookup of key %s at %s: %w", describeKey(key), at.UTC().Format(time.RFC3339Nano), err)
+			return fmt.Errorf("volga: lookup of key %s at %s: %w", describeKey(key), at.UTC().Format(time.RFC3339Nano), err)
 		}
-		res.Watermark = min(res.Watermark, wm)
+		dst.watermark = min(dst.watermark, wm)
 		for i, b := range bld {
-			v, ok := builderValue(b)
-			if !ok {
-				arr := b.NewArray()
-				v = goValue(arr, 0)
-				arr.Release()
-			}
-			res.Values[l.outPos[s][i]] = v
+			dst.put(l.outPos[s][i], b)
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // candidateKey checks that the key columns the candidate row gives hold
