@@ -152,15 +152,23 @@ func runLookup(ctx context.Context, c config) (result, error) {
 			cancel()
 			return result{}, fmt.Errorf("window %s: %w", w.name, err)
 		}
-		st, err := measureLookups(ctx, p, c.Lookups, cfg.Users, int64(lo), span, c.Seed)
-		if err != nil {
-			cancel()
-			return result{}, fmt.Errorf("window %s: %w", w.name, err)
+		// Lookup, then LookupInto (a FeatureRow reused: no allocation).
+		for _, into := range []bool{false, true} {
+			st, err := measureLookups(ctx, p, c.Lookups, cfg.Users, int64(lo), span, c.Seed, into)
+			if err != nil {
+				cancel()
+				return result{}, fmt.Errorf("window %s: %w", w.name, err)
+			}
+			lat := st.lat
+			mode := "inproc"
+			if into {
+				mode = "inproc-into"
+			} else {
+				p99[w.name] = pct(lat, 0.99)
+			}
+			res.Lines = append(res.Lines, fmt.Sprintf("workload=lookup window=%s mode=%s lookups=%d ingest_s=%.2f unreleased=%d p50_us=%.1f p99_us=%.1f p999_us=%.1f cpu_us_per_lookup=%.1f allocs_per_lookup=%.0f bytes_per_lookup=%.0f gc_cycles=%d",
+				w.name, mode, len(lat), ingest, unreleased, pct(lat, 0.50), pct(lat, 0.99), pct(lat, 0.999), st.cpuUs, st.allocs, st.bytes, st.gcCycles))
 		}
-		lat := st.lat
-		p99[w.name] = pct(lat, 0.99)
-		res.Lines = append(res.Lines, fmt.Sprintf("workload=lookup window=%s mode=inproc lookups=%d ingest_s=%.2f unreleased=%d p50_us=%.1f p99_us=%.1f p999_us=%.1f cpu_us_per_lookup=%.1f allocs_per_lookup=%.0f bytes_per_lookup=%.0f gc_cycles=%d",
-			w.name, len(lat), ingest, unreleased, pct(lat, 0.50), pct(lat, 0.99), pct(lat, 0.999), st.cpuUs, st.allocs, st.bytes, st.gcCycles))
 
 		if tail != nil {
 			line, err := measureHTTP(ctx, p, src, c, int64(lo), span)
@@ -336,13 +344,14 @@ func processCPU() time.Duration {
 }
 
 // measureLookups times n lookups (after a warm-up) from one goroutine.
-func measureLookups(ctx context.Context, p *volga.Pipeline, n, users int, lo, span int64, seed uint64) (lookupStats, error) {
+func measureLookups(ctx context.Context, p *volga.Pipeline, n, users int, lo, span int64, seed uint64, into bool) (lookupStats, error) {
 	us, ts := lookupRequests(n+lookupWarmup, users, lo, span, seed, 1)
 	keys := make([]map[string]any, len(us))
 	for i, u := range us {
 		keys[i] = map[string]any{"user_id": u}
 	}
 	lat := make([]float64, 0, n)
+	var row volga.FeatureRow
 	var m0, m1 runtime.MemStats
 	var cpu0 time.Duration
 	for i := range keys {
@@ -350,14 +359,28 @@ func measureLookups(ctx context.Context, p *volga.Pipeline, n, users int, lo, sp
 			runtime.ReadMemStats(&m0)
 			cpu0 = processCPU()
 		}
-		t0 := time.Now()
-		r, err := p.Lookup(ctx, keys[i], ts[i], nil)
-		d := time.Since(t0)
+		var (
+			d       time.Duration
+			err     error
+			nValues int
+		)
+		if into {
+			t0 := time.Now()
+			err = p.LookupInto(ctx, &row, keys[i], ts[i], nil)
+			d = time.Since(t0)
+			nValues = row.Len()
+		} else {
+			t0 := time.Now()
+			var r volga.LookupResult
+			r, err = p.Lookup(ctx, keys[i], ts[i], nil)
+			d = time.Since(t0)
+			nValues = len(r.Values)
+		}
 		if err != nil {
 			return lookupStats{}, fmt.Errorf("lookup user %d at %s: %w", us[i], ts[i].UTC().Format(time.RFC3339), err)
 		}
-		if len(r.Values) != 4 {
-			return lookupStats{}, fmt.Errorf("lookup returned %d features, want 4", len(r.Values))
+		if nValues != 4 {
+			return lookupStats{}, fmt.Errorf("lookup returned %d features, want 4", nValues)
 		}
 		if i >= lookupWarmup {
 			lat = append(lat, float64(d.Nanoseconds())/1e3)
