@@ -152,7 +152,7 @@ func OpenBadger(dir string, opts ...BadgerOption) (*Badger, error) {
 // one table into about ten times its size of the level below: building
 // and syncing tables took a fifth of the workload's CPU. With a base
 // level of 5 memtables (120 MiB at the default budget) it sits in two,
-// and the workload read 103-109 k events/s while checkpointing against
+// and the workload read 103-115 k events/s while checkpointing against
 // 62-96 k in alternating runs (2026-12-02, BENCHMARKS.md); full
 // checkpoints and restores took no longer.
 func baseLevelSize(memtable int64) int64 {
