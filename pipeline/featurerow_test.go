@@ -145,9 +145,8 @@ WINDOW w AS (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '1' HOUR PR
 
 // TestLookupIntoAllocatesNothing: with a FeatureRow and key maps reused,
 // a lookup of numeric features allocates nothing, where Lookup allocates
-// its Values and boxes each float. (Under -race sync.Pool drops a
-// quarter of what it is given, so the scratch of some lookups is new:
-// there LookupInto must save at least the boxing.)
+// its Values and boxes each float. (Under -race, whose instrumented
+// code allocates more, LookupInto must only allocate less.)
 func TestLookupIntoAllocatesNothing(t *testing.T) {
 	const span = 30 * 86_400_000
 	live := lookupIntoLive(t, `SELECT user_id, ts, sum(amount) OVER w AS s, count(*) OVER w AS n, avg(amount) OVER w AS a, max(amount) OVER w AS m
@@ -179,11 +178,19 @@ FROM tx WINDOW w AS (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '30
 		i++
 	})
 	t.Logf("allocations a lookup: LookupInto %.2f, Lookup %.2f", into, plain)
-	if !testutil.Race && into != 0 {
+	if testutil.Race {
+		// The instrumented code allocates more, and sync.Pool drops some
+		// of what it keeps: only the saving is checked.
+		if into >= plain {
+			t.Errorf("LookupInto allocated %.2f times a lookup, Lookup %.2f: want fewer", into, plain)
+		}
+		return
+	}
+	if into != 0 {
 		t.Errorf("LookupInto allocated %.2f times a lookup, want 0 (Lookup: %.2f)", into, plain)
 	}
 	// Lookup boxes three floats (sum, avg, max) and allocates its Values.
-	if plain-into < 3.5 {
-		t.Errorf("LookupInto allocated %.2f times a lookup, Lookup %.2f: want at least 3.5 fewer", into, plain)
+	if plain < 4 {
+		t.Errorf("Lookup allocated %.2f times a lookup, want at least 4: this test no longer sees the boxing", plain)
 	}
 }
