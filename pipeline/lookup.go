@@ -251,14 +251,16 @@ func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row
 	if f == nil {
 		f = new(FeatureRow)
 	}
-	defer l.rows.Put(f)
+	defer func() {
+		clear(f.vals) // the pool keeps no value of a lookup's
+		l.rows.Put(f)
+	}()
 	if err := l.LookupInto(ctx, f, key, at, row); err != nil {
 		return LookupResult{}, err
 	}
 	res := LookupResult{Watermark: f.watermark, Names: f.names, Values: make([]any, len(f.vals))}
 	for i := range f.vals {
 		res.Values[i] = f.Value(i)
-		f.vals[i].other = nil // the pool keeps no value of the caller's
 	}
 	return res, nil
 }
