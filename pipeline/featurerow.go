@@ -13,8 +13,10 @@ import (
 // them: numbers unboxed, so that a FeatureRow reused from lookup to
 // lookup lets lookups of numeric features allocate nothing. Read it with
 // Float64, Int64 and IsNull, or Value for any feature (as Lookup's
-// Values hold it: boxing a number allocates). The zero FeatureRow is
-// ready to use; a FeatureRow is not safe for concurrent use.
+// Values hold it: boxing a number allocates); their i is a position in
+// Names, from 0 to Len()-1 (Index finds it by name), and panics outside.
+// The zero FeatureRow is ready to use; a FeatureRow is not safe for
+// concurrent use.
 type FeatureRow struct {
 	names     []string
 	vals      []featureValue

@@ -258,11 +258,7 @@ func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row
 	if err := l.LookupInto(ctx, f, key, at, row); err != nil {
 		return LookupResult{}, err
 	}
-	res := LookupResult{Watermark: f.watermark, Names: f.names, Values: make([]any, len(f.vals))}
-	for i := range f.vals {
-		res.Values[i] = f.Value(i)
-	}
-	return res, nil
+	return f.Result(), nil
 }
 
 // LookupInto is Lookup writing the features into dst, whose memory it

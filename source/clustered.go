@@ -36,12 +36,11 @@ import (
 // strings of up to 15 bytes; the others are gathered a batch at a time);
 // each Read then copies the next rows out in that order. So memory holds
 // the input, where a batch run over input in time order holds every
-// key's windows and rows
-// waiting for their results: the better trade when frames are long
-// against the input's span and the state per key is large (ml-3, 30-day
-// frames with per-value tables over 5 M events of a month: 9.1 s and
-// 2.1 GB of peak RSS in time order, 3.6-5.1 s and 0.85 GB clustered by
-// user on 2026-12-02; see BENCHMARKS.md).
+// key's windows and rows waiting for their results: the better trade
+// when frames are long against the input's span and the state per key is
+// large (ml-3, 30-day frames with per-value tables over 5 M events of a
+// month: 9.1 s and 2.1 GB of peak RSS in time order, 3.6-5.1 s and
+// 0.85 GB clustered by user on 2026-12-02; see BENCHMARKS.md).
 //
 // An input larger than ClusteredMemory (or WithSpill's bound) is spilled
 // instead: written to ClusteredSpillParts files parted by key (Arrow IPC

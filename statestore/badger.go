@@ -87,7 +87,8 @@ func (f badgerOptionFunc) applyBadger(c *badgerConfig) { f(c) }
 // a checkpoint every 2 s) ran 25-30 % less CPU, its full checkpoint took
 // 7.0-7.9 instead of 10.0-11.4 s and its restore 3.1-3.2 instead of
 // 4.9-5.7 s; reading pages back (window.BenchmarkOperatorPaging) did not
-// measurably change.
+// measurably change. The memtable size also sets how large Badger's base
+// level may grow: five memtables, what level 0 holds when it compacts.
 func WithMemoryBudget(bytes int64) BadgerOption {
 	return badgerOptionFunc(func(c *badgerConfig) { c.budget = bytes })
 }
