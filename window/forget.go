@@ -221,7 +221,9 @@ func (o *Operator) deleteForgotten(newID []int32) error {
 			}
 		}
 	}
-	if err := wb.Flush(); err != nil {
+	err = wb.Flush()
+	o.closeSnapshot()
+	if err != nil {
 		return fmt.Errorf("window: forgetting quiet keys: %w", err)
 	}
 	return nil

@@ -87,7 +87,7 @@ func (o *Operator) LookupWith(key []byte, t int64, cand *agg.Rows, bld []array.B
 			// Evicted: decode a private copy; ingest, which could
 			// change the store, waits for the shared lock.
 			var err error
-			if ks, err = o.readState(id); err != nil {
+			if ks, err = o.readState(id, false); err != nil {
 				return o.wm, err
 			}
 			o.lookupLoads.Add(1)

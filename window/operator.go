@@ -261,6 +261,12 @@ type Operator struct {
 	ckptIDs    []int32
 	ckptOwed   []uint64
 	ckptChunks *chunkPool
+	// snap is the snapshot of the store through which the caller of Push
+	// and Advance reads key states during one call (storedState), and
+	// snapStale tells that a checkpoint's writes were flushed since it
+	// was taken.
+	snap      statestore.Snapshot
+	snapStale atomic.Bool
 	// dirtyIDs lists the keys marked dirty since the last checkpoint
 	// (markDirty).
 	dirtyIDs []int32
@@ -771,6 +777,7 @@ func (o *Operator) PushRowsTo(rec arrow.RecordBatch, rows []int32, dst *Dest) (o
 }
 
 func (o *Operator) push(rec arrow.RecordBatch, sel []int32, dst *Dest) (out []arrow.RecordBatch, late arrow.RecordBatch, err error) {
+	defer o.closeSnapshot()
 	n := int(rec.NumRows())
 	if sel != nil {
 		n = len(sel)
@@ -1091,6 +1098,7 @@ func (o *Operator) advance(ctx context.Context, wm int64, scatter bool, emit fun
 			o.mu.Unlock()
 		}
 	}()
+	defer o.closeSnapshot()
 	fin := o.finBelow > o.finDone
 	if wm <= o.wm && !fin {
 		return nil
@@ -1252,7 +1260,9 @@ func (o *Operator) advance(ctx context.Context, wm int64, scatter bool, emit fun
 		if err := o.flushPageGarbage(pwb); err != nil {
 			return err
 		}
-		if err := pwb.Flush(); err != nil {
+		err := pwb.Flush()
+		o.closeSnapshot()
+		if err != nil {
 			return fmt.Errorf("window: paging rows: %w", err)
 		}
 		clear(o.unflushed)
@@ -2443,6 +2453,7 @@ func (o *Operator) Close() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.abandonCheckpoint()
+	o.closeSnapshot()
 	for _, hb := range o.held.live {
 		if hb != nil {
 			hb.rec.Release()

@@ -75,10 +75,49 @@ func emptyState(ks *keyState) bool {
 	return ks.rows.Base == 0 && ks.rows.Len() == 0 && ks.dropped == None && ks.edge == nil && ks.pages == nil
 }
 
+// storedState reads the value of key from the store for the caller of
+// Push and Advance, through a snapshot of the store taken at the first
+// read of a call and closed at its end: a Badger read waits until the
+// store has applied every write committed before it, which, while a
+// checkpoint streams its writes, made every key read from the store wait
+// (the tasks of the checkpoint workload waited longer than they ran).
+// The snapshot is taken again after the operator's own writes (evictions,
+// forgotten keys, row pages) and once a checkpoint's writes are flushed
+// (snapStale), so it holds every state the operator wrote: a key is only
+// dropped from memory once the store holds its state.
+func (o *Operator) storedState(key []byte) ([]byte, error) {
+	sn, ok := o.cfg.Store.(statestore.Snapshotter)
+	if !ok {
+		return o.cfg.Store.Get(key)
+	}
+	if o.snapStale.Swap(false) {
+		o.closeSnapshot()
+	}
+	if o.snap == nil {
+		s, err := sn.Snapshot()
+		if errors.Is(err, errors.ErrUnsupported) {
+			return o.cfg.Store.Get(key)
+		}
+		if err != nil {
+			return nil, err
+		}
+		o.snap = s
+	}
+	return o.snap.Get(key)
+}
+
+// closeSnapshot closes the snapshot of storedState, if one is open.
+func (o *Operator) closeSnapshot() {
+	if o.snap != nil {
+		o.snap.Close()
+		o.snap = nil
+	}
+}
+
 // load reads the evicted state of key id from the store and makes it
 // resident (clean). A key the store does not hold had an empty state.
 func (o *Operator) load(id int32) (*keyState, error) {
-	ks, err := o.readState(id)
+	ks, err := o.readState(id, true)
 	if err != nil {
 		return nil, err
 	}
@@ -136,12 +175,19 @@ func (o *Operator) markDirty(id int32) {
 
 // readState decodes the stored state of key id into a new keyState; it
 // changes nothing in the operator, so lookups may call it under the
-// shared lock.
-func (o *Operator) readState(id int32) (*keyState, error) {
+// shared lock. With own (the caller of Push and Advance only), it reads
+// through the call's snapshot of the store (storedState).
+func (o *Operator) readState(id int32, own bool) (*keyState, error) {
 	if o.cfg.Store == nil {
 		return nil, fmt.Errorf("window: state of key %d is missing", id)
 	}
-	v, err := o.cfg.Store.Get(o.storeKey(id))
+	var v []byte
+	var err error
+	if own {
+		v, err = o.storedState(o.storeKey(id))
+	} else {
+		v, err = o.cfg.Store.Get(o.storeKey(id))
+	}
 	if errors.Is(err, statestore.ErrNotFound) {
 		return o.newKeyState(), nil
 	}
@@ -236,7 +282,9 @@ func (o *Operator) evict() error {
 		o.dropResident(c.id, ks)
 		o.stats.Evicted++
 	}
-	if err := wb.Flush(); err != nil {
+	err = wb.Flush()
+	o.closeSnapshot()
+	if err != nil {
 		return fmt.Errorf("window: evicting key state: %w", err)
 	}
 	return nil
@@ -837,7 +885,9 @@ func (o *Operator) WriteCheckpoint(d time.Duration) (flush func() error, err err
 	w := c.w
 	w.close()
 	return func() error {
-		if err := <-w.done; err != nil {
+		err := <-w.done
+		o.snapStale.Store(true)
+		if err != nil {
 			return fmt.Errorf("window: checkpoint: %w", err)
 		}
 		return nil
