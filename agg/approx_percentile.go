@@ -248,8 +248,13 @@ func (s *percentileState) Reset() {
 func (s *percentileState) MarshalBinary() ([]byte, error) {
 	out := binary.AppendVarint(nil, s.n)
 	out = binary.AppendUvarint(out, uint64(len(s.levels)))
+	var sorted []float64
 	for l, lv := range s.levels {
-		slices.SortFunc(lv, floatCmp)
+		// Sorted in a copy: encoding changes nothing (a checkpoint's
+		// encoder and the operator may encode one state at once).
+		sorted = append(sorted[:0], lv...)
+		slices.SortFunc(sorted, floatCmp)
+		lv = sorted
 		out = append(out, s.parity[l])
 		out = binary.AppendUvarint(out, uint64(len(lv)))
 		for _, v := range lv {

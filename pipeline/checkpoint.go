@@ -33,17 +33,19 @@ import (
 // task, once the barrier has arrived on all of its inputs (aligned),
 // records which keys changed since the previous checkpoint and the rest
 // of its state (watermark, rows waiting for it), passes the barrier on
-// and goes on processing; it writes those keys' states as of the barrier
-// to the run's Badger store between input messages, 2 to 20 ms at a time
-// (a key about to change is written first: copy on write), and
-// hands its part to the checkpoint once they are all in the store. The
+// and goes on processing, while a goroutine of its operator encodes those
+// keys' states as of the barrier and another writes them to the run's
+// Badger store (a key about to change is encoded first by the task, or,
+// if that goroutine is reading it at that moment, the task changes a
+// copy: copy on write, in which the task never waits), and hands its
+// part to the checkpoint once they are all in the store. The
 // output merger saves the rows it holds at the barrier and asks a
 // transactional sink (sink.Committer) to end the epoch. Once every window
 // task has handed in its part, a backup of the store's changes is taken
 // and uploaded with the parts in the background (from the barrier until
 // the backup, window tasks write nothing else to the store: evictions
 // and row pages wait); the manifest is written last. The output stands
-// still only for a task's step at the barrier and each slice of writing
+// still only for a task's step at the barrier and the end of its writing
 // (CheckpointInfo.Stall). Only then is the sink told to publish the
 // epoch's output and a committing source (Kafka) to commit the position,
 // on a goroutine of its own (a slow commit holds nothing back; only the
@@ -93,10 +95,9 @@ type CheckpointInfo struct {
 	// Write, Backup and Upload split Duration into its steps: Write from
 	// the barrier's injection until every window task has written the
 	// states of its keys changed since the last checkpoint into the store
-	// (the tasks write them in slices between input messages, so this
-	// grows with the changed keys and with how busy the tasks are; the
-	// final checkpoint of an input also waits here for the one in
-	// flight);
+	// (encoded while the tasks go on, so this grows with the changed keys
+	// and with how busy the CPUs are; the final checkpoint of an input
+	// also waits here for the one in flight);
 	// Backup the store's backup of what changed since the last
 	// checkpoint, taken into a local file; Upload the upload of that
 	// backup and the parts and the writing of the manifest (the fencing
@@ -105,11 +106,14 @@ type CheckpointInfo struct {
 	// Stall is how long the checkpoint held the pipeline's output back:
 	// the longest time a window task stood still for it, at the barrier
 	// (waiting for the previous checkpoint's backup to be taken, then
-	// recording its changed keys and the rest of its state) or writing
-	// one slice of key states between two input messages. The final
-	// checkpoint of a bounded input or a Stop counts only the recording:
-	// with no input left, its waiting and writing hold nothing back. The
-	// store's backup and the upload run in the background.
+	// recording its changed keys and the rest of its state) or ending its
+	// writing once the key states are encoded (handing the last ones to
+	// the store's writer). Encoding the key states holds nothing back: it
+	// runs beside the task, which only encodes, or copies, a key still
+	// owed that it is about to change. The final checkpoint of a bounded
+	// input or a Stop counts only the recording: with no input left, its
+	// waiting and writing hold nothing back. The store's backup and the
+	// upload run in the background.
 	Stall time.Duration
 	// Final is set for the checkpoint that ends a bounded input.
 	Final bool
@@ -1013,25 +1017,16 @@ func replay(h []msg, dispatch func(msg) error) error {
 	return nil
 }
 
-// checkpointSlice is about how long a window task writes checkpoint state
-// at a time, between two input messages, at least (a variable for tests):
-// a slice takes a third of the time since the previous one, up to three
-// times checkpointSlice, so that a busy task still gives the writing about
-// a quarter of its time. On 2 cores busy with the store's writes, a slice
-// takes several times its length of wall time (the task waits for a CPU):
-// slices of up to 20 ms stood still for 140-171 ms, of up to 6 ms for
-// 89-98 ms.
-var checkpointSlice = 2 * time.Millisecond
-
 // taskDoneHook, when set (by tests, before any run), is called by a
 // window task right before it delivers its part of checkpoint epoch.
 var taskDoneHook func(epoch uint64)
 
 // asyncCheckpointer is an operator whose checkpoint is taken at the
-// barrier and written afterwards, a slice at a time, while it goes on
-// processing (window.Operator).
+// barrier and encoded afterwards by a goroutine of its own while it goes
+// on processing (window.Operator).
 type asyncCheckpointer interface {
 	BeginCheckpoint() ([]byte, error)
+	CheckpointEncoded() <-chan struct{}
 	WriteCheckpoint(d time.Duration) (flush func() error, err error)
 }
 
@@ -1040,15 +1035,16 @@ type asyncCheckpointer interface {
 //
 // At an aligned barrier (begin) the operator records which keys changed
 // and returns its meta, and the task passes the barrier on at once. The
-// key states as of the barrier are then written to the store between
-// input messages (next), one slice after each message and more while no
-// message waits; a key about to change is written first by the operator
-// itself (copy on write). When all are written, the write batch is
-// flushed on another goroutine (it touches no operator state) and, once it
-// has succeeded, the task delivers its part: only then may the merger take
-// the store's backup. The task writes a checkpoint's state only once the
-// previous checkpoint's backup is taken (mayWrite), so no backup ever
-// holds a later state.
+// key states as of the barrier are then encoded by a goroutine of the
+// operator's own while the task goes on (a key about to change is
+// encoded first by the operator, or copied when that goroutine is reading
+// it: copy on write), and written to the store by another. Once they are
+// all encoded (encoded) the task ends the checkpoint on the operator's
+// side, the write batch is flushed on another goroutine (it touches no
+// operator state) and, once it has succeeded, the task delivers its part:
+// only then may the merger take the store's backup. The task writes a
+// checkpoint's state only once the previous checkpoint's backup is taken
+// (mayWrite), so no backup ever holds a later state.
 type taskCheckpoint struct {
 	r      *runner
 	s, id  int
@@ -1056,18 +1052,18 @@ type taskCheckpoint struct {
 	frozen *uint64 // epoch of the last barrier passed (checkpointRun.mayWrite)
 
 	// The checkpoint being written: its epoch and meta, the longest time
-	// it held the task up, whether key states remain to write, and the
-	// result of the flush while it runs.
+	// it held the task up, whether key states remain to encode (and the
+	// channel closed once they are encoded), and the result of the flush
+	// while it runs.
 	epoch   uint64
 	meta    []byte
 	stall   time.Duration
 	writing bool
+	encoded <-chan struct{}
 	// final marks the final checkpoint of an input: nothing waits on its
 	// writing, which is therefore no stall.
 	final   bool
 	flushed chan error
-	// sliced is when the last slice of writing ended.
-	sliced time.Time
 }
 
 func (tc *taskCheckpoint) fail(err error) error {
@@ -1114,35 +1110,30 @@ func (tc *taskCheckpoint) begin(ctx context.Context, epoch uint64, final bool) e
 		return nil
 	}
 	tc.writing = true
-	tc.sliced = time.Now()
+	tc.encoded = aop.CheckpointEncoded()
 	return nil
 }
 
-// slice is how long the next slice of writing may take.
-func (tc *taskCheckpoint) slice() time.Duration {
-	return min(max(time.Since(tc.sliced)/3, checkpointSlice), 3*checkpointSlice)
-}
-
-// write writes one slice of key states (everything when d <= 0) and
-// starts the flush after the last.
-func (tc *taskCheckpoint) write(d time.Duration) error {
-	defer trace.StartRegion(context.Background(), "volga.checkpoint.slice").End()
+// write ends the checkpoint's writing on the operator's side once its
+// key states are encoded (encoding what remains itself and waiting for
+// the operator's encoder, when it is called earlier) and starts the
+// flush. With stall, the time counts in the checkpoint's stall: not when
+// a new barrier finds the checkpoint still written (finish), which only
+// the final one of an input does, with no input left to hold up.
+func (tc *taskCheckpoint) write(stall bool) error {
+	defer trace.StartRegion(context.Background(), "volga.checkpoint.write").End()
 	start := time.Now()
-	flush, err := tc.op.(asyncCheckpointer).WriteCheckpoint(d)
-	tc.sliced = time.Now()
-	if d > 0 && !tc.final {
-		tc.stall = max(tc.stall, tc.sliced.Sub(start))
+	flush, err := tc.op.(asyncCheckpointer).WriteCheckpoint(0)
+	if stall && !tc.final {
+		tc.stall = max(tc.stall, time.Since(start))
 	}
+	tc.writing = false
 	if err != nil {
-		tc.writing = false
 		return tc.fail(err)
 	}
-	if flush != nil {
-		tc.writing = false
-		done := make(chan error, 1)
-		tc.flushed = done
-		go func() { done <- flush() }()
-	}
+	done := make(chan error, 1)
+	tc.flushed = done
+	go func() { done <- flush() }()
 	return nil
 }
 
@@ -1160,24 +1151,24 @@ func (tc *taskCheckpoint) done(err error) error {
 }
 
 // next returns the task's next input message (ok false once in is
-// closed). While a checkpoint is written it writes a slice first, and more
-// while no message is waiting.
+// closed). While a checkpoint is written it ends the writing once the key
+// states are encoded, and delivers the task's part once they are flushed.
 func (tc *taskCheckpoint) next(ctx context.Context, in chan msg) (msg, bool, error) {
-	if tc.writing {
-		if err := tc.write(tc.slice()); err != nil {
-			return msg{}, false, err
-		}
-	}
 	for {
 		switch {
 		case tc.writing:
 			select {
-			case m, ok := <-in:
-				return m, ok, nil
+			case <-tc.encoded:
+				if err := tc.write(true); err != nil {
+					return msg{}, false, err
+				}
+				continue
 			default:
 			}
-			if err := tc.write(checkpointSlice); err != nil {
-				return msg{}, false, err
+			select {
+			case m, ok := <-in:
+				return m, ok, nil
+			case <-tc.encoded:
 			}
 		case tc.flushed != nil:
 			select {
@@ -1198,8 +1189,8 @@ func (tc *taskCheckpoint) next(ctx context.Context, in chan msg) (msg, bool, err
 // finish writes what remains of the checkpoint in progress, if any, and
 // waits for its flush.
 func (tc *taskCheckpoint) finish(ctx context.Context) error {
-	for tc.writing {
-		if err := tc.write(checkpointSlice); err != nil {
+	if tc.writing {
+		if err := tc.write(false); err != nil {
 			return err
 		}
 	}

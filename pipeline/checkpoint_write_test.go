@@ -51,9 +51,9 @@ func (s *countingSink) Recover(ctx context.Context, epoch uint64, state []byte) 
 	return s.Sink.(sink.Committer).Recover(ctx, epoch, state)
 }
 
-// TestCheckpointOutputFlowsWhileStateIsWritten: window tasks write a
-// checkpoint's key states after passing its barrier on, a few keys
-// between two input messages, so the output goes on meanwhile: rows reach
+// TestCheckpointOutputFlowsWhileStateIsWritten: window tasks have a
+// checkpoint's key states encoded after passing its barrier on, by a
+// goroutine of the operator's own, so the output goes on meanwhile: rows reach
 // the sink after the merger has passed a checkpoint's barrier and before
 // the window tasks have all written their state for it. The run, crashed
 // and resumed from its checkpoints, still writes exactly what an
@@ -62,8 +62,13 @@ func TestCheckpointOutputFlowsWhileStateIsWritten(t *testing.T) {
 	var mu sync.Mutex
 	var cur *countingSink
 	overlaps := 0
-	// The least a task writes at a time: a few keys.
-	undo := pipeline.SetCheckpointTestHooks(1, func(epoch uint64) {
+	// Key states are encoded slowly enough for rows to flow meanwhile.
+	slow := func(id int32) {
+		if id%16 == 0 {
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	undo := pipeline.SetCheckpointTestHooks(slow, func(epoch uint64) {
 		mu.Lock()
 		defer mu.Unlock()
 		cur.mu.Lock()

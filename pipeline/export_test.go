@@ -1,18 +1,23 @@
 package pipeline
 
 import (
-	"time"
-
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/volga-go/volga/internal/testhook"
 )
 
-// SetCheckpointTestHooks sets how long a window task writes checkpoint
-// state at a time and a function called when a task has written its
-// state for a checkpoint, until the returned function undoes it.
-func SetCheckpointTestHooks(slice time.Duration, delivered func(epoch uint64)) (undo func()) {
-	oldSlice, oldHook := checkpointSlice, taskDoneHook
-	checkpointSlice, taskDoneHook = slice, delivered
-	return func() { checkpointSlice, taskDoneHook = oldSlice, oldHook }
+// SetCheckpointTestHooks sets a function called by the window
+// operators' checkpoint encoders for each key they encode, and one called
+// when a task has written its state for a checkpoint, until the returned
+// function undoes it.
+func SetCheckpointTestHooks(encode func(id int32), delivered func(epoch uint64)) (undo func()) {
+	undoEncode := testhook.SetCheckpointEncode(encode)
+	oldHook := taskDoneHook
+	taskDoneHook = delivered
+	return func() {
+		taskDoneHook = oldHook
+		undoEncode()
+	}
 }
 
 // SetBatchReleaseRows sets the least number of rows a window task of a

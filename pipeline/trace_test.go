@@ -39,7 +39,7 @@ func TestCheckpointTraceRegions(t *testing.T) {
 	defer bucket.Close()
 	with := traced(volga.WithCheckpointBucket(bucket, time.Hour), volga.WithParallelism(2))
 	without := traced(volga.WithParallelism(2))
-	for _, name := range []string{"volga.checkpoint.barrier", "volga.checkpoint.slice"} {
+	for _, name := range []string{"volga.checkpoint.barrier", "volga.checkpoint.write", "volga.checkpoint.encode"} {
 		if !bytes.Contains(with, []byte(name)) {
 			t.Errorf("the trace of a checkpointed run has no region %s", name)
 		}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/volga-go/volga/internal/testhook"
 	"github.com/volga-go/volga/internal/testutil"
 	"github.com/volga-go/volga/statestore"
 	"github.com/volga-go/volga/watermark"
@@ -206,6 +208,115 @@ func TestCheckpointWrittenWhileRunning(t *testing.T) {
 					t.Error("no row was emitted while a checkpoint was being written")
 				}
 				t.Logf("%d checkpoints written while running, %d rows emitted meanwhile", checked, during)
+			})
+		}
+	}
+}
+
+// TestCheckpointEncoderNeverWaitedFor: the goroutine encoding a
+// checkpoint is held in the middle of a key (as when it is descheduled)
+// while the operator goes on taking rows, which change that key too. The
+// operator does not wait for it: it changes a copy of the key's state
+// (Stats.CheckpointCopies), encodes the other keys it changes itself,
+// and emits what a run without checkpoints emits. Once the encoder goes
+// on, the checkpoint holds exactly the state at BeginCheckpoint: an
+// operator restored from it emits what the uninterrupted run emits.
+func TestCheckpointEncoderNeverWaitedFor(t *testing.T) {
+	const bound = 2000
+	for _, seed := range testutil.Seeds(2) {
+		for _, keys := range [][]string{{"user_id"}, {"user_id", "merchant"}} {
+			t.Run(fmt.Sprintf("seed=%d/keys=%v", seed, keys), func(t *testing.T) {
+				rng := testutil.Rand(seed)
+				frames, tab := ckptInput(rng, keys, 0, bound)
+				cfg := ckptConfig(t, keys, frames, ckptAggs, 0, false)
+				steps := ckptSteps(rng, tab, bound, 0)
+				plain, err := window.New(cfg, mlSchema)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := make([][]string, len(steps))
+				for i, s := range steps {
+					want[i] = stepOut(t, plain, tab, s)
+				}
+				plain.Close()
+
+				st := statestore.NewMemory()
+				c := cfg
+				c.Store = st
+				op, err := window.New(c, mlSchema)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer op.Close()
+				took, release := make(chan int32, 1), make(chan struct{})
+				var held atomic.Bool
+				undo := testhook.SetCheckpointEncode(func(id int32) {
+					if held.CompareAndSwap(false, true) {
+						took <- id
+						<-release
+					}
+				})
+				defer undo()
+				released := false
+				defer func() {
+					if !released {
+						close(release)
+					}
+				}()
+
+				from := len(steps) / 3
+				for i := range from {
+					diffOutputs(t, fmt.Sprintf("step %d", i), stepOut(t, op, tab, steps[i]), want[i])
+				}
+				meta, err := op.BeginCheckpoint()
+				if err != nil {
+					t.Fatal(err)
+				}
+				id := <-took
+				i := from
+				for ; i < len(steps) && op.Stats().CheckpointCopies == 0; i++ {
+					diffOutputs(t, fmt.Sprintf("step %d, the encoder held at key %d", i, id), stepOut(t, op, tab, steps[i]), want[i])
+				}
+				if op.Stats().CheckpointCopies != 1 {
+					t.Fatalf("%d key states copied after %d steps, want 1: the key the encoder holds changes", op.Stats().CheckpointCopies, i-from)
+				}
+				select {
+				case <-op.CheckpointEncoded():
+					t.Fatal("the checkpoint is encoded while its encoder is held")
+				default:
+				}
+				// More steps change the copy, not the state the encoder reads.
+				for end := min(len(steps), i+5); i < end; i++ {
+					diffOutputs(t, fmt.Sprintf("step %d, the encoder held at key %d", i, id), stepOut(t, op, tab, steps[i]), want[i])
+				}
+				close(release)
+				released = true
+				<-op.CheckpointEncoded()
+				flush, err := op.WriteCheckpoint(0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := flush(); err != nil {
+					t.Fatal(err)
+				}
+				for ; i < len(steps); i++ {
+					diffOutputs(t, fmt.Sprintf("step %d", i), stepOut(t, op, tab, steps[i]), want[i])
+				}
+
+				snap := statestore.NewMemory()
+				copyStore(t, snap, st)
+				c.Store = snap
+				r, err := window.New(c, mlSchema)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				if err := r.Restore(meta); err != nil {
+					t.Fatalf("Restore: %v", err)
+				}
+				for i := from; i < len(steps); i++ {
+					diffOutputs(t, fmt.Sprintf("restored from the checkpoint before step %d, step %d", from, i), stepOut(t, r, tab, steps[i]), want[i])
+				}
 			})
 		}
 	}

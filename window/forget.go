@@ -252,7 +252,7 @@ func (o *Operator) renumberStored(newID []int32, nlive int) {
 		}
 	}
 	o.dirtyIDs = dirty
-	o.ckptIDs, o.ckptOwed = nil, nil
+	o.ckptSpare.ids, o.ckptSpare.claims, o.ckptSpare.fin = nil, nil, nil
 }
 
 // renumber gives key id the id newID[id], or drops it when that is -1;

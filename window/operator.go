@@ -148,6 +148,10 @@ type Stats struct {
 	Evicted, Loaded, LookupLoads int64
 	// CheckpointKeys is the number of keys the last Checkpoint wrote.
 	CheckpointKeys int64
+	// CheckpointCopies counts the key states copied because they were
+	// about to change while a checkpoint's encoder was reading them (see
+	// BeginCheckpoint).
+	CheckpointCopies int64
 	// QuietKeys counts the times a key's rows were let go because none of
 	// them could be in a frame or a lookup any more (its newest row
 	// older than the longest frame behind the watermark, the allowed
@@ -254,13 +258,9 @@ type Operator struct {
 	// BeginCheckpoint); encBuf is scratch for encoding key states.
 	ckpt   *ckptWrite
 	encBuf []byte
-	// ckptIDs and ckptOwed are the arrays of the last checkpoint written,
-	// and ckptChunks the record chunks its writer is done with, for the
-	// next one (a periodic checkpoint of 50-100 MB allocated as much
-	// again in chunks).
-	ckptIDs    []int32
-	ckptOwed   []uint64
-	ckptChunks *chunkPool
+	// ckptSpare holds the arrays of the last checkpoint written and the
+	// record chunks its writer is done with, for the next one.
+	ckptSpare ckptArrays
 	// snap is the snapshot of the store through which the caller of Push
 	// and Advance reads key states during one call (storedState), and
 	// snapStale tells that a checkpoint's writes were flushed since it

@@ -2,13 +2,16 @@ package window
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"runtime/trace"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/volga-go/volga/agg"
 	"github.com/volga-go/volga/internal/arrowutil"
+	"github.com/volga-go/volga/internal/testhook"
 	"github.com/volga-go/volga/statestore"
 )
 
@@ -714,29 +718,126 @@ func (o *Operator) Checkpoint() ([]byte, error) {
 }
 
 // ckptWrite is a checkpoint begun by BeginCheckpoint whose key states are
-// not all written yet.
+// not all encoded yet.
+//
+// The states are encoded by a goroutine of the checkpoint's own (the
+// encoder) while the operator goes on, and by the operator's caller: in
+// WriteCheckpoint, and before a key still owed changes (copy on write).
+// The encoder reads the states as they were at the barrier, so a key
+// must not change in place while the encoder reads it. Each owed key has
+// a claim (two bits in claims) that says who may touch its state:
+//
+//   - keyOwed: nobody has its state as of the barrier yet. The encoder
+//     takes it by moving it to keyEncoding; the caller (WriteCheckpoint,
+//     copyOnWrite) by moving it to keyDone and encoding it at once.
+//   - keyEncoding: the encoder is reading it (its state at the barrier,
+//     read from states before the move). A caller about to change it moves it to
+//     keyDetached and changes a copy instead (detach): it never waits for
+//     the encoder, which may be descheduled in the middle of a key.
+//   - keyDetached: the encoder still reads the state of the barrier; the
+//     operator holds a copy.
+//   - keyDone: written, or not part of the checkpoint.
+//
+// The encoder and the caller put their records through writers of their
+// own (recBuf) into one ckptWriter.
 type ckptWrite struct {
 	w *ckptWriter
-	// ids are the keys changed before the checkpoint, ids[next:] those
-	// WriteCheckpoint has not reached yet; owed has the bit of every key
-	// whose state as of the checkpoint is not written yet (a key written
-	// early, before it changed, has its bit cleared).
+	// ids are the keys changed before the checkpoint; next is the next
+	// position in ids to take (by the encoder or WriteCheckpoint).
 	ids  []int32
-	next int
-	owed []uint64
+	next atomic.Int64
+	// claims holds two bits per key id (see above); keys created after
+	// the barrier are beyond it and owed nothing.
+	claims []atomic.Uint64
+	// states and encs are Operator.states and Operator.encs as of the
+	// barrier, and fin the keys finished at the barrier (clustered input,
+	// Operator.finished), read by the encoder. While a checkpoint is
+	// written no key id is renumbered and encs is only appended to; the
+	// state of a key owed changes in states only once the operator has
+	// moved the key's claim on (to keyDetached: detach), so the encoder,
+	// which reads it before it moves the claim to keyEncoding, reads the
+	// state at the barrier.
+	states []*keyState
+	encs   []string
+	fin    []uint64
+	// The encoder's side: its records, its scratch, whether it must stop
+	// (an abandoned checkpoint), its error, and encoded, closed once it
+	// has ended and queued its records.
+	encRecs recBuf
+	encBuf  []byte
+	stop    atomic.Bool
+	err     error
+	encoded chan struct{}
+	// The caller's side: its records (copy on write, WriteCheckpoint).
+	recs recBuf
 }
 
-func (c *ckptWrite) owes(id int32) bool { return c.owed[id>>6]&(1<<(id&63)) != 0 }
-func (c *ckptWrite) paid(id int32)      { c.owed[id>>6] &^= 1 << (id & 63) }
+// Claims of a key in a checkpoint being written (see ckptWrite).
+const (
+	keyDone = iota
+	keyOwed
+	keyEncoding
+	keyDetached
+)
+
+// claim returns key id's claim.
+func (c *ckptWrite) claim(id int32) uint64 {
+	if int(id>>5) >= len(c.claims) {
+		return keyDone
+	}
+	return c.claims[id>>5].Load() >> (uint(id&31) * 2) & 3
+}
+
+// move sets key id's claim from from to to, if it is from.
+func (c *ckptWrite) move(id int32, from, to uint64) bool {
+	w, sh := &c.claims[id>>5], uint(id&31)*2
+	for {
+		old := w.Load()
+		if old>>sh&3 != from {
+			return false
+		}
+		if w.CompareAndSwap(old, old&^(3<<sh)|to<<sh) {
+			return true
+		}
+	}
+}
+
+// owe sets key id's claim to keyOwed, before the encoder starts.
+func (c *ckptWrite) owe(id int32) {
+	w := &c.claims[id>>5]
+	w.Store(w.Load() | keyOwed<<(uint(id&31)*2))
+}
+
+// finished reports whether key id was finished at the barrier.
+func (c *ckptWrite) finished(id int32) bool {
+	w := int(id >> 6)
+	return w < len(c.fin) && c.fin[w]&(1<<(id&63)) != 0
+}
+
+// ckptArrays are the arrays of the last checkpoint written, kept for the
+// next one (a periodic checkpoint of 50-100 MB allocated as much again in
+// chunks).
+type ckptArrays struct {
+	ids    []int32
+	claims []atomic.Uint64
+	encBuf []byte
+	fin    []uint64
+	chunks *chunkPool
+}
 
 // BeginCheckpoint starts a checkpoint without writing key states: it
 // returns the operator's meta as of now (what Checkpoint returns) and
 // records which keys changed since the previous checkpoint. Their states
-// as of now are then encoded by WriteCheckpoint, a slice at a time, and
-// written to Config.Store while Push and Advance go on: before a key
-// still to write changes, its state as of the checkpoint is encoded
-// first (copy on write), so the writes are exactly the state at
-// BeginCheckpoint. Until
+// as of now are then encoded and written to Config.Store while Push and
+// Advance go on, by a goroutine of the checkpoint's own and by
+// WriteCheckpoint: before a key still to write changes, its state as of
+// the checkpoint is encoded first, or, when that goroutine is encoding it
+// at that moment, the operator changes a copy (copy on write), so the
+// writes are exactly the state at BeginCheckpoint and the operator never
+// waits for that goroutine. That goroutine encodes a quarter of the time
+// at most (2 ms, then a rest), so that the store's writes leave room for
+// the operator's reads. CheckpointEncoded tells when every state is
+// encoded. Until
 // the checkpoint is written, the operator makes no other writes to the
 // store (evictions and row pages wait, as when Config.MayWrite says no);
 // the store holds the checkpoint's state once the flush WriteCheckpoint
@@ -759,18 +860,23 @@ func (o *Operator) BeginCheckpoint() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("window: checkpoint: %w", err)
 	}
-	if o.ckptChunks == nil {
-		o.ckptChunks = &chunkPool{}
+	a := o.ckptSpare
+	o.ckptSpare = ckptArrays{}
+	if a.chunks == nil {
+		a.chunks = &chunkPool{}
 	}
-	nw := (len(o.states) + 63) / 64
-	owed := o.ckptOwed
-	if cap(owed) < nw {
-		owed = make([]uint64, nw, nw+nw/4)
+	nw := (len(o.states) + 31) / 32
+	claims := a.claims
+	if cap(claims) < nw {
+		claims = make([]atomic.Uint64, nw, nw+nw/4)
 	}
-	owed = owed[:nw]
-	clear(owed)
-	c := &ckptWrite{w: newCkptWriter(wb, o.ckptChunks), owed: owed, ids: o.ckptIDs[:0]}
-	o.ckptIDs, o.ckptOwed = nil, nil
+	claims = claims[:nw]
+	clear(claims)
+	c := &ckptWrite{
+		w: newCkptWriter(wb, a.chunks), claims: claims, ids: a.ids[:0],
+		states: o.states, encs: o.encs, fin: append(a.fin[:0], o.finished...), encBuf: a.encBuf,
+		encoded: make(chan struct{}),
+	}
 	// dirtyIDs lists every dirty key (and keys cleaned since, by
 	// eviction, which are skipped); a dirty key not resident stays listed.
 	// When many keys changed, a walk of every key in order reads their
@@ -778,7 +884,7 @@ func (o *Operator) BeginCheckpoint() ([]byte, error) {
 	take := func(id int32) {
 		o.kmeta[id].dirty = false
 		c.ids = append(c.ids, id)
-		c.owed[id>>6] |= 1 << (id & 63)
+		c.owe(id)
 	}
 	kept := o.dirtyIDs[:0]
 	if len(o.dirtyIDs) > len(o.states)/8 {
@@ -805,6 +911,7 @@ func (o *Operator) BeginCheckpoint() ([]byte, error) {
 	o.dirtyIDs = kept
 	o.ckpt = c
 	o.stats.CheckpointKeys = int64(len(c.ids))
+	go o.encodeCheckpoint(c)
 	fp := o.fingerprint()
 	out := append([]byte(metaMagic), fp[:]...)
 	for _, v := range []int64{o.wm, o.maxTs, o.stats.RowsIn, o.stats.RowsOut, o.stats.LateDropped, o.stats.LateApplied} {
@@ -835,22 +942,89 @@ const (
 	metaForgotten = 'g'
 )
 
+// ckptBurst and ckptRest pace the encoder of a checkpoint: after about
+// ckptBurst of encoding it rests ckptRest times as long, so that it takes
+// about a quarter of a CPU, as the slices of writing on the operator's
+// caller did before the encoder had a goroutine of its own. The states it
+// encodes go to the store at that pace: at full speed, on 2 cores, the
+// checkpoint workload read 80-103 k events/s instead of 97-134 k, and its
+// output stood still for up to 2.1 s instead of 0.6-1.3 s (2026-12-02):
+// the store's writes kept Badger's memtables filling faster than they
+// were flushed, and the operator's reads of the store waited.
+const (
+	ckptBurst = 2 * time.Millisecond
+	ckptRest  = 3
+)
+
+// encodeCheckpoint is the encoder of checkpoint c: it takes the keys
+// still owed, in order, and encodes their states as of the barrier. It
+// touches no operator state but the key states it takes, which nothing
+// changes meanwhile (see ckptWrite), and what never changes after New.
+func (o *Operator) encodeCheckpoint(c *ckptWrite) {
+	defer close(c.encoded)
+	defer trace.StartRegion(context.Background(), "volga.checkpoint.encode").End()
+	burst := time.Now()
+	for n := 1; !c.stop.Load(); n++ {
+		i := int(c.next.Add(1) - 1)
+		if i >= len(c.ids) {
+			break
+		}
+		if n%ckptLockKeys == 0 {
+			if d := time.Since(burst); d >= ckptBurst {
+				time.Sleep(ckptRest * d)
+				burst = time.Now()
+			}
+		}
+		id := c.ids[i]
+		ks := c.states[id] // before the claim moves: see ckptWrite.states
+		if !c.move(id, keyOwed, keyEncoding) {
+			continue // written before it changed
+		}
+		testhook.CheckpointEncode(id)
+		var err error
+		c.encBuf, err = o.putCkpt(c, &c.encRecs, c.encBuf, id, ks, c.finished(id))
+		// keyEncoding or keyDetached: the state read is no longer needed.
+		if !c.move(id, keyEncoding, keyDone) {
+			c.move(id, keyDetached, keyDone)
+		}
+		if err != nil {
+			c.err = err
+			return
+		}
+	}
+	c.w.send(&c.encRecs, false)
+}
+
+// CheckpointEncoded returns a channel closed once the goroutine encoding
+// the key states of the checkpoint in progress is done, when
+// WriteCheckpoint ends it without encoding more (nil when no checkpoint
+// is in progress).
+func (o *Operator) CheckpointEncoded() <-chan struct{} {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	if o.ckpt == nil {
+		return nil
+	}
+	return o.ckpt.encoded
+}
+
 // ckptLockKeys is how many key states WriteCheckpoint writes under the
 // write lock before it lets waiting lookups in.
 const ckptLockKeys = 16
 
 // WriteCheckpoint encodes key states of the checkpoint begun by
-// BeginCheckpoint for about d (all of them when d <= 0). The encoded
-// states go to the store's write batch on a goroutine of the checkpoint's
-// own, which touches no operator state, so the store's commits never hold
-// the operator up. Once every state is encoded WriteCheckpoint ends the
-// checkpoint on the operator's side and returns flush, which the caller
-// must call (it may do so on another goroutine): it waits until every
-// state is written and the batch flushed, so that the store holds the
-// checkpoint's state once it has returned nil. Until then WriteCheckpoint
-// returns a nil flush. Without a checkpoint in progress it returns a
-// flush that does nothing. On an error the checkpoint is abandoned: its
-// keys count as changed again.
+// BeginCheckpoint for about d, beside the checkpoint's own goroutine (all
+// of them, and waits for that goroutine, when d <= 0). The encoded
+// states go to the store's write batch on another goroutine of the
+// checkpoint's own, which touches no operator state, so the store's
+// commits never hold the operator up. Once every state is encoded
+// WriteCheckpoint ends the checkpoint on the operator's side and returns
+// flush, which the caller must call (it may do so on another goroutine):
+// it waits until every state is written and the batch flushed, so that
+// the store holds the checkpoint's state once it has returned nil. Until
+// then WriteCheckpoint returns a nil flush. Without a checkpoint in
+// progress it returns a flush that does nothing. On an error the
+// checkpoint is abandoned: its keys count as changed again.
 func (o *Operator) WriteCheckpoint(d time.Duration) (flush func() error, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -862,28 +1036,48 @@ func (o *Operator) WriteCheckpoint(d time.Duration) (flush func() error, err err
 	if d > 0 {
 		start = time.Now()
 	}
-	for c.next < len(c.ids) {
-		end := min(c.next+ckptLockKeys, len(c.ids))
-		for ; c.next < end; c.next++ {
-			id := c.ids[c.next]
-			if !c.owes(id) {
-				continue
-			}
-			if err := o.putCkpt(c, id); err != nil {
+	for n := 0; ; n++ {
+		i := int(c.next.Add(1) - 1)
+		if i >= len(c.ids) {
+			break
+		}
+		id := c.ids[i]
+		if c.move(id, keyOwed, keyDone) {
+			if err := o.putOwn(c, id); err != nil {
 				o.abandonCheckpoint()
 				return nil, err
 			}
 		}
-		if d > 0 && time.Since(start) >= d {
+		if n%ckptLockKeys == ckptLockKeys-1 {
+			if d > 0 && time.Since(start) >= d {
+				break
+			}
+			o.mu.Unlock()
+			o.mu.Lock()
+		}
+	}
+	if d > 0 {
+		select {
+		case <-c.encoded:
+		default:
 			return nil, nil
 		}
+	} else {
+		// Nothing else changes the operator meanwhile (only the caller
+		// does): lookups may come in.
 		o.mu.Unlock()
+		<-c.encoded
 		o.mu.Lock()
 	}
+	if c.err != nil {
+		err := c.err
+		o.abandonCheckpoint()
+		return nil, fmt.Errorf("window: writing key state: %w", err)
+	}
 	o.ckpt = nil
-	o.ckptIDs, o.ckptOwed = c.ids[:0], c.owed
+	c.w.send(&c.recs, true)
+	o.ckptSpare = ckptArrays{ids: c.ids[:0], claims: c.claims, encBuf: c.encBuf, fin: c.fin[:0], chunks: c.w.pool}
 	w := c.w
-	w.close()
 	return func() error {
 		err := <-w.done
 		o.snapStale.Store(true)
@@ -894,33 +1088,43 @@ func (o *Operator) WriteCheckpoint(d time.Duration) (flush func() error, err err
 	}, nil
 }
 
-// putCkpt encodes the state of key id for checkpoint c (its deletion
-// when it is empty) and hands it to c's writer.
-func (o *Operator) putCkpt(c *ckptWrite, id int32) error {
-	ks := o.states[id]
+// putOwn encodes the state of key id, which the caller has just moved
+// from keyOwed to keyDone, into the caller's records of checkpoint c.
+func (o *Operator) putOwn(c *ckptWrite, id int32) error {
+	var err error
+	o.encBuf, err = o.putCkpt(c, &c.recs, o.encBuf, id, o.states[id], c.finished(id))
+	if err != nil {
+		return fmt.Errorf("window: writing key state: %w", err)
+	}
+	return nil
+}
+
+// putCkpt encodes ks, the state of key id (its deletion when it is
+// empty), with buf as scratch and puts it into r, records of checkpoint
+// c. It returns buf.
+func (o *Operator) putCkpt(c *ckptWrite, r *recBuf, buf []byte, id int32, ks *keyState, fin bool) ([]byte, error) {
 	del := emptyState(ks)
 	if !del {
 		var err error
-		if o.encBuf, err = o.appendKeyState(o.encBuf[:0], ks, o.isFinished(id)); err != nil {
-			return fmt.Errorf("window: writing key state: %w", err)
+		if buf, err = o.appendKeyState(buf[:0], ks, fin); err != nil {
+			return buf, err
 		}
 	}
-	c.w.put(o.encs[id], o.encBuf, del)
-	c.paid(id)
-	return nil
+	c.w.put(r, c.encs[id], buf, del)
+	return buf, nil
 }
 
 // ckptWriter hands the encoded key states of a checkpoint to the store's
 // write batch on a goroutine of its own, so that the batch's commits
 // (which may wait for the store: a Badger batch blocks while its memtable
 // is flushed) never hold the operator up. It touches no operator state:
-// the operator side appends records to cur and queues it every
+// each side writing records (the checkpoint's encoder, the operator's
+// caller) appends them to a recBuf of its own and queues it every
 // ckptChunk bytes; the goroutine writes the queued records in order and,
 // once closed, flushes the batch and reports on done.
 type ckptWriter struct {
 	wb   statestore.WriteBatch
 	pool *chunkPool
-	cur  []byte // records not queued yet (operator side)
 
 	mu        sync.Mutex
 	queue     [][]byte
@@ -942,6 +1146,9 @@ func newCkptWriter(wb statestore.WriteBatch, pool *chunkPool) *ckptWriter {
 	go w.run()
 	return w
 }
+
+// recBuf holds the records of one writing side not queued yet.
+type recBuf struct{ cur []byte }
 
 // chunkPool holds record chunks a ckptWriter has written (the store's
 // batch copies what it is given), for the operator side to fill again.
@@ -973,31 +1180,32 @@ func (p *chunkPool) put(c []byte) {
 }
 
 // put adds the write of value (the deletion, with del) under the key
-// state key of enc. A record is a uvarint key length, the key, and a
-// uvarint 0 for a deletion or the value's length + 1 and the value.
-func (w *ckptWriter) put(enc string, value []byte, del bool) {
-	if w.cur == nil {
-		w.cur = w.pool.get()
+// state key of enc to r. A record is a uvarint key length, the key, and
+// a uvarint 0 for a deletion or the value's length + 1 and the value.
+func (w *ckptWriter) put(r *recBuf, enc string, value []byte, del bool) {
+	if r.cur == nil {
+		r.cur = w.pool.get()
 	}
-	w.cur = binary.AppendUvarint(w.cur, uint64(len(keyPrefix)+len(enc)))
-	w.cur = append(append(w.cur, keyPrefix...), enc...)
+	r.cur = binary.AppendUvarint(r.cur, uint64(len(keyPrefix)+len(enc)))
+	r.cur = append(append(r.cur, keyPrefix...), enc...)
 	if del {
-		w.cur = binary.AppendUvarint(w.cur, 0)
+		r.cur = binary.AppendUvarint(r.cur, 0)
 	} else {
-		w.cur = binary.AppendUvarint(w.cur, uint64(len(value))+1)
-		w.cur = append(w.cur, value...)
+		r.cur = binary.AppendUvarint(r.cur, uint64(len(value))+1)
+		r.cur = append(r.cur, value...)
 	}
-	if len(w.cur) >= ckptChunk {
-		w.send(false)
+	if len(r.cur) >= ckptChunk {
+		w.send(r, false)
 	}
 }
 
-// send queues cur; with last, it is the checkpoint's last chunk.
-func (w *ckptWriter) send(last bool) {
+// send queues r's records; with last, they are the checkpoint's last (the
+// other writer's are queued).
+func (w *ckptWriter) send(r *recBuf, last bool) {
 	w.mu.Lock()
-	if len(w.cur) > 0 {
-		w.queue = append(w.queue, w.cur)
-		w.cur = nil
+	if len(r.cur) > 0 {
+		w.queue = append(w.queue, r.cur)
+		r.cur = nil
 	}
 	w.closed = w.closed || last
 	w.mu.Unlock()
@@ -1010,10 +1218,6 @@ func (w *ckptWriter) signal() {
 	default: // a wake-up is already pending
 	}
 }
-
-// close queues the last records: the writer flushes the batch once it
-// has written them.
-func (w *ckptWriter) close() { w.send(true) }
 
 // cancel drops the records not written yet and the batch.
 func (w *ckptWriter) cancel() {
@@ -1078,28 +1282,69 @@ func (w *ckptWriter) apply(c []byte) error {
 	return nil
 }
 
-// copyOnWrite writes the state of key id as of the checkpoint in
-// progress, if it is still to write, before the key changes.
+// copyOnWrite secures the state of key id as of the checkpoint in
+// progress, if it is still owed, before the key changes: it encodes it,
+// or, when the checkpoint's encoder is reading it, gives the key a copy
+// to change (detach). Callers read o.states[id] again afterwards.
 func (o *Operator) copyOnWrite(id int32) error {
 	c := o.ckpt
-	if c == nil || int(id>>6) >= len(c.owed) || !c.owes(id) {
+	if c == nil {
 		return nil
 	}
-	if err := o.putCkpt(c, id); err != nil {
-		o.abandonCheckpoint()
-		return err
+	for {
+		switch c.claim(id) {
+		case keyOwed:
+			if c.move(id, keyOwed, keyDone) {
+				if err := o.putOwn(c, id); err != nil {
+					o.abandonCheckpoint()
+					return err
+				}
+				return nil
+			}
+		case keyEncoding:
+			if c.move(id, keyEncoding, keyDetached) {
+				if err := o.detach(id); err != nil {
+					o.abandonCheckpoint()
+					return err
+				}
+				return nil
+			}
+		default:
+			return nil
+		}
 	}
+}
+
+// detach replaces the state of key id, which the checkpoint's encoder is
+// reading, by a copy made through its encoding (what a restore would
+// read; the lookup tiles are rebuilt when next needed), so that the key
+// can change while the encoder reads the original.
+func (o *Operator) detach(id int32) error {
+	ks := o.states[id]
+	var err error
+	if o.encBuf, err = o.appendKeyStateData(o.encBuf[:0], ks); err != nil {
+		return fmt.Errorf("window: copying key state: %w", err)
+	}
+	cp, err := o.decodeKeyState(o.encBuf)
+	if err != nil {
+		return fmt.Errorf("window: copying key state: %w", err)
+	}
+	cp.probed = ks.probed
+	o.states[id] = cp
+	o.stats.CheckpointCopies++
 	return nil
 }
 
 // abandonCheckpoint drops the checkpoint in progress (after an error, or
-// on Close): its keys count as changed again, as the writes already made
-// may not all have reached the store.
+// on Close): its encoder is stopped, and its keys count as changed again,
+// as the writes already made may not all have reached the store.
 func (o *Operator) abandonCheckpoint() {
 	c := o.ckpt
 	if c == nil {
 		return
 	}
+	c.stop.Store(true)
+	<-c.encoded
 	for _, id := range c.ids {
 		o.markDirty(id)
 	}

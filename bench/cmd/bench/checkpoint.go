@@ -78,8 +78,10 @@ import (
 //     ckpt_max_output_gap_ms is the longest time between two output
 //     batches of this run, whatever held them up (CheckpointInfo.Stall is
 //     the longest time a window task stood still for a checkpoint: its
-//     step at the barrier or one slice of encoding changed keys; the
-//     store backup and the upload run in the background).
+//     step at the barrier or the end of its writing; the changed keys
+//     are encoded beside the task, since 2026-12-02, in slices on the
+//     task before, and the store backup and the upload run in the
+//     background).
 //
 // max_stall_ms is the longest CheckpointInfo.Stall of every checkpoint of
 // the three runs (full ones included); max_incr_stall_ms that of the

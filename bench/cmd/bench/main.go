@@ -326,7 +326,7 @@ func main() {
 	flag.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of each engine's run to this file (suffixed with the engine name)")
 	flag.StringVar(&c.MemProfile, "memprofile", "", "write a heap profile at the end of each engine's run to this file (suffixed with the engine name)")
 	flag.StringVar(&c.PeakHeapProfile, "peak-heap-profile", "", "write the heap profile of the garbage collection with the largest live heap of each engine's run to this file (suffixed with the engine name): what is in memory at the peak")
-	flag.StringVar(&c.Trace, "trace", "", "write an execution trace of each engine's run to this file (suffixed with the engine name; go tool trace): the library marks its checkpoint steps as regions volga.checkpoint.barrier and volga.checkpoint.slice")
+	flag.StringVar(&c.Trace, "trace", "", "write an execution trace of each engine's run to this file (suffixed with the engine name; go tool trace): the library marks its checkpoint steps as regions volga.checkpoint.barrier, volga.checkpoint.write and volga.checkpoint.encode")
 	flag.StringVar(&c.Input.Log, "input-log", "", "internal: prepared event log")
 	flag.StringVar(&c.Input.Arrival, "input-arrival", "", "internal: prepared arrival-order events")
 	flag.Parse()
