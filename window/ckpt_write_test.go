@@ -39,6 +39,22 @@ func stepOut(t *testing.T, op *window.Operator, tab *testutil.Table, s step) []s
 	return out
 }
 
+// plainSteps returns, by step, what an operator of cfg without a store
+// emits: want[i] is what the uninterrupted run emits at step i.
+func plainSteps(t *testing.T, cfg window.Config, tab *testutil.Table, steps []step) [][]string {
+	t.Helper()
+	plain, err := window.New(cfg, mlSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	want := make([][]string, len(steps))
+	for i, s := range steps {
+		want[i] = stepOut(t, plain, tab, s)
+	}
+	return want
+}
+
 // pushOut renders (and releases) what a push returned: rows applied late
 // and rows dropped as late.
 func pushOut(outs []arrow.RecordBatch, late arrow.RecordBatch) []string {
@@ -95,16 +111,7 @@ func TestCheckpointWrittenWhileRunning(t *testing.T) {
 				frames, tab := ckptInput(rng, v.keys, v.lateness, bound)
 				cfg := ckptConfig(t, v.keys, frames, ckptAggs, v.lateness, false)
 				steps := ckptSteps(rng, tab, bound, 0.1)
-				// want[i] is what the uninterrupted run emits at step i.
-				plain, err := window.New(cfg, mlSchema)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := make([][]string, len(steps))
-				for i, s := range steps {
-					want[i] = stepOut(t, plain, tab, s)
-				}
-				plain.Close()
+				want := plainSteps(t, cfg, tab, steps)
 
 				newStore := func() statestore.Store {
 					if !v.badger {
@@ -142,6 +149,7 @@ func TestCheckpointWrittenWhileRunning(t *testing.T) {
 					}
 				}
 				var meta []byte
+				var err error
 				writing, from := false, 0
 				checked, during, duringThis := 0, 0, 0
 				for i, s := range steps {
@@ -230,15 +238,7 @@ func TestCheckpointEncoderNeverWaitedFor(t *testing.T) {
 				frames, tab := ckptInput(rng, keys, 0, bound)
 				cfg := ckptConfig(t, keys, frames, ckptAggs, 0, false)
 				steps := ckptSteps(rng, tab, bound, 0)
-				plain, err := window.New(cfg, mlSchema)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := make([][]string, len(steps))
-				for i, s := range steps {
-					want[i] = stepOut(t, plain, tab, s)
-				}
-				plain.Close()
+				want := plainSteps(t, cfg, tab, steps)
 
 				st := statestore.NewMemory()
 				c := cfg
