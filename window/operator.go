@@ -20,6 +20,7 @@ import (
 	"github.com/volga-go/volga/internal/prefetch"
 	"github.com/volga-go/volga/internal/testhook"
 	"github.com/volga-go/volga/statestore"
+	"time"
 )
 
 // Frame is the extent of a sliding window relative to the current row; see
@@ -262,10 +263,12 @@ type Operator struct {
 	// record chunks its writer is done with, for the next one.
 	ckptSpare ckptArrays
 	// snap is the snapshot of the store through which the caller of Push
-	// and Advance reads key states during one call (storedState), and
-	// snapStale tells that a checkpoint's writes were flushed since it
-	// was taken.
+	// and Advance reads key states (storedState), taken at snapAt and
+	// closed by snapTimer once snapshotAge has passed; snapStale tells
+	// that a checkpoint's writes were flushed since it was taken.
 	snap      statestore.Snapshot
+	snapAt    time.Time
+	snapTimer *time.Timer
 	snapStale atomic.Bool
 	// dirtyIDs lists the keys marked dirty since the last checkpoint
 	// (markDirty).
@@ -777,7 +780,6 @@ func (o *Operator) PushRowsTo(rec arrow.RecordBatch, rows []int32, dst *Dest) (o
 }
 
 func (o *Operator) push(rec arrow.RecordBatch, sel []int32, dst *Dest) (out []arrow.RecordBatch, late arrow.RecordBatch, err error) {
-	defer o.closeSnapshot()
 	n := int(rec.NumRows())
 	if sel != nil {
 		n = len(sel)
@@ -1098,7 +1100,6 @@ func (o *Operator) advance(ctx context.Context, wm int64, scatter bool, emit fun
 			o.mu.Unlock()
 		}
 	}()
-	defer o.closeSnapshot()
 	fin := o.finBelow > o.finDone
 	if wm <= o.wm && !fin {
 		return nil

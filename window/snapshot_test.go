@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/volga-go/volga/statestore"
 )
@@ -31,9 +32,6 @@ func TestStoredStateSeesOwnWrites(t *testing.T) {
 	}()
 	push(t, op, recs[0])
 	advanceDiscard(t, op, 1_700_000_000_000+150)
-	if op.snap != nil {
-		t.Fatal("a snapshot is left open after Advance")
-	}
 	op.mu.Lock()
 	defer op.mu.Unlock()
 	key := op.storeKey(0)
@@ -94,4 +92,44 @@ func TestStoredStateSeesOwnWrites(t *testing.T) {
 		t.Fatalf("after an eviction the operator read %d bytes of key 0, want the %d it wrote", len(v), len(want))
 	}
 	op.closeSnapshot()
+}
+
+// TestIdleSnapshotClosed: the snapshot storedState reads through is
+// closed once snapshotAge has passed, even if the operator is idle, and
+// a read after that takes a new one.
+func TestIdleSnapshotClosed(t *testing.T) {
+	old := snapshotAge
+	snapshotAge = 20 * time.Millisecond
+	defer func() { snapshotAge = old }()
+	db, err := statestore.OpenBadger(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	cfg := budgetConfig(t, false)
+	cfg.Store = statestore.Sub(db, "op/0/0/")
+	op := openOp(t, cfg)
+	defer op.Close()
+	open := func() bool {
+		op.mu.Lock()
+		defer op.mu.Unlock()
+		return op.snap != nil
+	}
+	for round := range 2 {
+		op.mu.Lock()
+		if _, err := op.storedState([]byte("k/x")); !errors.Is(err, statestore.ErrNotFound) {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		op.mu.Unlock()
+		if !open() {
+			t.Fatalf("round %d: no snapshot after a read", round)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for open() {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: the snapshot is still open 5 s after the read", round)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 }
