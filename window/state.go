@@ -196,7 +196,7 @@ func (o *Operator) markDirty(id int32) {
 // readState decodes the stored state of key id into a new keyState; it
 // changes nothing in the operator, so lookups may call it under the
 // shared lock. With own (the caller of Push and Advance only), it reads
-// through the call's snapshot of the store (storedState).
+// through the operator's snapshot of the store (storedState).
 func (o *Operator) readState(id int32, own bool) (*keyState, error) {
 	if o.cfg.Store == nil {
 		return nil, fmt.Errorf("window: state of key %d is missing", id)
