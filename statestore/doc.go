@@ -5,9 +5,12 @@
 // the contract every state backend implements: Memory (this package, for
 // tests, batch runs and small pipelines) and Badger, durable state on local
 // disk (github.com/dgraph-io/badger/v4) with a bounded in-memory working
-// set (WithMemoryBudget), closure-scoped transactions (Update, View) and
-// batched writes (NewBatch). Keys are compared bytewise; Scan visits keys
-// with a prefix in ascending order. A Store is safe for concurrent use.
+// set (WithMemoryBudget), closure-scoped transactions (Update, View),
+// batched writes (NewBatch) and snapshots (Snapshot: many reads as of one
+// moment, which wait once for the writes in flight where a Get each
+// waits every time). Keys are compared bytewise; Scan visits keys with a
+// prefix in ascending order. A Store is safe for concurrent use; a
+// Snapshot is not.
 // Badger's tables are written uncompressed: the store is local scratch
 // whose CPU competes with the pipeline's, and compressing them made
 // checkpoint stalls longer (the project's BENCHMARKS.md has the
