@@ -174,11 +174,11 @@ func WithClusteredBy(cols ...string) Option {
 // order, 3.6-5.1 s and 0.85 GB with it (2026-12-02); and for GROUP BY
 // windows, each key's windows then emitted as its rows end (an hourly
 // GROUP BY of users over 10 M events: 2.45-2.49 s against 3.13-3.49 in
-// input order, for 0.87-0.90 GB of peak RSS against 0.17). The first OVER windows must
-// partition by cols (and maybe more), or a query of GROUP BY windows
-// only group by them (and maybe more). A run with checkpoints refuses it
-// (the clustered rows cannot be replayed from a position), as do a
-// streaming run and Backfill.
+// input order, for 0.87-0.90 GB of peak RSS against 0.17). The first
+// OVER windows must partition by cols (and maybe more), or a query of
+// GROUP BY windows only group by them (and maybe more). A run with
+// checkpoints refuses it (the clustered rows cannot be replayed from a
+// position), as do a streaming run and Backfill.
 func WithClusterInput(cols ...string) Option {
 	return func(c *config) { c.clusterInput = cols }
 }

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -20,7 +21,6 @@ import (
 	"github.com/volga-go/volga/internal/prefetch"
 	"github.com/volga-go/volga/internal/testhook"
 	"github.com/volga-go/volga/statestore"
-	"time"
 )
 
 // Frame is the extent of a sliding window relative to the current row; see

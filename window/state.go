@@ -967,9 +967,11 @@ const (
 // output stood still for up to 2.1 s instead of 0.6-1.3 s (2026-12-02):
 // the store's writes kept Badger's memtables filling faster than they
 // were flushed, and the operator's reads of the store waited.
+// The encoder looks at the clock every ckptPaceKeys keys.
 const (
-	ckptBurst = 2 * time.Millisecond
-	ckptRest  = 3
+	ckptBurst    = 2 * time.Millisecond
+	ckptRest     = 3
+	ckptPaceKeys = 16
 )
 
 // encodeCheckpoint is the encoder of checkpoint c: it takes the keys
@@ -985,7 +987,7 @@ func (o *Operator) encodeCheckpoint(c *ckptWrite) {
 		if i >= len(c.ids) {
 			break
 		}
-		if n%ckptLockKeys == 0 {
+		if n%ckptPaceKeys == 0 {
 			if d := time.Since(burst); d >= ckptBurst {
 				time.Sleep(ckptRest * d)
 				burst = time.Now()
