@@ -50,6 +50,16 @@ import (
 //	volga_window_forgotten_keys_total{stage}
 //	                                       quiet keys forgotten altogether, entry and all
 //	                                       (once many, and as many as the others)
+//	volga_window_evicted_keys_total{stage} key states dropped from memory for WithMemoryBudget
+//	                                       (written to the store first when changed)
+//	volga_window_loaded_keys_total{stage,for}
+//	                                       key states read back from the store: "ingest" (a row
+//	                                       of the key) or "lookup" (read, not kept)
+//	volga_window_row_pages_total{stage,op} pages of a long frame's rows "written" to the store,
+//	                                       "read" back for ingest, or read for a "lookup"
+//	volga_window_checkpoint_copies_total{stage}
+//	                                       key states copied because a row changed them while
+//	                                       a checkpoint's encoder was reading them
 //	volga_lookup_duration_seconds          histogram of Pipeline.Lookup latencies
 //	volga_lookup_errors_total              lookups that returned an error
 //	volga_checkpoints_total{outcome}       checkpoints "completed" or "failed" (WithCheckpoints)
@@ -58,7 +68,8 @@ import (
 //	volga_checkpoint_duration_seconds      barrier to manifest, latest checkpoint
 //	volga_checkpoint_step_seconds{step}    its steps: "write" (tasks write changed keys to the
 //	                                       store), "backup" (store backup), "upload" (to the bucket)
-//	volga_checkpoint_stall_seconds         time the output stage waited for the state backup
+//	volga_checkpoint_stall_seconds         longest time a window task stood still for the
+//	                                       latest checkpoint (see pipeline.CheckpointInfo.Stall)
 //	volga_checkpoint_timestamp_seconds     when the latest checkpoint completed (Unix seconds;
 //	                                       alert on time() minus it)
 //
@@ -118,6 +129,7 @@ type pipelineMetrics struct {
 	watermark, lag, runningDesc                                  *prometheus.Desc
 	winIn, winOut, winKeys, winResident, winRetained, winPending *prometheus.Desc
 	winQuiet, winForgotten                                       *prometheus.Desc
+	winEvicted, winLoaded, winPages, winCopies                   *prometheus.Desc
 	ckTotal, ckEpoch, ckBytes, ckDuration, ckStall               *prometheus.Desc
 	ckTime, ckStep                                               *prometheus.Desc
 }
@@ -145,12 +157,16 @@ func (m *pipelineMetrics) RunStarted(opt pipeline.RunOptions) error {
 	m.winPending = desc("volga_window_pending_rows", "Rows of a stage waiting for the watermark.", "stage")
 	m.winQuiet = desc("volga_window_quiet_keys_total", "Times the rows of a quiet key of a stage were let go: none could be in a frame or a lookup any more.", "stage")
 	m.winForgotten = desc("volga_window_forgotten_keys_total", "Quiet keys of a stage forgotten altogether, entry and all: a key that comes back is new again.", "stage")
+	m.winEvicted = desc("volga_window_evicted_keys_total", "Key states of a stage dropped from memory to stay within the memory budget, written to the state store first when they had changed.", "stage")
+	m.winLoaded = desc("volga_window_loaded_keys_total", "Key states of a stage read back from the state store, by what needed them: ingest (a row of the key) or lookup (a lookup reads the state and does not keep it).", "stage", "for")
+	m.winPages = desc("volga_window_row_pages_total", "Pages of rows of a stage's long frames (row paging), by operation: written to the state store, read back for ingest, or read for a lookup.", "stage", "op")
+	m.winCopies = desc("volga_window_checkpoint_copies_total", "Key states of a stage copied because a row changed them while a checkpoint's encoder was reading them.", "stage")
 	m.ckTotal = desc("volga_checkpoints_total", "Checkpoints by outcome: completed or failed.", "outcome")
 	m.ckEpoch = desc("volga_checkpoint_epoch", "Epoch of the latest completed checkpoint.")
 	m.ckBytes = desc("volga_checkpoint_bytes", "Bytes uploaded by the latest completed checkpoint.")
 	m.ckDuration = desc("volga_checkpoint_duration_seconds", "Time from barrier to manifest of the latest completed checkpoint.")
 	m.ckStep = desc("volga_checkpoint_step_seconds", "Time of each step of the latest completed checkpoint: write (the window tasks write their changed keys to the state store), backup (the store's backup into a local file) and upload (to the bucket, with the manifest).", "step")
-	m.ckStall = desc("volga_checkpoint_stall_seconds", "Time the output stage waited for the state backup in the latest completed checkpoint.")
+	m.ckStall = desc("volga_checkpoint_stall_seconds", "Longest time a window task stood still for the latest completed checkpoint: at its barrier, and ending its writing.")
 	m.ckTime = desc("volga_checkpoint_timestamp_seconds", "When the latest checkpoint completed, as Unix time in seconds.")
 	m.lookups = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "volga_lookup_duration_seconds", Help: "Time taken by Pipeline.Lookup, in seconds.",
@@ -195,6 +211,7 @@ func (m *pipelineMetrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		m.sourceRows, m.sinkRows, m.filtered, m.late, m.dead, m.watermark, m.lag, m.runningDesc,
 		m.winIn, m.winOut, m.winKeys, m.winResident, m.winRetained, m.winPending, m.winQuiet, m.winForgotten,
+		m.winEvicted, m.winLoaded, m.winPages, m.winCopies,
 		m.ckTotal, m.ckEpoch, m.ckBytes, m.ckDuration, m.ckStall, m.ckTime, m.ckStep,
 	} {
 		ch <- d
@@ -246,6 +263,9 @@ func (m *pipelineMetrics) Collect(ch chan<- prometheus.Metric) {
 		for s, tasks := range m.live.WindowStats() {
 			var sum struct {
 				in, out, retained, quiet, forgotten int64
+				evicted, loaded, lookupLoads        int64
+				pagesOut, pagesIn, lookupPages      int64
+				copies                              int64
 				keys, resident, pending             int
 				any                                 bool
 			}
@@ -262,6 +282,13 @@ func (m *pipelineMetrics) Collect(ch chan<- prometheus.Metric) {
 				sum.pending += t.Pending
 				sum.quiet += t.QuietKeys
 				sum.forgotten += t.ForgottenKeys
+				sum.evicted += t.Evicted
+				sum.loaded += t.Loaded
+				sum.lookupLoads += t.LookupLoads
+				sum.pagesOut += t.PagesWritten
+				sum.pagesIn += t.PagesRead
+				sum.lookupPages += t.LookupPages
+				sum.copies += t.CheckpointCopies
 			}
 			if !sum.any {
 				continue
@@ -275,6 +302,13 @@ func (m *pipelineMetrics) Collect(ch chan<- prometheus.Metric) {
 			gauge(m.winPending, float64(sum.pending), stage)
 			counter(m.winQuiet, sum.quiet, stage)
 			counter(m.winForgotten, sum.forgotten, stage)
+			counter(m.winEvicted, sum.evicted, stage)
+			counter(m.winLoaded, sum.loaded, stage, "ingest")
+			counter(m.winLoaded, sum.lookupLoads, stage, "lookup")
+			counter(m.winPages, sum.pagesOut, stage, "written")
+			counter(m.winPages, sum.pagesIn, stage, "read")
+			counter(m.winPages, sum.lookupPages, stage, "lookup")
+			counter(m.winCopies, sum.copies, stage)
 		}
 	}
 	m.lookups.Collect(ch)

@@ -420,6 +420,94 @@ func TestMetricsQuietKeys(t *testing.T) {
 	}
 }
 
+// TestMetricsEvictedAndLoadedKeys: with a memory budget of one byte every
+// key's state leaves memory once its rows are out; a key's next row reads
+// it back (loaded for ingest), and so does a lookup, which does not keep
+// it (loaded for lookup). The counters agree with the results: the rows
+// read back see the rows before them.
+func TestMetricsEvictedAndLoadedKeys(t *testing.T) {
+	checkGoroutines(t)
+	reg := prometheus.NewPedanticRegistry()
+	p, src, runErr := runMetricStream(t, reg, "budget",
+		volga.WithMemoryBudget(1), volga.WithStateDir(t.TempDir()))
+
+	base := time.Date(2024, 1, 3, 8, 0, 0, 0, time.UTC).UnixMilli()
+	src.ch <- batchOf(event{1, base, 10}, event{2, base + 1_000, 20}, event{3, base + 2_000, 30})
+	waitFor(t, "the three keys evicted", func() bool {
+		return scrape(t, reg)[`volga_window_evicted_keys_total{pipeline="budget",stage="0"}`] >= 3
+	})
+	got := scrape(t, reg)
+	expect(t, got, map[string]float64{
+		`volga_window_keys{pipeline="budget",stage="0"}`:                           3,
+		`volga_window_resident_keys{pipeline="budget",stage="0"}`:                  0,
+		`volga_window_loaded_keys_total{for="ingest",pipeline="budget",stage="0"}`: 0,
+		`volga_window_loaded_keys_total{for="lookup",pipeline="budget",stage="0"}`: 0,
+		`volga_window_row_pages_total{op="written",pipeline="budget",stage="0"}`:   0,
+		`volga_window_checkpoint_copies_total{pipeline="budget",stage="0"}`:        0,
+		`volga_window_evicted_keys_total{pipeline="budget",stage="0"}`:             3,
+	})
+
+	// A lookup of user 2 reads its state and leaves it in the store.
+	res, err := p.Lookup(context.Background(), map[string]any{"user_id": int64(2)}, time.UnixMilli(base+1_000), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spend, _ := res.Feature("spend"); spend != 20.0 {
+		t.Errorf("lookup of user 2: spend %v, want 20", spend)
+	}
+	// User 1's second row needs its state back.
+	src.ch <- batchOf(event{1, base + 3_000, 5})
+	waitFor(t, "user 1 loaded", func() bool {
+		return scrape(t, reg)[`volga_window_loaded_keys_total{for="ingest",pipeline="budget",stage="0"}`] >= 1
+	})
+	close(src.ch)
+	if err := <-runErr; err != nil {
+		t.Fatal(err)
+	}
+	expect(t, scrape(t, reg), map[string]float64{
+		`volga_window_loaded_keys_total{for="ingest",pipeline="budget",stage="0"}`: 1,
+		`volga_window_loaded_keys_total{for="lookup",pipeline="budget",stage="0"}`: 1,
+		`volga_window_evicted_keys_total{pipeline="budget",stage="0"}`:             4,
+		`volga_sink_rows_total{pipeline="budget"}`:                                 4,
+	})
+}
+
+// TestMetricsRowPages: with row paging, the rows of a long frame that no
+// frame edge needs go to the store in pages and come back as the frame's
+// lower edge reaches them; the counts of the sums stay exact.
+func TestMetricsRowPages(t *testing.T) {
+	checkGoroutines(t)
+	reg := prometheus.NewPedanticRegistry()
+	p, src, runErr := runMetricStream(t, reg, "paged", volga.WithRowPaging(4), volga.WithStateDir(t.TempDir()))
+	base := time.Date(2024, 1, 3, 8, 0, 0, 0, time.UTC).UnixMilli()
+	const rows = 300 // one a minute: five hours, sixty rows a frame
+	for i := range int64(rows) {
+		src.ch <- batchOf(event{1, base + i*60_000, 1})
+	}
+	waitFor(t, "every row out", func() bool { return p.Stats().RowsOut == rows })
+	// A lookup half an hour after the last row reads the frame's paged
+	// rows (and does not keep them).
+	res, lookupErr := p.Lookup(context.Background(), map[string]any{"user_id": int64(1)}, time.UnixMilli(base+(rows+29)*60_000), nil)
+	close(src.ch)
+	if err := <-runErr; err != nil {
+		t.Fatal(err)
+	}
+	if lookupErr != nil {
+		t.Fatal(lookupErr)
+	}
+	if n, _ := res.Feature("n"); n != int64(31) {
+		t.Errorf("lookup half an hour on: n=%v, want 31", n)
+	}
+	got := scrape(t, reg)
+	written := got[`volga_window_row_pages_total{op="written",pipeline="paged",stage="0"}`]
+	read := got[`volga_window_row_pages_total{op="read",pipeline="paged",stage="0"}`]
+	lookup := got[`volga_window_row_pages_total{op="lookup",pipeline="paged",stage="0"}`]
+	t.Logf("pages written %v, read %v, by the lookup %v", written, read, lookup)
+	if written < 10 || read < written-20 || read > written || lookup < 1 {
+		t.Errorf("pages written %v, read %v, read by the lookup %v: want tens written, nearly all read back, and the lookup reading some", written, read, lookup)
+	}
+}
+
 func TestMetricsDeadLetters(t *testing.T) {
 	// One row the CSV source cannot decode (line 3), one without an event
 	// time (line 4), which the engine refuses.
