@@ -2,7 +2,6 @@ package pipeline_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"testing"
 
@@ -82,7 +81,7 @@ func TestRunReleasesEveryBuffer(t *testing.T) {
 			src.Close()
 			out.Release()
 			if n := mem.CurrentAlloc(); n != 0 {
-				t.Fatal(fmt.Sprintf("%d bytes still allocated after the run", n))
+				t.Fatalf("%d bytes still allocated after the run", n)
 			}
 		})
 	}

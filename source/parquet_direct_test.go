@@ -154,7 +154,7 @@ func writeDirectFile(tb testing.TB, path string, c directConfig, seed uint64) {
 			if null() {
 				b.Field(7).AppendNull()
 			} else {
-				b.Field(7).(*array.Float32Builder).Append([]float32{float32(math.NaN()), float32(math.Inf(-1)), -0.0, 1.5, float32(small())}[rng.IntN(5)])
+				b.Field(7).(*array.Float32Builder).Append([]float32{float32(math.NaN()), float32(math.Inf(-1)), float32(math.Copysign(0, -1)), 1.5, float32(small())}[rng.IntN(5)])
 			}
 			b.Field(8).(*array.Float64Builder).Append(float64(small()) / 3)
 			if null() {
