@@ -176,7 +176,10 @@ type Stats struct {
 type Operator struct {
 	// mu guards state against Lookup from other goroutines: Push and
 	// Advance hold it exclusively, Lookup shared.
-	mu      sync.RWMutex
+	mu sync.RWMutex
+	// working is set while Push or Advance runs: a checkpoint's encoder
+	// rests only while the operator works (see ckptPacer).
+	working atomic.Bool
 	cfg     Config
 	mem     memory.Allocator
 	resMem  memory.Allocator // of the result builders (Config.ResultMem)
@@ -780,6 +783,8 @@ func (o *Operator) PushRowsTo(rec arrow.RecordBatch, rows []int32, dst *Dest) (o
 }
 
 func (o *Operator) push(rec arrow.RecordBatch, sel []int32, dst *Dest) (out []arrow.RecordBatch, late arrow.RecordBatch, err error) {
+	o.working.Store(true)
+	defer o.working.Store(false)
 	n := int(rec.NumRows())
 	if sel != nil {
 		n = len(sel)
@@ -1093,6 +1098,8 @@ func (o *Operator) AdvanceFunc(ctx context.Context, wm int64, emit func(arrow.Re
 // into it chunk by chunk (emit gets the scattered, nil when no batch has
 // a Dest), and res keeps only chunks that other rows need.
 func (o *Operator) advance(ctx context.Context, wm int64, scatter bool, emit func(rel []pendRow, res *resChunks, sc *scattered) error) error {
+	o.working.Store(true)
+	defer o.working.Store(false)
 	o.mu.Lock()
 	locked := true
 	defer func() {

@@ -850,15 +850,16 @@ type ckptArrays struct {
 // the checkpoint is encoded first, or, when that goroutine is encoding it
 // at that moment, the operator changes a copy (copy on write), so the
 // writes are exactly the state at BeginCheckpoint and the operator never
-// waits for that goroutine. That goroutine encodes a quarter of the time
-// at most (2 ms, then a rest), so that the store's writes leave room for
-// the operator's reads. CheckpointEncoded tells when every state is
-// encoded. Until
-// the checkpoint is written, the operator makes no other writes to the
-// store (evictions and row pages wait, as when Config.MayWrite says no);
-// the store holds the checkpoint's state once the flush WriteCheckpoint
-// returns has succeeded. Only one checkpoint may be in progress. It
-// requires Config.Store.
+// waits for that goroutine. While the operator works (Push, Advance) and
+// goroutines wait for a CPU, that goroutine encodes a quarter of the time
+// at most (2 ms, then a rest), so that it and the store's writes leave
+// room for the operator; while the operator is idle, or CPUs are to
+// spare, it does not rest. CheckpointEncoded tells when every state is
+// encoded. Until the checkpoint is written, the operator makes no other
+// writes to the store (evictions and row pages wait, as when
+// Config.MayWrite says no); the store holds the checkpoint's state once
+// the flush WriteCheckpoint returns has succeeded. Only one checkpoint
+// may be in progress. It requires Config.Store.
 func (o *Operator) BeginCheckpoint() ([]byte, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -958,22 +959,6 @@ const (
 	metaForgotten = 'g'
 )
 
-// ckptBurst and ckptRest pace the encoder of a checkpoint: after about
-// ckptBurst of encoding it rests ckptRest times as long, so that it takes
-// about a quarter of a CPU, as the slices of writing on the operator's
-// caller did before the encoder had a goroutine of its own. The states it
-// encodes go to the store at that pace: at full speed, on 2 cores, the
-// checkpoint workload read 80-103 k events/s instead of 97-134 k, and its
-// output stood still for up to 2.1 s instead of 0.6-1.3 s (2026-12-02):
-// the store's writes kept Badger's memtables filling faster than they
-// were flushed, and the operator's reads of the store waited.
-// The encoder looks at the clock every ckptPaceKeys keys.
-const (
-	ckptBurst    = 2 * time.Millisecond
-	ckptRest     = 3
-	ckptPaceKeys = 16
-)
-
 // encodeCheckpoint is the encoder of checkpoint c: it takes the keys
 // still owed, in order, and encodes their states as of the barrier. It
 // touches no operator state but the key states it takes, which nothing
@@ -981,17 +966,14 @@ const (
 func (o *Operator) encodeCheckpoint(c *ckptWrite) {
 	defer close(c.encoded)
 	defer trace.StartRegion(context.Background(), "volga.checkpoint.encode").End()
-	burst := time.Now()
+	pacer := newCkptPacer(&o.working)
 	for n := 1; !c.stop.Load(); n++ {
 		i := int(c.next.Add(1) - 1)
 		if i >= len(c.ids) {
 			break
 		}
 		if n%ckptPaceKeys == 0 {
-			if d := time.Since(burst); d >= ckptBurst {
-				time.Sleep(ckptRest * d)
-				burst = time.Now()
-			}
+			pacer.pace()
 		}
 		id := c.ids[i]
 		ks := c.states[id] // before the claim moves: see ckptWrite.states
