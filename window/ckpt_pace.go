@@ -14,12 +14,11 @@ import (
 // the slices of writing on the operator's caller did before the encoder
 // had a goroutine of its own, and the states it encodes go to the store
 // at that pace. At full speed on 2 busy cores the checkpoint workload
-// read 80-113 k events/s instead of 97-134 k, and its output stood still
-// for up to 2.9 s instead of 0.6-1.3 s (2026-12-02): the encoders took
-// the tasks' CPUs, and the store's writes kept Badger's memtables filling
-// faster than they were flushed. While the operator is idle, or CPUs are
-// to spare, the encoder does not rest: the checkpoint then ends as soon
-// as it can.
+// read 80-113 k events/s instead of 97-135 k (four runs each, 2026-12-02):
+// the encoders took the tasks' CPUs, and the store's writes kept Badger's
+// memtables filling faster than they were flushed. While the operator is
+// idle, or CPUs are to spare, the encoder does not rest: the checkpoint
+// then ends as soon as it can.
 const (
 	ckptBurst    = 2 * time.Millisecond
 	ckptRest     = 3
