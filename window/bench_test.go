@@ -102,6 +102,17 @@ func BenchmarkOperatorStreaming(b *testing.B) {
 // BenchmarkCheckpointBadger: Checkpoint of 100k dirty keys to a view of a
 // Badger store (one write batch, not a transaction per key).
 func BenchmarkCheckpointBadger(b *testing.B) {
+	b.ReportAllocs()
+	benchCheckpoints(b, 10_000, 100_000, func(op *Operator) error {
+		_, err := op.Checkpoint()
+		return err
+	})
+}
+
+// benchCheckpoints times checkpoint on operators that have taken
+// benchRecords(keys, 100, 2000) with a sum over a frame of preceding ms,
+// their state going to Badger on disk; it reports the keys written.
+func benchCheckpoints(b *testing.B, preceding int64, keys int, checkpoint func(op *Operator) error) {
 	db, err := statestore.OpenBadger(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
@@ -109,10 +120,9 @@ func BenchmarkCheckpointBadger(b *testing.B) {
 	defer db.Close()
 	sum, _ := agg.Bind("sum", []agg.Arg{{Type: arrow.PrimitiveTypes.Float64, Col: 0}})
 	cfg := Config{TsCol: 0, SeqCol: 1, KeyCols: []int{2}, ArgCols: []int{3, 4},
-		Windows: []Spec{{Frame: Frame{Preceding: 10_000}, Aggs: []agg.Func{sum}}},
+		Windows: []Spec{{Frame: Frame{Preceding: preceding}, Aggs: []agg.Func{sum}}},
 		Store:   statestore.Sub(db, "op/0/0/")}
-	recs := benchRecords(100_000, 100, 2000)
-	b.ReportAllocs()
+	recs := benchRecords(keys, 100, 2000)
 	for b.Loop() {
 		b.StopTimer()
 		op, err := New(cfg, tileSchema)
@@ -132,7 +142,7 @@ func BenchmarkCheckpointBadger(b *testing.B) {
 			o.Release()
 		}
 		b.StartTimer()
-		if _, err := op.Checkpoint(); err != nil {
+		if err := checkpoint(op); err != nil {
 			b.Fatal(err)
 		}
 		b.ReportMetric(float64(op.Stats().CheckpointKeys), "keys/op")
@@ -282,53 +292,21 @@ func BenchmarkIncrementalCheckpoint(b *testing.B) {
 	b.ReportMetric(float64(op.Stats().CheckpointKeys), "keys/op")
 }
 
-// BenchmarkCheckpointEncoderIdle: a checkpoint of 100 000 changed keys
-// into Badger on disk, written by the encoder alone while the operator
-// waits (an idle pipeline, or a machine with CPUs to spare). The encoder
-// rests only when goroutines wait for a CPU (ckptPacer), so here it
-// writes at full speed; the time is barrier to flushed batch.
+// BenchmarkCheckpointEncoderIdle: a checkpoint of 20 000 changed keys,
+// ten rows each, into Badger on disk, written by the encoder alone while
+// the operator waits (an idle pipeline). The encoder rests only when it
+// is in a working operator's way (ckptPacer), so here it writes at full
+// speed; the time is barrier to flushed batch.
 func BenchmarkCheckpointEncoderIdle(b *testing.B) {
-	db, err := statestore.OpenBadger(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	sum, _ := agg.Bind("sum", []agg.Arg{{Type: arrow.PrimitiveTypes.Float64, Col: 0}})
-	cfg := Config{TsCol: 0, SeqCol: 1, KeyCols: []int{2}, ArgCols: []int{3, 4},
-		Windows: []Spec{{Frame: Frame{Preceding: 1 << 40}, Aggs: []agg.Func{sum}}},
-		Store:   statestore.Sub(db, "op/0/0/")}
-	recs := benchRecords(20_000, 100, 2000)
-	for b.Loop() {
-		b.StopTimer()
-		op, err := New(cfg, tileSchema)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, r := range recs {
-			if _, _, err := op.Push(r); err != nil {
-				b.Fatal(err)
-			}
-		}
-		outs, err := op.Advance(context.Background(), End)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, o := range outs {
-			o.Release()
-		}
-		b.StartTimer()
+	benchCheckpoints(b, 1<<40, 20_000, func(op *Operator) error {
 		if _, err := op.BeginCheckpoint(); err != nil {
-			b.Fatal(err)
+			return err
 		}
 		<-op.CheckpointEncoded()
 		flush, err := op.WriteCheckpoint(0)
-		if err == nil {
-			err = flush()
-		}
 		if err != nil {
-			b.Fatal(err)
+			return err
 		}
-		b.ReportMetric(float64(op.Stats().CheckpointKeys), "keys/op")
-		op.Close()
-	}
+		return flush()
+	})
 }
