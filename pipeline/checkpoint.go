@@ -1118,8 +1118,8 @@ func (tc *taskCheckpoint) begin(ctx context.Context, epoch uint64, final bool) e
 // key states are encoded (encoding what remains itself and waiting for
 // the operator's encoder, when it is called earlier) and starts the
 // flush. With stall, the time counts in the checkpoint's stall: not when
-// a new barrier finds the checkpoint still written (finish), which only
-// the final one of an input does, with no input left to hold up.
+// a new barrier finds the checkpoint still being written (finish), which
+// only the final barrier of an input does, with no input left to hold up.
 func (tc *taskCheckpoint) write(stall bool) error {
 	defer trace.StartRegion(context.Background(), "volga.checkpoint.write").End()
 	start := time.Now()
