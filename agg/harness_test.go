@@ -451,6 +451,7 @@ func runCases(t *testing.T, cases []aggCase) {
 			checkEncoding(t, c)
 			checkReset(t, c)
 			checkNewStates(t, c)
+			checkRangeAdd(t, c)
 		})
 	}
 }

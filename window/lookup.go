@@ -180,9 +180,7 @@ func evalAggs(aggs []agg.Func, r *agg.Rows, tiles *tileSet, lo, hi int64, cand *
 		case tiles != nil:
 			evalTiled(st, r, tiles, ai, lo, hi)
 		default:
-			for a := lo; a < hi; a++ {
-				st.Add(r.At(a), a)
-			}
+			addRows(st, r, lo, hi)
 		}
 		if cand != nil {
 			st.Add(cand, 0)

@@ -131,18 +131,39 @@ func (ts *tileSet) span(lo, hi int64) (int, int) {
 func evalTiled(st agg.State, r *agg.Rows, ts *tileSet, aggIdx int, lo, hi int64) {
 	i, j := ts.span(lo, hi)
 	if i == j {
+		addRows(st, r, lo, hi)
+		return
+	}
+	addRows(st, r, lo, ts.tiles[i].from)
+	for k := i; k < j; k++ {
+		st.Merge(ts.tiles[k].states[aggIdx])
+	}
+	addRows(st, r, ts.tiles[j-1].to, hi)
+}
+
+// addRows adds rows [lo, hi) of r (read through r.At) to st in order: a
+// run of rows a segment of r holds in one AddRange call when st is an
+// agg.RangeAdder, else row by row.
+func addRows(st agg.State, r *agg.Rows, lo, hi int64) {
+	ra, ok := st.(agg.RangeAdder)
+	if !ok {
 		for a := lo; a < hi; a++ {
 			st.Add(r.At(a), a)
 		}
 		return
 	}
-	for a := lo; a < ts.tiles[i].from; a++ {
-		st.Add(r.At(a), a)
-	}
-	for k := i; k < j; k++ {
-		st.Merge(ts.tiles[k].states[aggIdx])
-	}
-	for a := ts.tiles[j-1].to; a < hi; a++ {
-		st.Add(r.At(a), a)
+	for lo < hi {
+		s := r.At(lo)
+		end := min(hi, s.End())
+		if lo < s.Base || end <= lo {
+			// A row r does not hold (a caller's bug): read it as Add
+			// would.
+			for a := lo; a < hi; a++ {
+				st.Add(r.At(a), a)
+			}
+			return
+		}
+		ra.AddRange(s, lo, end)
+		lo = end
 	}
 }

@@ -1,0 +1,114 @@
+package agg
+
+// AddRange implementations (RangeAdder) of the standard states: each is
+// its Add's loop over the rows' positions, in row order, so that the
+// floating-point sums round exactly as they would row by row.
+
+// positions returns the positions in r's slices of rows [lo, hi).
+func positions(r *Rows, lo, hi int64) (int, int) {
+	return int(lo - r.Base), int(hi - r.Base)
+}
+
+func (s *countState) AddRange(r *Rows, lo, hi int64) {
+	if s.col < 0 {
+		if !s.none {
+			s.n += hi - lo
+		}
+		return
+	}
+	i, j := positions(r, lo, hi)
+	for _, null := range r.Cols[s.col].Null[i:j] {
+		if !null {
+			s.n++
+		}
+	}
+}
+
+func (s *sumIntState) AddRange(r *Rows, lo, hi int64) {
+	i, j := positions(r, lo, hi)
+	c := &r.Cols[s.col]
+	vals := c.I64[i:j]
+	for k, null := range c.Null[i:j] {
+		if !null {
+			s.n++
+			s.sum += vals[k]
+		}
+	}
+}
+
+func (s *sumFloatState) AddRange(r *Rows, lo, hi int64) {
+	i, j := positions(r, lo, hi)
+	c := &r.Cols[s.col]
+	vals := c.F64[i:j]
+	ks := s.ks
+	for k, null := range c.Null[i:j] {
+		if !null {
+			s.n++
+			ks.add(vals[k])
+		}
+	}
+	s.ks = ks
+}
+
+func (s *avgIntState) AddRange(r *Rows, lo, hi int64) {
+	i, j := positions(r, lo, hi)
+	c := &r.Cols[s.col]
+	vals := c.I64[i:j]
+	for k, null := range c.Null[i:j] {
+		if !null {
+			s.n++
+			s.sum.add(vals[k])
+		}
+	}
+}
+
+func (s *avgFloatState) AddRange(r *Rows, lo, hi int64) {
+	i, j := positions(r, lo, hi)
+	c := &r.Cols[s.col]
+	vals := c.F64[i:j]
+	for k, null := range c.Null[i:j] {
+		if !null {
+			s.n++
+			s.sum.add(vals[k])
+		}
+	}
+}
+
+func (s *extremumState[T]) AddRange(r *Rows, lo, hi int64) {
+	i, j := positions(r, lo, hi)
+	c := &r.Cols[s.col]
+	if x, ok := any(s).(*extremumState[float64]); ok && x.ops == floatOps {
+		addFloats(x, c.F64[i:j], c.Null[i:j])
+		return
+	}
+	for k := i; k < j; k++ {
+		if !c.Null[k] {
+			s.offer(s.ops.get(c, k))
+		}
+	}
+}
+
+// addFloats offers x the non-NULL values of vals, with floatLess called
+// directly (NaN is the largest float, floatOps' order).
+func addFloats(x *extremumState[float64], vals []float64, nulls []bool) {
+	has, best := x.has, x.v
+	for k, null := range nulls {
+		if null {
+			continue
+		}
+		v := vals[k]
+		switch {
+		case !has:
+			has, best = true, v
+		case x.isMax:
+			if floatLess(best, v) {
+				best = v
+			}
+		default:
+			if floatLess(v, best) {
+				best = v
+			}
+		}
+	}
+	x.has, x.v = has, best
+}
