@@ -32,6 +32,7 @@ import (
 	"github.com/volga-go/volga/pipeline"
 
 	"github.com/volga-go/volga/bench/internal/gen"
+	"github.com/volga-go/volga/bench/internal/hostnoise"
 	"github.com/volga-go/volga/bench/internal/volgarun"
 )
 
@@ -93,6 +94,7 @@ WINDOW w AS (PARTITION BY user_id ORDER BY ts RANGE BETWEEN %[2]s PRECEDING AND 
 
 const (
 	lookupWarmup   = 2_000
+	nullBlock      = 1_000 // lookups between null blocks (measureLookups)
 	lookupChecked  = 500
 	httpClients    = 64
 	tailBatchRows  = 500
@@ -166,8 +168,8 @@ func runLookup(ctx context.Context, c config) (result, error) {
 			} else {
 				p99[w.name] = pct(lat, 0.99)
 			}
-			res.Lines = append(res.Lines, fmt.Sprintf("workload=lookup window=%s mode=%s lookups=%d ingest_s=%.2f unreleased=%d p50_us=%.1f p99_us=%.1f p999_us=%.1f cpu_us_per_lookup=%.1f allocs_per_lookup=%.0f bytes_per_lookup=%.0f gc_cycles=%d",
-				w.name, mode, len(lat), ingest, unreleased, pct(lat, 0.50), pct(lat, 0.99), pct(lat, 0.999), st.cpuUs, st.allocs, st.bytes, st.gcCycles))
+			res.Lines = append(res.Lines, fmt.Sprintf("workload=lookup window=%s mode=%s lookups=%d ingest_s=%.2f unreleased=%d p50_us=%.1f p99_us=%.1f p999_us=%.1f cpu_us_per_lookup=%.1f allocs_per_lookup=%.0f bytes_per_lookup=%.0f gc_cycles=%d page_faults=%d null_p50_us=%.1f null_p99_us=%.1f null_p999_us=%.1f",
+				w.name, mode, len(lat), ingest, unreleased, pct(lat, 0.50), pct(lat, 0.99), pct(lat, 0.999), st.cpuUs, st.allocs, st.bytes, st.gcCycles, st.faults, pct(st.null, 0.50), pct(st.null, 0.99), pct(st.null, 0.999)))
 		}
 
 		if tail != nil {
@@ -323,8 +325,15 @@ func lookupRequests(n, users int, lo, span int64, seed, salt uint64) ([]int64, [
 // lookupStats are the latencies (microseconds, sorted) of the recorded
 // lookups and their heap allocations per lookup.
 type lookupStats struct {
-	lat           []float64
+	lat []float64
+	// null are the latencies (microseconds, sorted) of as many runs of
+	// pure CPU work as long as the median warm-up lookup, timed in blocks
+	// between the lookups' (package hostnoise).
+	null          []float64
 	allocs, bytes float64
+	// faults are the process's page faults while the lookups ran (every
+	// thread's: the idle pipeline's included).
+	faults int64
 	// cpuUs is the process CPU time (user + system, every thread: the
 	// idle pipeline's included) per lookup, which a loaded machine does
 	// not inflate the way it inflates wall-clock latencies.
@@ -336,14 +345,26 @@ type lookupStats struct {
 
 // processCPU is the CPU time (user + system) the process has used.
 func processCPU() time.Duration {
+	cpu, _ := processUsage()
+	return cpu
+}
+
+// processUsage is the CPU time (user + system) the process has used and
+// the page faults it has taken (minor and major: a first touch of memory
+// the kernel must map, which on a VM can cost tens of microseconds).
+func processUsage() (time.Duration, int64) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+		return 0, 0
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), int64(ru.Minflt + ru.Majflt)
 }
 
 // measureLookups times n lookups (after a warm-up) from one goroutine.
+// Between blocks of nullBlock lookups it times as many runs of pure CPU
+// work as long as the warm-up's median lookup (package hostnoise), so that
+// the lookups and their null twins see the host in the same moments; the
+// CPU time and page faults per lookup leave the null blocks out.
 func measureLookups(ctx context.Context, p *volga.Pipeline, n, users int, lo, span int64, seed uint64, into bool) (lookupStats, error) {
 	us, ts := lookupRequests(n+lookupWarmup, users, lo, span, seed, 1)
 	keys := make([]map[string]any, len(us))
@@ -351,13 +372,28 @@ func measureLookups(ctx context.Context, p *volga.Pipeline, n, users int, lo, sp
 		keys[i] = map[string]any{"user_id": u}
 	}
 	lat := make([]float64, 0, n)
-	var row volga.FeatureRow
-	var m0, m1 runtime.MemStats
-	var cpu0 time.Duration
+	warm := make([]float64, 0, lookupWarmup)
+	null := make([]float64, 0, n)
+	var (
+		row    volga.FeatureRow
+		m0, m1 runtime.MemStats
+		cpu0   time.Duration
+		cpu    time.Duration
+		flt0   int64
+		flt    int64
+		iters  int
+	)
 	for i := range keys {
 		if i == lookupWarmup {
+			slices.Sort(warm)
+			iters = hostnoise.SpinItersFor(time.Duration(pct(warm, 0.50)*1e3), time.Now)
 			runtime.ReadMemStats(&m0)
-			cpu0 = processCPU()
+			cpu0, flt0 = processUsage()
+		} else if i > lookupWarmup && (i-lookupWarmup)%nullBlock == 0 {
+			c, f := processUsage()
+			cpu, flt = cpu+c-cpu0, flt+f-flt0
+			null = hostnoise.AppendSpin(null, nullBlock, iters, time.Now)
+			cpu0, flt0 = processUsage()
 		}
 		var (
 			d       time.Duration
@@ -384,13 +420,18 @@ func measureLookups(ctx context.Context, p *volga.Pipeline, n, users int, lo, sp
 		}
 		if i >= lookupWarmup {
 			lat = append(lat, float64(d.Nanoseconds())/1e3)
+		} else {
+			warm = append(warm, float64(d.Nanoseconds())/1e3)
 		}
 	}
-	cpu := processCPU() - cpu0
+	c, f := processUsage()
+	cpu, flt = cpu+c-cpu0, flt+f-flt0
 	runtime.ReadMemStats(&m1)
+	null = hostnoise.AppendSpin(null, n-len(null), iters, time.Now)
 	slices.Sort(lat)
-	// lat's own backing array was allocated before m0.
-	return lookupStats{lat: lat, cpuUs: float64(cpu.Microseconds()) / float64(n),
+	slices.Sort(null)
+	// lat's, warm's and null's backing arrays were allocated before m0.
+	return lookupStats{lat: lat, null: null, faults: flt, cpuUs: float64(cpu.Microseconds()) / float64(n),
 		allocs:   float64(m1.Mallocs-m0.Mallocs) / float64(n),
 		bytes:    float64(m1.TotalAlloc-m0.TotalAlloc) / float64(n),
 		gcCycles: m1.NumGC - m0.NumGC}, nil
