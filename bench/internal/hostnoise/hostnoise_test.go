@@ -107,7 +107,13 @@ func TestMemAppend(t *testing.T) {
 // TestSpin checks the CPU work is a function of its length only (what
 // the sink keeps is deterministic) and that lengths differ.
 func TestSpin(t *testing.T) {
-	if Spin(100) != Spin(100) || Spin(100) == Spin(101) {
-		t.Errorf("Spin(100) = %d twice, Spin(101) = %d", Spin(100), Spin(101))
+	a, b, c := Spin(100), Spin(100), Spin(101)
+	if a != b || a == c {
+		t.Errorf("Spin(100) = %d, then %d; Spin(101) = %d", a, b, c)
+	}
+	before := Result()
+	AppendSpin(nil, 1, 100, time.Now)
+	if Result() != before+a {
+		t.Errorf("Result moved from %d to %d after one run of Spin(100) = %d", before, Result(), a)
 	}
 }
