@@ -80,7 +80,7 @@ func (ts *tileSet) extend(r *agg.Rows, low, end int64, aggs []agg.Func) {
 	if k > 0 {
 		ts.tiles = append(ts.tiles[:0], ts.tiles[k:]...)
 	}
-	for a := ts.built; a < end; a++ {
+	for a := ts.built; a < end; {
 		x := r.At(a)
 		t := x.Ts[a-x.Base]
 		start := floorDiv(t, ts.size) * ts.size
@@ -96,11 +96,18 @@ func (ts *tileSet) extend(r *agg.Rows, low, end int64, aggs []agg.Func) {
 			ts.tiles = append(ts.tiles, tile{start: start, from: a, to: a, states: st})
 			n++
 		}
+		// The run of rows from a in this tile and in x: each state takes
+		// it in one go (addRows), in row order as row by row.
+		b, segEnd := a+1, min(end, x.End())
+		for b < segEnd && x.Ts[b-x.Base] < start+ts.size {
+			b++
+		}
 		tl := &ts.tiles[n-1]
 		for _, st := range tl.states {
-			st.Add(x, a)
+			addRows(st, x, a, b)
 		}
-		tl.to = a + 1
+		tl.to = b
+		a = b
 	}
 	ts.built = max(ts.built, end)
 }
