@@ -112,3 +112,45 @@ func addFloats(x *extremumState[float64], vals []float64, nulls []bool) {
 	}
 	x.has, x.v = has, best
 }
+
+func (s *varianceState) AddRange(r *Rows, lo, hi int64) {
+	for a := lo; a < hi; a++ {
+		if x, ok := s.value(r, a); ok {
+			s.add(x)
+		}
+	}
+}
+
+func (s *varianceIntState) AddRange(r *Rows, lo, hi int64) {
+	for a := lo; a < hi; a++ {
+		s.Add(r, a)
+	}
+}
+
+// AddRange adds the runs of rows whose condition is TRUE, each in one
+// call when the base state is a RangeAdder.
+func (s *whereState) AddRange(r *Rows, lo, hi int64) {
+	c := &r.Cols[s.cond]
+	ra, ok := s.inner.(RangeAdder)
+	if !ok {
+		for a := lo; a < hi; a++ {
+			if rowTrue(c, int(a-r.Base)) {
+				s.inner.Add(r, a)
+			}
+		}
+		return
+	}
+	for a := lo; a < hi; {
+		for a < hi && !rowTrue(c, int(a-r.Base)) {
+			a++
+		}
+		b := a
+		for b < hi && rowTrue(c, int(b-r.Base)) {
+			b++
+		}
+		if b > a {
+			ra.AddRange(r, a, b)
+		}
+		a = b
+	}
+}
