@@ -963,11 +963,11 @@ func (o *Operator) applyLate(rec arrow.RecordBatch, hb *heldBatch, ids []int32, 
 			lo, hi := frameAt(r, spec.Frame, abs)
 			for _, f := range spec.Aggs {
 				st := f.NewState()
-				for a := lo; a < hi; a++ {
-					if spec.Frame.ExcludeCurrent && a == abs {
-						continue
-					}
-					st.Add(r, a)
+				if spec.Frame.ExcludeCurrent && lo <= abs && abs < hi {
+					addRows(st, r, lo, abs)
+					addRows(st, r, abs+1, hi)
+				} else {
+					addRows(st, r, lo, hi)
 				}
 				st.AppendResult(o.bld[k])
 				k++
