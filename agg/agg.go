@@ -131,8 +131,9 @@ type State interface {
 // one call: AddRange(r, lo, hi) is Add(r, a) for a = lo, ..., hi-1 in
 // that order, bit for bit, over rows r holds itself (r.Base <= lo <= hi
 // <= r.End(); not rows of r.Older). Callers that add many consecutive
-// rows (point-in-time lookups over frames not worth tiling, the edges of
-// tiled ones) save an interface call and a segment lookup a row, and the
+// rows (point-in-time lookups over frames not worth tiling and the edges
+// of tiled ones, lookup tiles being built, the frames of rows applied
+// late) save an interface call and a segment lookup a row, and the
 // state's loop runs over the column's values directly.
 type RangeAdder interface {
 	AddRange(r *Rows, lo, hi int64)
