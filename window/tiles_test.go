@@ -160,12 +160,9 @@ func BenchmarkTileBuild(b *testing.B) {
 	amount := agg.Arg{Type: arrow.PrimitiveTypes.Float64, Col: 0}
 	aggs := []agg.Func{bindFunc(b, "count", agg.Arg{Star: true, Col: -1}), bindFunc(b, "sum", amount),
 		bindFunc(b, "avg", amount), bindFunc(b, "max", amount)}
-	op, err := New(Config{TsCol: 0, SeqCol: 1, KeyCols: []int{2}, ArgCols: []int{3, 4},
+	op := openOp(b, Config{TsCol: 0, SeqCol: 1, KeyCols: []int{2}, ArgCols: []int{3, 4},
 		Windows:   []Spec{{Frame: Frame{Preceding: 30 * 86_400_000}, Aggs: aggs}},
-		Retention: math.MaxInt64 / 4}, tileSchema)
-	if err != nil {
-		b.Fatal(err)
-	}
+		Retention: math.MaxInt64 / 4})
 	defer op.Close()
 	const rows = 20_000
 	rng := rand.New(rand.NewPCG(9, 9))
@@ -181,16 +178,8 @@ func BenchmarkTileBuild(b *testing.B) {
 	}
 	rec := bld.NewRecordBatch()
 	defer rec.Release()
-	if _, _, err := op.Push(rec); err != nil {
-		b.Fatal(err)
-	}
-	outs, err := op.Advance(context.Background(), ts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, o := range outs {
-		o.Release()
-	}
+	push(b, op, rec)
+	advanceDiscard(b, op, ts)
 	key, err := EncodeKeyValues(nil, op.KeyTypes(), []any{int64(7)})
 	if err != nil {
 		b.Fatal(err)
