@@ -437,14 +437,8 @@ func measureLookups(ctx context.Context, p *volga.Pipeline, n, users int, lo, sp
 		gcCycles: m1.NumGC - m0.NumGC}, nil
 }
 
-// pct is the q-quantile of sorted (nearest rank).
-func pct(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return math.NaN()
-	}
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
-}
+// pct is the q-quantile of sorted (nearest rank), as hostprobe's.
+var pct = hostnoise.Quantile
 
 // checkLookups compares lookupChecked lookups with the features computed
 // by brute force from the raw events of their users.

@@ -21,8 +21,8 @@ func TestQuantiles(t *testing.T) {
 		lat = append(lat, float64(1000-i)/100) // 10.00 down to 0.01
 	}
 	got := quantiles(lat)
-	// Sorted: 0.01 ... 10.00; p50 = lat[500] = 5.01, p99 = lat[990] =
-	// 9.91, p999 = lat[999] = 10.00; none over 10.
+	// Sorted: 0.01 ... 10.00; nearest rank: p50 = lat[499] = 5.00,
+	// p99 = lat[989] = 9.90, p999 = lat[998] = 9.99; none over 10.
 	if want := "p50_us=5.0 p99_us=9.9 p999_us=10.0 over_10us=0.0000"; got != want {
 		t.Errorf("quantiles = %q, want %q", got, want)
 	}

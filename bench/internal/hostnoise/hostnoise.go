@@ -11,7 +11,7 @@
 //
 //   - CPU work (Spin): integer steps that touch no memory: what
 //     interruptions of the CPU alone do;
-//   - memory work (Mem): dependent-free random reads over an array of a
+//   - memory work (Mem): independent random reads over an array of a
 //     given size: what the machine does to calls that read memory all
 //     over a large heap (TLB and cache misses, and on a VM whatever the
 //     host does to the guest's pages).
@@ -21,10 +21,21 @@
 package hostnoise
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
 )
+
+// Quantile is the q-quantile of sorted (nearest rank: the smallest value
+// with at least a share q of the values at or below it); NaN when empty.
+func Quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
 
 // Spin does iters steps of integer work that the compiler cannot remove
 // (its result is returned) and that touches no memory.

@@ -117,3 +117,17 @@ func TestSpin(t *testing.T) {
 		t.Errorf("Result moved from %d to %d after one run of Spin(100) = %d", before, Result(), a)
 	}
 }
+
+// TestQuantile checks the nearest-rank quantiles: the smallest value with
+// at least a share q of the values at or below it.
+func TestQuantile(t *testing.T) {
+	sorted := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for q, want := range map[float64]float64{0: 1, 0.1: 1, 0.11: 2, 0.5: 5, 0.51: 6, 0.99: 10, 1: 10} {
+		if got := Quantile(sorted, q); got != want {
+			t.Errorf("Quantile(1..10, %g) = %g, want %g", q, got, want)
+		}
+	}
+	if got := Quantile(nil, 0.5); got == got {
+		t.Errorf("Quantile(nil, 0.5) = %g, want NaN", got)
+	}
+}
