@@ -83,7 +83,8 @@ func (f *FeatureRow) Int64(i int) (int64, bool) {
 
 // Value returns feature i as LookupResult.Values holds it: int64,
 // float64, string, bool, time.Time, nil for NULL, []any for lists,
-// map[string]any for maps and structs.
+// map[string]any for structs and []sink.MapEntry (ascending keys) for
+// maps.
 func (f *FeatureRow) Value(i int) any {
 	switch v := f.vals[i]; v.kind {
 	case featureFloat:

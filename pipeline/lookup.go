@@ -54,6 +54,8 @@ type Live struct {
 	// pool of result builders (a lookup takes one set and gives it back).
 	keyNames [][]string
 	keyTypes [][]arrow.DataType
+	// keys is c.LookupKeys(), computed once.
+	keys []string
 	// scratch pools *lookupScratch: what one lookup needs, reused.
 	scratch sync.Pool
 	// rows pools the *FeatureRow through which Lookup goes.
@@ -72,9 +74,11 @@ type Live struct {
 type LookupResult struct {
 	// Names are the feature names (the aggregate items of the query, in
 	// SELECT order; shared between results: do not modify) and Values
-	// their values: int64, float64, string, bool,
-	// time.Time, nil for NULL, []any for lists, map[string]any for maps
-	// and structs.
+	// their values as sink.Value gives them: int64, float64, string,
+	// bool, time.Time, nil for NULL, []any for lists (topn_frequency's
+	// entries are map[string]any structs with "value" and "count"),
+	// map[string]any for structs and []sink.MapEntry, in ascending key
+	// order, for maps (the _cate aggregates).
 	Names  []string
 	Values []any
 	// Watermark is the event time (ms) up to which the state is complete;
@@ -102,6 +106,7 @@ func (l *Live) start(c *Compiled, n int) {
 	l.keyNames = make([][]string, len(c.stages))
 	l.keyTypes = make([][]arrow.DataType, len(c.stages))
 	l.outPos = make([][]int, len(c.stages))
+	l.keys = c.LookupKeys()
 	l.missing = 0
 	for s, st := range c.stages {
 		l.ops[s] = make([]*window.Operator, n)
@@ -275,7 +280,7 @@ func (l *Live) LookupInto(ctx context.Context, dst *FeatureRow, key map[string]a
 	}
 	l.mu.RLock()
 	obs := l.obs
-	c, ops, canErr, missing := l.c, l.ops, l.canErr, l.missing
+	c, ops, canErr, missing, keys := l.c, l.ops, l.canErr, l.missing, l.keys
 	l.mu.RUnlock()
 	if obs != nil {
 		defer func(start time.Time) { obs.LookupDone(time.Since(start), err) }(time.Now())
@@ -292,8 +297,18 @@ func (l *Live) LookupInto(ctx context.Context, dst *FeatureRow, key map[string]a
 	if missing > 0 {
 		return ErrNotRunning
 	}
+	if len(key) != len(keys) {
+		// Every key column is looked up below; a key of another size
+		// has a column too many (or one twice, in two spellings).
+		if err := checkKeyColumns(key, keys); err != nil {
+			return err
+		}
+	}
 	var cand arrow.RecordBatch
 	if row != nil {
+		if err := c.checkCandidateColumns(row); err != nil {
+			return err
+		}
 		// The candidate belongs to the key: key columns it leaves out take
 		// the key's values (candidateKey refuses conflicting ones).
 		cloned := false
@@ -381,6 +396,53 @@ func (l *Live) LookupInto(ctx context.Context, dst *FeatureRow, key map[string]a
 		dst.watermark = min(dst.watermark, wm)
 		for i, b := range bld {
 			dst.put(l.outPos[s][i], b)
+		}
+	}
+	return nil
+}
+
+// checkKeyColumns refuses a lookup key with a column that is not a key
+// column, or a key column given twice (in two spellings: columns match
+// case-insensitively). Missing columns are reported by the lookup.
+func checkKeyColumns(key map[string]any, keys []string) error {
+	seen := make(map[string]string, len(key))
+	for name := range key {
+		col := ""
+		for _, k := range keys {
+			if strings.EqualFold(k, name) {
+				col = k
+				break
+			}
+		}
+		if col == "" {
+			return fmt.Errorf("volga: lookup key has unknown column %q; the key columns are %s", name, strings.Join(keys, ", "))
+		}
+		if other, dup := seen[col]; dup {
+			return fmt.Errorf("volga: lookup key gives column %q twice (%q and %q)", col, other, name)
+		}
+		seen[col] = name
+	}
+	return nil
+}
+
+// checkCandidateColumns refuses a candidate row with a column that is not
+// a source column (matched case-insensitively), as the HTTP handler does:
+// a misspelt column would otherwise make a row with that column NULL.
+func (c *Compiled) checkCandidateColumns(row map[string]any) error {
+	for name := range row {
+		found := false
+		for _, f := range c.Source.Fields() {
+			if strings.EqualFold(f.Name, name) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			names := make([]string, c.Source.NumFields())
+			for i, f := range c.Source.Fields() {
+				names[i] = f.Name
+			}
+			return fmt.Errorf("volga: candidate row has unknown column %q; the source columns are %s", name, strings.Join(names, ", "))
 		}
 	}
 	return nil

@@ -162,6 +162,21 @@ func TestLookupErrors(t *testing.T) {
 	if _, err := live.Lookup(context.Background(), map[string]any{"user_id": 1}, time.Now(), map[string]any{"amount": "many"}); err == nil {
 		t.Error("candidate with a string amount: no error")
 	}
+	// A misspelt column is refused, as over HTTP, not taken for a
+	// NULL amount (the row below would count in the sum as one).
+	if _, err := live.Lookup(context.Background(), map[string]any{"user_id": 1}, time.Now(), map[string]any{"amout": 1.0}); err == nil || !strings.Contains(err.Error(), `unknown column "amout"`) {
+		t.Errorf("candidate with an unknown column: %v", err)
+	}
+	if _, err := live.Lookup(context.Background(), map[string]any{"user_id": 1, "merchant": "m1"}, time.Now(), nil); err == nil || !strings.Contains(err.Error(), `unknown column "merchant"`) {
+		t.Errorf("lookup key with a column that is not a key column: %v", err)
+	}
+	if _, err := live.Lookup(context.Background(), map[string]any{"user_id": 1, "USER_ID": 2}, time.Now(), nil); err == nil || !strings.Contains(err.Error(), "twice") {
+		t.Errorf("lookup key with its column twice: %v", err)
+	}
+	// The spellings the checks accept: any case, for key and row alike.
+	if _, err := live.Lookup(context.Background(), map[string]any{"User_ID": 1}, time.Now(), map[string]any{"AMOUNT": 1.0}); err != nil {
+		t.Errorf("lookup with columns in another case: %v", err)
+	}
 	live2 := &pipeline.Live{}
 	c2 := compile(`SELECT id, count(*) OVER (PARTITION BY user_id ORDER BY ts) AS n FROM events`)
 	if err := c2.Run(context.Background(), testutil.NewSource(tab.Schema, tab.Record(nil, 0, len(tab.Rows))), sink.NewCollector(), pipeline.RunOptions{Live: live2}); err != nil {
@@ -247,5 +262,89 @@ func TestLookupRetention(t *testing.T) {
 	}
 	if checked == 0 || refused == 0 {
 		t.Fatalf("checked %d lookups and %d were refused: want both", checked, refused)
+	}
+}
+
+// TestLookupValueTypes: LookupResult.Values holds a map feature as
+// []sink.MapEntry in ascending key order and topn_frequency's entries as
+// structs (map[string]any with "value" and "count"), as its doc says;
+// the counts are those of the frame, computed here by definition.
+func TestLookupValueTypes(t *testing.T) {
+	tab := testutil.Events(testutil.Rand(3), testutil.DefaultEvents(400))
+	plan, err := pipeline.ParseSQL(`SELECT id,
+		count_cate(amount, category) OVER w AS cc,
+		topn_frequency(category, 2) OVER w AS tf
+		FROM events
+		WINDOW w AS (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '5' SECOND PRECEDING AND CURRENT ROW)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := pipeline.Compile(plan, tab.Schema, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := &pipeline.Live{}
+	if err := c.Run(context.Background(), testutil.NewSource(tab.Schema, tab.Record(nil, 0, len(tab.Rows))), sink.NewCollector(), pipeline.RunOptions{Live: live}); err != nil {
+		t.Fatal(err)
+	}
+	uc, tc, ac, cc := tab.Col("user_id"), tab.Col("ts"), tab.Col("amount"), tab.Col("category")
+	last := tab.Rows[len(tab.Rows)-1][tc].(int64)
+	checked := 0
+	for user := int64(0); user < 6; user++ {
+		at := last
+		counts := map[string]int64{} // count_cate: rows with amount and category
+		freq := map[string]int64{}   // topn_frequency: rows with a category
+		for _, r := range tab.Rows {
+			if r[uc] != user || r[tc].(int64) < at-5000 || r[tc].(int64) > at {
+				continue
+			}
+			if r[cc] == nil {
+				continue
+			}
+			freq[r[cc].(string)]++
+			if r[ac] != nil {
+				counts[r[cc].(string)]++
+			}
+		}
+		res, err := live.Lookup(context.Background(), map[string]any{"user_id": user}, time.UnixMilli(at), nil)
+		if err != nil {
+			t.Fatalf("user %d: %v", user, err)
+		}
+		m, ok := res.Values[0].([]sink.MapEntry)
+		if !ok {
+			t.Fatalf("user %d: count_cate is %T, want []sink.MapEntry", user, res.Values[0])
+		}
+		if len(m) != len(counts) {
+			t.Errorf("user %d: count_cate %v, want %v", user, m, counts)
+		}
+		for i, e := range m {
+			k, _ := e.Key.(string)
+			if i > 0 && m[i-1].Key.(string) >= k {
+				t.Errorf("user %d: count_cate keys not ascending: %v", user, m)
+			}
+			if e.Value != counts[k] {
+				t.Errorf("user %d: count_cate[%q] = %v, want %d", user, k, e.Value, counts[k])
+			}
+		}
+		list, ok := res.Values[1].([]any)
+		if !ok {
+			t.Fatalf("user %d: topn_frequency is %T, want []any", user, res.Values[1])
+		}
+		for _, e := range list {
+			s, ok := e.(map[string]any)
+			if !ok {
+				t.Fatalf("user %d: topn_frequency entry is %T, want map[string]any", user, e)
+			}
+			if v, _ := s["value"].(string); s["count"] != freq[v] {
+				t.Errorf("user %d: topn_frequency entry %v, want count %d", user, s, freq[v])
+			}
+		}
+		if want := min(2, len(freq)); len(list) != want {
+			t.Errorf("user %d: %d topn_frequency entries, want %d", user, len(list), want)
+		}
+		checked += len(m)
+	}
+	if checked == 0 {
+		t.Fatal("no key had a category in its last 5 seconds: the test checked nothing")
 	}
 }
