@@ -82,6 +82,14 @@ func Backfill(ctx context.Context, plan *Plan, events, spine source.Source, out 
 			return fmt.Errorf("volga: the spine has no column %q (it needs the key columns %s and the time column %q)", name, strings.Join(c.LookupKeys(), ", "), c.TimeColumn)
 		}
 	}
+	// The output holds the spine's columns and the features: one name
+	// for two of them would make a file whose readers keep one (a JSON
+	// object's last "s" hides the spine's label s).
+	for _, it := range plan.Items {
+		if it.Agg != nil && fieldIndexFold(ss, it.Name) >= 0 {
+			return fmt.Errorf("volga: the spine's column %q has the name of a feature of the query; rename the column or give the feature another name (AS ...)", ss.Field(fieldIndexFold(ss, it.Name)).Name)
+		}
+	}
 	for _, st := range c.stages {
 		st.cfg.ProbeCol = probeIdx
 		st.cfg.StrictProbes = strict

@@ -197,6 +197,12 @@ func TestBackfillErrors(t *testing.T) {
 	if err := run(q, badType); err == nil || !strings.Contains(err.Error(), "type") {
 		t.Errorf("spine time column of the wrong type: %v", err)
 	}
+	// A label named like a feature (in another case) would be a second
+	// column "n" in the output.
+	dup := arrow.NewSchema([]arrow.Field{{Name: "ts", Type: arrow.PrimitiveTypes.Int64}, {Name: "user_id", Type: arrow.PrimitiveTypes.Int64}, {Name: "N", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	if err := run(q, dup); err == nil || !strings.Contains(err.Error(), `"N" has the name of a feature`) {
+		t.Errorf("spine column named as a feature: %v", err)
+	}
 	if err := run(`SELECT user_id, count(*) AS n FROM events GROUP BY user_id, tumble(ts, INTERVAL '1' HOUR)`, spineSchema); err == nil {
 		t.Error("backfill of a tumble query: no error")
 	}
