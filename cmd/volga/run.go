@@ -223,8 +223,37 @@ func (f logLevelFlag) Set(v string) error {
 
 // newLogger logs to w at level and above, as text. Lines of the
 // pipeline's log and the command's own messages share w, hence the lock.
+// Above info, the pipeline's record of its own failure is left out: the
+// command prints that error as its one line (at info and below the
+// record, with the run's counts, comes first).
 func newLogger(w io.Writer, level slog.Level) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+	var h slog.Handler = slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})
+	if level > slog.LevelInfo {
+		h = skipFailure{h}
+	}
+	return slog.New(h)
+}
+
+// failedMessage is the message of the record a pipeline logs when its run
+// fails (pipeline/observe.go); TestRunErrorOneLine checks it is left out.
+const failedMessage = "volga: pipeline failed"
+
+// skipFailure is a handler that drops the failedMessage record.
+type skipFailure struct{ slog.Handler }
+
+func (h skipFailure) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level == slog.LevelError && r.Message == failedMessage {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h skipFailure) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return skipFailure{h.Handler.WithAttrs(attrs)}
+}
+
+func (h skipFailure) WithGroup(name string) slog.Handler {
+	return skipFailure{h.Handler.WithGroup(name)}
 }
 
 // syncWriter serializes writes to w from several goroutines.

@@ -430,6 +430,26 @@ func TestRunTimeOrder(t *testing.T) {
 	}
 }
 
+// TestRunErrorOneLine: a run that fails prints its error as one line at
+// the default log level (the pipeline's own record of the failure, with
+// its counts, is logged from --log-level info down, before that line).
+func TestRunErrorOneLine(t *testing.T) {
+	in := "user_id,ts,amount\nu1,5000,1\nu1,1000,2\n"
+	sql := `SELECT user_id, ts, sum(amount) OVER (PARTITION BY user_id ORDER BY ts
+	        RANGE BETWEEN INTERVAL '3' SECOND PRECEDING AND CURRENT ROW) AS s3 FROM tx`
+	dir := files(t, "q.sql", sql, "tx.csv", in)
+	args := []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--time-order", "0s"}
+	code, _, stderr := cli(t, context.Background(), dir, "", args...)
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], "volga: ") || !strings.Contains(lines[0], "WithTimeOrder") {
+		t.Fatalf("exit %d, stderr %q: want exit 1 and the error on one line", code, stderr)
+	}
+	code, _, stderr = cli(t, context.Background(), dir, "", append(args, "--log-level", "info")...)
+	if code != 1 || !strings.Contains(stderr, "level=ERROR msg=\""+failedMessage+"\"") || !strings.Contains(stderr, "\n"+lines[0]+"\n") {
+		t.Fatalf("--log-level info: exit %d, stderr %q: want the pipeline's record and then the error line", code, stderr)
+	}
+}
+
 // TestRunClusterInput: --cluster-input orders an input in time order by
 // user itself: the same rows as without it, user by user; it is refused in
 // stream mode and beside --clustered-by.
