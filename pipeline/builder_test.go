@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,5 +86,64 @@ func TestBuilderErrors(t *testing.T) {
 	b := pipeline.From("events").EventTime("ts").Agg("s", pipeline.Sum("amount_usd"), pipeline.Over("user_id"))
 	if _, err := volga.Build(b, volga.WithSource("events", src)); err == nil {
 		t.Error("Build accepted an unknown column")
+	}
+}
+
+// TestDoubleQuotedIdentifiers: "double-quoted" names are identifiers, as in
+// DuckDB and standard SQL (sqlparser alone would read them as strings), in
+// SQL and in builder expressions alike, and give the output of the
+// unquoted query.
+func TestDoubleQuotedIdentifiers(t *testing.T) {
+	const plain = `SELECT id, price * 2 AS p2, sum(amount) OVER w AS spend
+FROM events WHERE amount > 0 AND category <> 'x'
+WINDOW w AS (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '2' SECOND PRECEDING AND CURRENT ROW)`
+	const quoted = `SELECT "id", "Price" * 2 AS "p2", sum("amount") OVER "w" AS "spend"
+FROM events WHERE "amount" > 0 AND "category" <> 'x'
+WINDOW "w" AS (PARTITION BY "user_id" ORDER BY "ts" RANGE BETWEEN INTERVAL '2' SECOND PRECEDING AND CURRENT ROW)`
+	tab := testutil.Events(testutil.Rand(7), testutil.DefaultEvents(200))
+	want, _ := run(t, 7, plain, tab)
+	got, p := run(t, 7, quoted, tab)
+	if d := testutil.Diff([]string{"id", "p2", "spend"}, want, got, testutil.Label(tab, nil, "id")); d != "" || len(got) == 0 {
+		t.Fatalf("quoted query differs from the plain one (%d rows):\n%s", len(got), d)
+	}
+	if names := p.Schema().Field(2).Name; names != "spend" {
+		t.Errorf("output column %q, want spend", names)
+	}
+
+	b := pipeline.From("events").EventTime("ts").Where(`"amount" > 0 AND "category" <> 'x'`).
+		Select(`"id"`).SelectAs("p2", `"Price" * 2`).
+		Agg("spend", pipeline.Sum("amount"), pipeline.Over("user_id").Range(2*time.Second))
+	src := testutil.NewSource(tab.Schema, tab.Batches(testutil.Rand(7), 40)...)
+	defer src.Close()
+	out := sink.NewCollector()
+	defer out.Release()
+	pb, err := volga.Build(b, volga.WithSource("events", src), volga.WithSink(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pb.Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if d := testutil.Diff([]string{"id", "p2", "spend"}, want, out.Rows(), testutil.Label(tab, nil, "id")); d != "" {
+		t.Fatalf("builder with quoted names differs from SQL:\n%s", d)
+	}
+}
+
+// TestBuilderRejectsMySQLOperators: in builder expressions as in SQL, // and
+// # comments and the || and && operators are errors, not silently a
+// comment, OR or AND.
+func TestBuilderRejectsMySQLOperators(t *testing.T) {
+	for cond, msg := range map[string]string{
+		"amount // 2 > 1":            "only -- and /* */ comments",
+		"amount > 1 # big":           "only -- and /* */ comments",
+		"amount > 1 || amount < 0":   "the || operator is not supported",
+		"amount > 1 && amount < 100": "the && operator is not supported",
+		`"" > 1`:                     "empty quoted identifier",
+	} {
+		_, err := pipeline.From("events").EventTime("ts").Where(cond).
+			Agg("s", pipeline.Sum("amount"), pipeline.Over("user_id")).Plan()
+		if err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("Where(%q): %v, want %q", cond, err, msg)
+		}
 	}
 }

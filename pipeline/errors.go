@@ -92,7 +92,9 @@ func (p *Plan) ErrorAt(text string, format string, args ...any) error {
 // ErrorAfter is ErrorAt for the first occurrence of text at or after byte
 // offset from, typically the Pos of the Expr being bound, so that the error
 // points at the right one of several occurrences. It falls back to the
-// first occurrence anywhere.
+// first occurrence anywhere, and when text does not occur at all (sqlparser
+// renders some expressions differently from how they were written) to
+// offset from itself, when that is positive.
 func (p *Plan) ErrorAfter(from int, text string, format string, args ...any) error {
 	off := -1
 	if p != nil && p.SQL != "" && text != "" {
@@ -107,6 +109,9 @@ func (p *Plan) ErrorAfter(from int, text string, format string, args ...any) err
 	sql := ""
 	if p != nil {
 		sql = p.SQL
+	}
+	if off < 0 && from > 0 && from < len(sql) {
+		return newSQLError(sql, from, sqlwin.NearText(sql, from), format, args...)
 	}
 	if off < 0 {
 		return &SQLError{Msg: fmt.Sprintf(format, args...), Near: text, Offset: -1}

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
 )
 
 // stripAST checks that every Expr carries an AST and then drops it, so that
@@ -356,6 +358,13 @@ func TestParseSQLErrors(t *testing.T) {
 		{"SELECT sum(x) OVER (PARTITION BY k ORDER BY ts RANGE BETWEEN INTERVAL '999999999999' DAY PRECEDING AND CURRENT ROW) FROM t", "interval too large", "'999999999999'", 1, 71},
 		{"SELECT sum(x) OVER (w2 ORDER BY ts) FROM t" + win, "cannot refine another window", "w2", 1, 21},
 		{"SELECT a FROM t /*! WHERE a > 1 */", "MySQL-specific comments", "/*!", 1, 17},
+		{"SELECT a FROM t WHERE a > 1 // c", "only -- and /* */ comments are supported", "// c", 1, 29},
+		{"SELECT a\nFROM t # c", "only -- and /* */ comments are supported", "# c", 2, 8},
+		{"SELECT a FROM t WHERE a = 1 || b = 2", "the || operator is not supported", "||", 1, 29},
+		{"SELECT a FROM t WHERE a = 1 && b = 2", "the && operator is not supported", "&&", 1, 29},
+		{`SELECT "a""b" FROM t`, "a double-quoted identifier cannot contain", `"a""b" FROM t`, 1, 8},
+		{`SELECT "a\\b" FROM t`, "a double-quoted identifier cannot contain", `"a\\b" FROM t`, 1, 8},
+		{`SELECT "" FROM t`, "empty quoted identifier", `"" FROM t`, 1, 8},
 	}
 	for _, tt := range tests {
 		t.Run(tt.msg, func(t *testing.T) {
@@ -428,8 +437,60 @@ func TestPlanErrorAt(t *testing.T) {
 	if !errors.As(err, &se) || se.Line != 0 || err.Error() != `sql: unknown column "nowhere" (near "nowhere")` {
 		t.Errorf("missing text: %v", err)
 	}
+	// Text that sqlparser renders differently from how it was written falls
+	// back to the offset given.
+	err = p.ErrorAfter(arg.Pos, "amount % 2", "bad")
+	if !errors.As(err, &se) || se.Line != 2 || se.Column != 7 || se.Near != "amount) OVER w FROM " {
+		t.Errorf("fallback: %v", err)
+	}
 	var goPlan *Plan = &Plan{}
 	if err := goPlan.ErrorAt("x", "unknown column %q", "x"); err.Error() != `sql: unknown column "x" (near "x")` {
 		t.Errorf("Go plan: %v", err)
+	}
+}
+
+// TestCompileErrorPositions: errors found while binding a parsed query to
+// its schema point at the offending expression as written, also where
+// sqlparser renders it differently (<> as !=, MOD as %).
+func TestCompileErrorPositions(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "k", Type: arrow.BinaryTypes.String},
+		{Name: "ts", Type: arrow.FixedWidthTypes.Timestamp_ms},
+		{Name: "amount", Type: arrow.PrimitiveTypes.Int64},
+	}, nil)
+	const win = " WINDOW w AS (PARTITION BY k ORDER BY ts)"
+	for _, tt := range []struct {
+		where, msg string
+		col        int
+	}{
+		{"amount <> 'x'", "cannot compare int64 and utf8", 48},
+		// sqlparser renders this one as "amount % 2 = 'x'", which is not in
+		// the query: the error points at the WHERE expression.
+		{"k = 'a' AND amount MOD 2 = 'x'", "cannot compare int64 and utf8", 48},
+		{"k = 'a' AND amount <> 'x'", "cannot compare int64 and utf8", 60},
+		{`"amount" + 'x' > 1`, "operator + needs numbers", 48},
+		{`"amt" > 1`, `unknown column "amt"`, 48},
+	} {
+		q := "SELECT k, sum(amount) OVER w AS s FROM t WHERE " + tt.where + win
+		p, err := ParseSQL(q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		_, err = Compile(p, schema, "ts")
+		var se *SQLError
+		if !errors.As(err, &se) || !strings.Contains(se.Msg, tt.msg) || se.Line != 1 || se.Column != tt.col {
+			t.Errorf("WHERE %s: %v, want %q at column %d", tt.where, err, tt.msg, tt.col)
+		}
+	}
+	p, err := ParseSQL(`SELECT "K", sum("Amount") OVER w AS "Spend" FROM t` + win)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Compile(p, schema, "ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Output.Field(1).Name; got != "Spend" {
+		t.Errorf("quoted alias gives column %q, want Spend", got)
 	}
 }

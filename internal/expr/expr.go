@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/compute/exec"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/volga-go/volga/internal/sqlwin"
 	"github.com/xwb1989/sqlparser"
 )
 
@@ -83,7 +84,11 @@ func ParseExpr(text string) (e sqlparser.Expr, err error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, &Error{Kind: ErrUnsupported, Msg: "empty expression", Text: text}
 	}
-	stmt, perr := sqlparser.Parse("select " + text)
+	toks, terr := sqlwin.Tokenize(text)
+	if terr != nil { // a *sqlwin.Error, which names the offset
+		return nil, &Error{Kind: ErrUnsupported, Msg: "invalid expression: " + terr.Error(), Text: text}
+	}
+	stmt, perr := sqlparser.Parse("select " + sqlwin.SQL(text, toks))
 	if perr != nil {
 		return nil, &Error{Kind: ErrUnsupported, Msg: "invalid expression: " + strings.Replace(perr.Error(), "at position", "at offset", 1), Text: text}
 	}

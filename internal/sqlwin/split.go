@@ -243,17 +243,18 @@ func (s *splitter) addEdit(start, end int, text string) {
 // rewrite applies the edits, which are recorded in text order and never
 // overlap.
 func (s *splitter) rewrite() {
+	src := SQL(s.q, s.toks) // double-quoted identifiers back-quoted
 	var b strings.Builder
 	last := 0
 	for i := range s.res.edits {
 		e := &s.res.edits[i]
-		b.WriteString(s.q[last:e.start])
+		b.WriteString(src[last:e.start])
 		e.newStart = b.Len()
 		b.WriteString(e.text)
 		e.newEnd = b.Len()
 		last = e.end
 	}
-	b.WriteString(s.q[last:])
+	b.WriteString(src[last:])
 	s.res.SQL = b.String()
 }
 

@@ -25,6 +25,22 @@ func TestTokenizeSpans(t *testing.T) {
 	if toks[3].Text != "it's" || toks[6].Text != "weird col" || !toks[6].Quoted {
 		t.Errorf("token values %+v %+v", toks[3], toks[6])
 	}
+
+	// "double-quoted" is an identifier (DuckDB, standard SQL); '' is an
+	// empty string.
+	q = `SELECT "Weird col", '', "x" FROM t`
+	if toks, err = Tokenize(q); err != nil {
+		t.Fatal(err)
+	}
+	if tk := toks[1]; tk.Type != sqlparser.ID || tk.Text != "Weird col" || !tk.Quoted {
+		t.Errorf("double-quoted token %+v", tk)
+	}
+	if tk := toks[3]; tk.Type != sqlparser.STRING || tk.Text != "" {
+		t.Errorf("empty string token %+v", tk)
+	}
+	if got, want := SQL(q, toks), "SELECT `Weird col`, '', `x` FROM t"; got != want {
+		t.Errorf("SQL = %q, want %q", got, want)
+	}
 }
 
 func TestTokenizeErrors(t *testing.T) {
@@ -34,6 +50,13 @@ func TestTokenizeErrors(t *testing.T) {
 		{"SELECT a /* x", "unterminated comment"},
 		{"SELECT /*! a */", "MySQL-specific"},
 		{"SELECT 1abc", "invalid token"},
+		{"SELECT a // 2", "only -- and /* */ comments"},
+		{"SELECT a # 2", "only -- and /* */ comments"},
+		{"SELECT a || b", "the || operator"},
+		{"SELECT a && b", "the && operator"},
+		{`SELECT ""`, "empty quoted identifier"},
+		{`SELECT "a""b"`, "double-quoted identifier cannot contain"},
+		{"SELECT \"a`b\"", "double-quoted identifier cannot contain"},
 	} {
 		_, err := Tokenize(tt.q)
 		var e *Error
@@ -122,6 +145,11 @@ func TestFind(t *testing.T) {
 		if got := Find(q, tt.text, tt.from); got != tt.want {
 			t.Errorf("Find(%q, %d) = %d, want %d", tt.text, tt.from, got, tt.want)
 		}
+	}
+	// sqlparser renders <> as != and identifiers in backquotes.
+	q = `SELECT a FROM t WHERE "Amount" <> 'x'`
+	if got := Find(q, "`amount` != 'x'", 0); got != 22 {
+		t.Errorf("Find(<> as !=) = %d, want 22", got)
 	}
 }
 

@@ -21,8 +21,10 @@ type Token struct {
 	Text string
 	// Start and End delimit the token in the query: query[Start:End].
 	Start, End int
-	// Quoted is true for a `back-quoted` identifier, which is never a
-	// keyword.
+	// Quoted is true for a `back-quoted` or "double-quoted" identifier,
+	// which is never a keyword. A double-quoted identifier has Type
+	// sqlparser.ID (sqlparser itself would read it as a string, as MySQL
+	// does; the dialect follows DuckDB and standard SQL here).
 	Quoted bool
 }
 
@@ -61,9 +63,14 @@ func (t Token) isIdent() bool {
 
 // Tokenize splits query into tokens with sqlparser's own tokenizer,
 // dropping comments. It fails on text the tokenizer rejects (an
-// unterminated string, a stray character) and on MySQL-specific
-// /*! ... */ comments, whose contents the tokenizer would splice into the
-// statement. It never panics.
+// unterminated string, a stray character) and on MySQL-isms that would
+// silently change the meaning of a query written for DuckDB or standard
+// SQL: /*! ... */ comments, whose contents the tokenizer would splice into
+// the statement; // and # comments, which would swallow the rest of the
+// line (in DuckDB // is integer division); and the || and && operators,
+// which sqlparser reads as OR and AND (|| concatenates strings in DuckDB).
+// A "double-quoted" token is an identifier, as in DuckDB; SQL turns it into
+// the back-quoted form sqlparser expects. It never panics.
 func Tokenize(query string) (toks []Token, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -84,7 +91,7 @@ func Tokenize(query string) (toks []Token, err error) {
 		}
 		if typ == 0 {
 			if strings.TrimSpace(query[start:]) != "" {
-				return nil, &Error{Msg: "unexpected text", Near: nearText(query, start), Offset: start}
+				return nil, &Error{Msg: "unexpected text", Near: NearText(query, start), Offset: start}
 			}
 			return toks, nil
 		}
@@ -94,7 +101,17 @@ func Tokenize(query string) (toks []Token, err error) {
 		prevEnd = end
 		switch typ {
 		case sqlparser.COMMENT:
+			if query[start] == '#' || strings.HasPrefix(query[start:], "//") {
+				return nil, &Error{Msg: "only -- and /* */ comments are supported (// and # are not)", Near: NearText(query, start), Offset: start}
+			}
 			continue
+		case sqlparser.OR, sqlparser.AND:
+			switch query[start:end] {
+			case "||":
+				return nil, &Error{Msg: "the || operator is not supported: write OR for the logical or", Near: "||", Offset: start}
+			case "&&":
+				return nil, &Error{Msg: "the && operator is not supported: write AND for the logical and", Near: "&&", Offset: start}
+			}
 		case sqlparser.LEX_ERROR:
 			msg := "invalid token"
 			switch query[start] {
@@ -105,24 +122,55 @@ func Tokenize(query string) (toks []Token, err error) {
 			case '/':
 				msg = "unterminated comment"
 			}
-			return nil, &Error{Msg: msg, Near: nearText(query, start), Offset: start}
+			return nil, &Error{Msg: msg, Near: NearText(query, start), Offset: start}
 		}
 		t := Token{Type: typ, Text: string(val), Start: start, End: end}
-		if val == nil {
+		if val == nil && typ != sqlparser.STRING { // '' is an empty string
 			t.Text = query[start:end]
 		}
 		t.Quoted = query[start] == '`'
+		if typ == sqlparser.STRING && query[start] == '"' {
+			if end-start == 2 {
+				return nil, &Error{Msg: "empty quoted identifier", Near: NearText(query, start), Offset: start}
+			}
+			// SQL re-quotes it with backquotes in place, so the text between
+			// the quotes must be the name itself, free of backquotes.
+			if end-start != len(t.Text)+2 || strings.ContainsRune(t.Text, '`') {
+				return nil, &Error{Msg: "a double-quoted identifier cannot contain quotes, backquotes or backslashes", Near: NearText(query, start), Offset: start}
+			}
+			t.Type, t.Quoted = sqlparser.ID, true
+		}
 		toks = append(toks, t)
 	}
+}
+
+// SQL returns query with each double-quoted identifier of toks (the tokens
+// Tokenize returned for query) re-quoted with backquotes, the form
+// sqlparser reads as an identifier. The text keeps its length, so byte
+// offsets into it are offsets into query.
+func SQL(query string, toks []Token) string {
+	var b []byte
+	for _, t := range toks {
+		if t.Quoted && query[t.Start] == '"' {
+			if b == nil {
+				b = []byte(query)
+			}
+			b[t.Start], b[t.End-1] = '`', '`'
+		}
+	}
+	if b == nil {
+		return query
+	}
+	return string(b)
 }
 
 func isBlank(c byte) bool {
 	return c == ' ' || c == '\n' || c == '\r' || c == '\t'
 }
 
-// nearText returns a short excerpt of query starting at offset, for error
+// NearText returns a short excerpt of query starting at offset, for error
 // messages: the rest of the line, at most 20 bytes.
-func nearText(query string, offset int) string {
+func NearText(query string, offset int) string {
 	if offset < 0 || offset >= len(query) {
 		return ""
 	}
@@ -176,8 +224,11 @@ func FindTokens(qt []Token, text string, from int) int {
 }
 
 func sameText(a, b Token) bool {
-	if a.Type == sqlparser.STRING {
+	switch a.Type {
+	case sqlparser.STRING:
 		return a.Text == b.Text
+	case sqlparser.NE: // <> and !=, which sqlparser renders as !=
+		return true
 	}
 	return strings.EqualFold(a.Text, b.Text)
 }
