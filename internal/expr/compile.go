@@ -192,7 +192,7 @@ func (c *compiler) compareNodes(op string, l, r node, at sqlparser.SQLNode) (nod
 	if op == sqlparser.NullSafeEqualStr {
 		return &boolTestNode{l: x, r: y, text: text}, nil
 	}
-	return &callNode{fn: compareFuncs[op], args: []node{x, y}, typ: tBool, text: text}, nil
+	return compareNode(op, x, y, text), nil
 }
 
 func (c *compiler) comparison(e *sqlparser.ComparisonExpr) (node, error) {
@@ -346,6 +346,9 @@ func (c *compiler) binary(e *sqlparser.BinaryExpr) (node, error) {
 		}
 		if r, err = coerce(r, t, e); err != nil {
 			return nil, err
+		}
+		if t.ID() == arrow.INT64 {
+			return &intArithNode{op: e.Operator, l: l, r: r, text: text}, nil
 		}
 		return &callNode{fn: fn, args: []node{l, r}, typ: t, text: text}, nil
 	case sqlparser.DivStr:

@@ -3,24 +3,35 @@
 // record batch.
 //
 // Compile binds an expression once; Expr.Eval then evaluates it on each
-// batch and returns one array of batch length. Arithmetic (+, -, *),
-// comparisons, AND/OR/NOT (SQL three-valued logic), IS [NOT] NULL, unary
-// minus and abs run on the arrow-go compute kernels; literals are handed to
-// them as scalars and only materialized (broadcast to the batch length)
-// when they are the whole expression. CASE, coalesce, ifnull, nullif,
-// lower, upper, length, LIKE, IS [NOT] TRUE/FALSE, <=> and the
-// NULL-on-zero division operators are typed loops.
+// batch and returns one array of batch length. + - * on floats,
+// comparisons other than of floats, AND/OR/NOT (SQL three-valued logic),
+// IS [NOT] NULL, unary minus and abs run on the arrow-go compute kernels;
+// literals are handed to them as scalars and only materialized (broadcast
+// to the batch length) when they are the whole expression. + - * on
+// integers (arrow-go v18.8.0's checked add and subtract miss some int64
+// overflows, such as -9223372036854775808 + -1 and 1 - -9223372036854775808),
+// /, DIV, %, comparisons of floats, CASE, coalesce, ifnull, nullif, lower,
+// upper, length, LIKE, IS [NOT] TRUE/FALSE and <=> are typed loops.
 //
 // Typing follows DuckDB where the two differ from MySQL:
 //
 //   - integer literals are int64, decimal literals float64;
 //   - integer operands widen to int64; an integer with a float makes
-//     float64; + - * on integers fail on overflow (as DuckDB does);
+//     float64, the integer rounded to the nearest float64 (so integers
+//     beyond 2^53 lose their low bits rather than fail); + - * on
+//     integers, unary minus and abs fail on overflow (as DuckDB does);
 //   - / is floating-point division and always returns float64, also for
-//     two integers (DuckDB's `/`; MySQL's DIV is the integer division,
-//     truncating toward zero); % is the remainder with the sign of the
-//     dividend;
-//   - division or remainder by zero gives NULL, never an error or Inf;
+//     two integers, which are converted to float64 first (DuckDB's `/`);
+//     MySQL's DIV is the integer division, truncating toward zero
+//     (DuckDB's `//`); % is the remainder with the sign of the dividend;
+//   - a zero divisor follows DuckDB: / gives +Inf, -Inf or NaN (0/0) as
+//     IEEE 754 does, also for integer operands; % of floats gives NaN;
+//     DIV and % of integers give NULL; -9223372036854775808 DIV -1 and
+//     -9223372036854775808 % -1 fail as an overflow;
+//   - float arithmetic is IEEE 754: overflow gives ±Inf, Inf - Inf NaN;
+//   - comparisons (=, <>, <, <=, >, >=, <=>, IN, BETWEEN, CASE x WHEN,
+//     nullif) order NaN above every other float, +Inf included, and equal
+//     to itself, as DuckDB does; -0 equals 0;
 //   - comparing a timestamp with a string literal parses the literal as
 //     RFC 3339 (or "2006-01-02 15:04:05", "2006-01-02"; UTC);
 //   - CAST accepts the target types sqlparser parses: SIGNED [INTEGER]
@@ -28,10 +39,12 @@
 //     DATETIME (timestamp[ms]) and DATE (date32); a float cast to an integer
 //     truncates.
 //
-// Every branch of a CASE is evaluated on the whole batch before the rows
-// are picked, so an error in a branch that no row takes (an overflow) is
-// still reported. Errors are *Error values whose Kind tells unknown
-// columns, unknown functions, wrong argument counts, type mismatches and
-// unsupported SQL apart, and whose Text is the offending expression, for
-// the caller to position in the query. Neither Compile nor Eval panics.
+// Every branch of a CASE and every argument of coalesce and ifnull is
+// evaluated on the whole batch before the rows are picked, so an error in
+// a branch that no row takes (an overflow) is still reported, where DuckDB
+// evaluates them only on the rows that need them and does not fail.
+// Errors are *Error values whose Kind tells unknown columns, unknown
+// functions, wrong argument counts, type mismatches and unsupported SQL
+// apart, and whose Text is the offending expression, for the caller to
+// position in the query. Neither Compile nor Eval panics.
 package expr

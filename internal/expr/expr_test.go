@@ -2,6 +2,8 @@ package expr
 
 import (
 	"errors"
+	"math"
+	"math/big"
 	"strings"
 	"testing"
 
@@ -69,8 +71,8 @@ func TestEval(t *testing.T) {
 		{"id - 0.5", arrow.PrimitiveTypes.Float64, "0.5 1.5 2.5 3.5 4.5"},
 		{"-id", arrow.PrimitiveTypes.Int64, "-1 -2 -3 -4 -5"},
 		{"id / 2", arrow.PrimitiveTypes.Float64, "0.5 1 1.5 2 2.5"},
-		{"id / qty", arrow.PrimitiveTypes.Float64, "0.3333333333333333 NULL NULL 4 NULL"},
-		{"amount / 0", arrow.PrimitiveTypes.Float64, "NULL NULL NULL NULL NULL"},
+		{"id / qty", arrow.PrimitiveTypes.Float64, "0.3333333333333333 +Inf NULL 4 +Inf"},
+		{"amount / 0", arrow.PrimitiveTypes.Float64, "+Inf NaN +Inf NULL -Inf"},
 		{"id div 2", arrow.PrimitiveTypes.Int64, "0 1 1 2 2"},
 		{"id % qty", arrow.PrimitiveTypes.Int64, "1 NULL NULL 0 NULL"},
 		{"amount % 3", arrow.PrimitiveTypes.Float64, "1 0 2.5 NULL -1"},
@@ -237,7 +239,8 @@ func TestEvalOverflowAndSchemaMismatch(t *testing.T) {
 func TestNoLeaks(t *testing.T) {
 	rec := testBatch(t)
 	defer rec.Release()
-	for _, s := range []string{"id + qty * 2 > 3 AND ok", "CASE WHEN ok THEN merchant ELSE lower(merchant) END", "coalesce(amount / qty, 0)", "cast(amount as signed)", "id IN (1, 2)", "NOT ok", "qty <=> 1", "merchant LIKE 'a%'", "ts > '2023-11-14T22:13:21Z'", "abs(-id)"} {
+	for _, s := range []string{"id + qty * 2 > 3 AND ok", "CASE WHEN ok THEN merchant ELSE lower(merchant) END", "coalesce(amount / qty, 0)", "cast(amount as signed)", "id IN (1, 2)", "NOT ok", "qty <=> 1", "merchant LIKE 'a%'", "ts > '2023-11-14T22:13:21Z'", "abs(-id)",
+		"amount >= qty", "amount <=> id * 1.5", "id / qty", "amount % 0", "id % qty", "id div qty"} {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		ast, _ := ParseExpr(s)
 		e, err := Compile(ast, rec.Schema())
@@ -252,6 +255,244 @@ func TestNoLeaks(t *testing.T) {
 		out.Release()
 		if mem.CurrentAlloc() != 0 {
 			t.Errorf("%s leaks %d bytes", s, mem.CurrentAlloc())
+		}
+	}
+}
+
+// edgeBatch has integers beyond 2^53 and at the int64 limits, zero
+// divisors, NaN, ±Inf, -0 and NULLs:
+//
+//	i                  j     f     g
+//	9007199254740993   0     1.5   0
+//	MaxInt64           -1    NaN   NaN
+//	MinInt64           2     -0    +Inf
+//	-7                 NULL  -2.5  -0
+//	0                  0     NULL  1
+func edgeBatch(t testing.TB) arrow.RecordBatch {
+	t.Helper()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "i", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "j", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "f", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "g", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	negZero := math.Copysign(0, -1)
+	b.Field(0).(*array.Int64Builder).AppendValues([]int64{1<<53 + 1, math.MaxInt64, math.MinInt64, -7, 0}, nil)
+	b.Field(1).(*array.Int64Builder).AppendValues([]int64{0, -1, 2, 0, 0}, []bool{true, true, true, false, true})
+	b.Field(2).(*array.Float64Builder).AppendValues([]float64{1.5, math.NaN(), negZero, -2.5, 0}, []bool{true, true, true, true, false})
+	b.Field(3).(*array.Float64Builder).AppendValues([]float64{0, math.NaN(), math.Inf(1), negZero, 1}, nil)
+	return b.NewRecordBatch()
+}
+
+// nanBatch pairs NaN with everything a comparison can meet.
+func nanBatch(t testing.TB) arrow.RecordBatch {
+	t.Helper()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "f", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "g", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "i", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	nan, inf := math.NaN(), math.Inf(1)
+	b.Field(0).(*array.Float64Builder).AppendValues([]float64{nan, nan, 1, inf, math.Copysign(0, -1), 0}, []bool{true, true, true, true, true, false})
+	b.Field(1).(*array.Float64Builder).AppendValues([]float64{nan, inf, nan, nan, 0, nan}, nil)
+	b.Field(2).(*array.Int64Builder).AppendValues([]int64{math.MaxInt64, math.MinInt64, 1, 0, 0, 0}, nil)
+	return b.NewRecordBatch()
+}
+
+func evalString(t *testing.T, rec arrow.RecordBatch, s string, typ arrow.DataType) string {
+	t.Helper()
+	ast, err := ParseExpr(s)
+	if err != nil {
+		t.Fatalf("ParseExpr(%q): %v", s, err)
+	}
+	e, err := Compile(ast, rec.Schema())
+	if err != nil {
+		t.Fatalf("Compile(%q): %v", s, err)
+	}
+	if !arrow.TypeEqual(e.Type(), typ) {
+		t.Errorf("%s: Type() = %s, want %s", s, e.Type(), typ)
+	}
+	out, err := e.Eval(rec)
+	if err != nil {
+		t.Fatalf("Eval(%q): %v", s, err)
+	}
+	defer out.Release()
+	return strings.Join(render(out), " ")
+}
+
+// TestWideningRounds checks that an integer meeting a float is rounded to
+// the nearest float64 (DuckDB's implicit BIGINT -> DOUBLE), not refused
+// beyond 2^53: 9007199254740993 becomes 9007199254740992 and MaxInt64
+// becomes 2^63.
+func TestWideningRounds(t *testing.T) {
+	rec := edgeBatch(t)
+	defer rec.Release()
+	f64, b := arrow.PrimitiveTypes.Float64, arrow.FixedWidthTypes.Boolean
+	tests := []struct {
+		expr string
+		typ  arrow.DataType
+		want string
+	}{
+		{"i * 1.5", f64, "1.3510798882111488e+16 1.3835058055282164e+19 -1.3835058055282164e+19 -10.5 0"},
+		{"i + f", f64, "9.007199254740994e+15 NaN -9.223372036854776e+18 -9.5 NULL"},
+		{"i + 0.0", f64, "9.007199254740992e+15 9.223372036854776e+18 -9.223372036854776e+18 -7 0"},
+		{"1.5 * i", f64, "1.3510798882111488e+16 1.3835058055282164e+19 -1.3835058055282164e+19 -10.5 0"},
+		{"9007199254740993 * 1.0", f64, "9.007199254740992e+15 9.007199254740992e+15 9.007199254740992e+15 9.007199254740992e+15 9.007199254740992e+15"},
+		// The comparison happens in float64, as in DuckDB: 2^53+1 equals
+		// 2^53, and MaxInt64 equals 2^63.
+		{"i = 9007199254740992.0", b, "true false false false false"},
+		{"i = 9223372036854775808.0", b, "false true false false false"},
+		{"i > f", b, "true false false false NULL"},
+		{"i BETWEEN 9007199254740992.0 AND 9007199254740992.0", b, "true false false false false"},
+		{"coalesce(f, i)", f64, "1.5 NaN -0 -2.5 0"},
+		{"CASE WHEN j = 0 THEN i ELSE f END", f64, "9.007199254740992e+15 NaN -0 -2.5 0"},
+		{"i % 2.0", f64, "0 0 -0 -1 0"},
+	}
+	for _, tt := range tests {
+		if got := evalString(t, rec, tt.expr, tt.typ); got != tt.want {
+			t.Errorf("%s:\ngot  %s\nwant %s", tt.expr, got, tt.want)
+		}
+	}
+}
+
+// TestDivisionByZero checks DuckDB's rules: / gives ±Inf or NaN (0/0), also
+// on integers; % of floats gives NaN; DIV and % of integers give NULL.
+func TestDivisionByZero(t *testing.T) {
+	rec := edgeBatch(t)
+	defer rec.Release()
+	f64, i64 := arrow.PrimitiveTypes.Float64, arrow.PrimitiveTypes.Int64
+	tests := []struct {
+		expr string
+		typ  arrow.DataType
+		want string
+	}{
+		{"i / j", f64, "+Inf -9.223372036854776e+18 -4.611686018427388e+18 NULL NaN"},
+		{"j / 0.0", f64, "NaN -Inf +Inf NULL NaN"},
+		{"f / g", f64, "+Inf NaN -0 +Inf NULL"},
+		{"f / 0", f64, "+Inf NaN NaN -Inf NULL"},
+		{"1 / g", f64, "+Inf NaN 0 -Inf 1"},
+		{"f % g", f64, "NaN NaN -0 NaN NULL"},
+		{"f % 0", f64, "NaN NaN NaN NaN NULL"},
+		{"i % j", i64, "NULL 0 0 NULL NULL"},
+		{"i div j", i64, "NULL -9223372036854775807 -4611686018427387904 NULL NULL"},
+		{"i % 0", i64, "NULL NULL NULL NULL NULL"},
+		{"i div 0", i64, "NULL NULL NULL NULL NULL"},
+		// The remainder has the sign of the dividend.
+		{"i % 3", i64, "0 1 -2 -1 0"},
+		{"i % -3", i64, "0 1 -2 -1 0"},
+		{"f % 2", f64, "1.5 NaN -0 -0.5 NULL"},
+		{"g % -2", f64, "0 NaN NaN -0 1"},
+		// Inf and NaN flow on through arithmetic and comparisons.
+		{"i / j > 1e308", arrow.FixedWidthTypes.Boolean, "true false false NULL true"},
+		{"coalesce(i / j, -1)", f64, "+Inf -9.223372036854776e+18 -4.611686018427388e+18 -1 NaN"},
+		{"abs(j / 0.0)", f64, "NaN +Inf +Inf NULL NaN"},
+	}
+	for _, tt := range tests {
+		if got := evalString(t, rec, tt.expr, tt.typ); got != tt.want {
+			t.Errorf("%s:\ngot  %s\nwant %s", tt.expr, got, tt.want)
+		}
+	}
+}
+
+// TestIntegerOverflowErrors checks the integer operations DuckDB refuses
+// with an overflow error: MinInt64 DIV -1 and MinInt64 % -1 (Go would give
+// MinInt64 and 0), negation, abs, + - * past either limit. MinInt64 / -1
+// is float division and fine.
+func TestIntegerOverflowErrors(t *testing.T) {
+	rec := edgeBatch(t)
+	defer rec.Release()
+	// i + -1 and j - i overflow only below MinInt64 or through its
+	// negation, which arrow-go's checked add and subtract kernels miss.
+	for _, s := range []string{"i div -1", "i % -1", "-i", "abs(i)", "i - 1", "i + 1", "i + -1", "j - i", "i * j", "i * 2", "i * -1"} {
+		ast, err := ParseExpr(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := Compile(ast, rec.Schema())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := e.Eval(rec)
+		if err == nil {
+			t.Errorf("%s = %v, want an overflow error", s, render(out))
+			out.Release()
+			continue
+		}
+		var ee *Error
+		if !errors.As(err, &ee) || ee.Kind != ErrEval || !strings.Contains(ee.Msg, "overflow") {
+			t.Errorf("%s: error %v, want an ErrEval overflow", s, err)
+		}
+	}
+	if got, want := evalString(t, rec, "i / -1", arrow.PrimitiveTypes.Float64), "-9.007199254740992e+15 -9.223372036854776e+18 9.223372036854776e+18 7 -0"; got != want {
+		t.Errorf("i / -1:\ngot  %s\nwant %s", got, want)
+	}
+}
+
+// TestNaNComparisons checks DuckDB's float order: NaN equals NaN and is
+// greater than everything else, +Inf included; -0 equals 0.
+func TestNaNComparisons(t *testing.T) {
+	rec := nanBatch(t)
+	defer rec.Release()
+	b := arrow.FixedWidthTypes.Boolean
+	// f: NaN NaN 1 +Inf -0 NULL
+	// g: NaN +Inf NaN NaN 0 NaN
+	tests := []struct {
+		expr string
+		typ  arrow.DataType
+		want string
+	}{
+		{"f = g", b, "true false false false true NULL"},
+		{"f <> g", b, "false true true true false NULL"},
+		{"f != g", b, "false true true true false NULL"},
+		{"f < g", b, "false false true true false NULL"},
+		{"f <= g", b, "true false true true true NULL"},
+		{"f > g", b, "false true false false false NULL"},
+		{"f >= g", b, "true true false false true NULL"},
+		{"f <=> g", b, "true false false false true false"},
+		{"i < g", b, "true true true true false true"},
+		{"f > i", b, "true true false true false NULL"},
+		{"f IN (1, 0.0 / 0)", b, "true true true false false NULL"},
+		{"f NOT IN (1, 0.0 / 0)", b, "false false false true true NULL"},
+		{"f BETWEEN 0 AND 0 / 0", b, "true true true true true NULL"},
+		{"f BETWEEN 0 AND 1e308", b, "false false true false true NULL"},
+		{"nullif(f, g)", arrow.PrimitiveTypes.Float64, "NULL NaN 1 +Inf NULL NULL"},
+		{"CASE f WHEN 0 / 0 THEN 'nan' WHEN 0 THEN 'zero' ELSE 'other' END", arrow.BinaryTypes.String, "nan nan other other zero other"},
+		{"CASE WHEN f > 1e308 THEN 'big' ELSE 'small' END", arrow.BinaryTypes.String, "big big small big small small"},
+	}
+	for _, tt := range tests {
+		if got := evalString(t, rec, tt.expr, tt.typ); got != tt.want {
+			t.Errorf("%s:\ngot  %s\nwant %s", tt.expr, got, tt.want)
+		}
+	}
+}
+
+// TestCheckedInt compares checkedInt with exact big.Int arithmetic on
+// values around zero and the int64 limits.
+func TestCheckedInt(t *testing.T) {
+	edge := []int64{0, 1, -1, 2, -2, 3, 1 << 31, -1 << 31, 1 << 32, 3037000499, 3037000500, -3037000500,
+		math.MaxInt64, math.MaxInt64 - 1, math.MinInt64, math.MinInt64 + 1, math.MaxInt64 / 2, math.MinInt64 / 2, math.MinInt64/2 - 1}
+	for _, op := range []string{"+", "-", "*"} {
+		for _, x := range edge {
+			for _, y := range edge {
+				bx, by := big.NewInt(x), big.NewInt(y)
+				var want big.Int
+				switch op {
+				case "+":
+					want.Add(bx, by)
+				case "-":
+					want.Sub(bx, by)
+				default:
+					want.Mul(bx, by)
+				}
+				got, ok := checkedInt(op, x, y)
+				if ok != want.IsInt64() || (ok && got != want.Int64()) {
+					t.Errorf("%d %s %d = %d, %v; want %s", x, op, y, got, ok, want.String())
+				}
+			}
 		}
 	}
 }

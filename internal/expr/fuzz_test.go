@@ -14,6 +14,8 @@ func FuzzCompileEval(f *testing.F) {
 		"ts > '2023-01-01T00:00:00Z'", "-(-id)", "abs(-9223372036854775808)", "length(lower(upper(merchant)))",
 		"id IN (1, NULL, 2.5)", "cast(merchant as signed)", "cast('2024-01-01' as datetime)", "x'ff'", "1e400",
 		"99999999999999999999", "NULL <=> NULL", "NOT NULL", "- NULL", "id BETWEEN NULL AND 3", "CASE WHEN NULL THEN 1 END",
+		"amount % 0", "0.0 / 0 >= amount", "id / 0 <=> 1e308 * 10", "id * 1.5 IN (0.0 / 0, amount)", "-9223372036854775808 + -1",
+		"id - -9223372036854775808", "9223372036854775807 * 1.0", "-9223372036854775808 % -1",
 	} {
 		f.Add(s)
 	}

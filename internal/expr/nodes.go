@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
+	"github.com/xwb1989/sqlparser"
 )
 
 // node is one operator of a compiled expression. eval returns an array of
@@ -150,8 +151,11 @@ func (c *callNode) eval(ev *evalCtx) (arrow.Array, error) {
 	return nil, &Error{Kind: ErrEval, Msg: fmt.Sprintf("%s returned %s", c.fn, out.Kind()), Text: c.text}
 }
 
-// arithOp is an operator with NULL on a zero divisor: / (float64), DIV and
-// % (int64 or float64).
+// arithOp is a division or remainder, with DuckDB's rules for a zero
+// divisor: / is float64 division and gives +Inf, -Inf or NaN (0/0) as
+// IEEE 754 does; % on float64 is math.Mod (NaN for a zero divisor); DIV and
+// % on int64 give NULL for a zero divisor and fail on MinInt64 and -1, whose
+// quotient overflows.
 type arithOp struct {
 	op   string // "/", "div", "%"
 	l, r node   // already coerced to typ (float64 for "/")
@@ -173,7 +177,7 @@ func (a *arithOp) eval(ev *evalCtx) (arrow.Array, error) {
 		defer b.Release()
 		b.Reserve(ev.n)
 		for i := 0; i < ev.n; i++ {
-			if l.IsNull(i) || r.IsNull(i) || r.Value(i) == 0 {
+			if l.IsNull(i) || r.IsNull(i) {
 				b.UnsafeAppendBoolToBitmap(false)
 				continue
 			}
@@ -197,16 +201,154 @@ func (a *arithOp) eval(ev *evalCtx) (arrow.Array, error) {
 			continue
 		}
 		x, y := l.Value(i), r.Value(i)
+		if x == math.MinInt64 && y == -1 {
+			// Go defines MinInt64 % -1 as 0 and MinInt64 / -1 as
+			// MinInt64; DuckDB reports both as an overflow.
+			return nil, &Error{Kind: ErrEval, Msg: "integer overflow in division of -9223372036854775808 by -1", Text: a.text}
+		}
 		if a.op == "%" {
 			b.UnsafeAppend(x % y)
-			continue
+		} else {
+			b.UnsafeAppend(x / y)
 		}
-		if x == math.MinInt64 && y == -1 {
-			return nil, &Error{Kind: ErrEval, Msg: "integer overflow in division", Text: a.text}
-		}
-		b.UnsafeAppend(x / y)
 	}
 	return b.NewArray(), nil
+}
+
+// intArithNode is + - * on int64, failing on overflow as DuckDB does.
+// (arrow-go v18.8.0's checked "add" and "subtract" kernels miss the
+// overflows that wrap across the sign bit, such as -9223372036854775808 +
+// -1 and 1 - -9223372036854775808, and return the wrapped value.)
+type intArithNode struct {
+	op   string // "+", "-", "*"
+	l, r node   // int64
+	text string
+}
+
+func (a *intArithNode) dtype() arrow.DataType { return tInt64 }
+func (a *intArithNode) String() string        { return a.text }
+func (a *intArithNode) eval(ev *evalCtx) (arrow.Array, error) {
+	arrs, err := evalAll(ev, []node{a.l, a.r})
+	if err != nil {
+		return nil, err
+	}
+	defer releaseAll(arrs)
+	l, r := arrs[0].(*array.Int64), arrs[1].(*array.Int64)
+	b := array.NewInt64Builder(ev.mem)
+	defer b.Release()
+	b.Reserve(ev.n)
+	for i := 0; i < ev.n; i++ {
+		if l.IsNull(i) || r.IsNull(i) {
+			b.UnsafeAppendBoolToBitmap(false)
+			continue
+		}
+		v, ok := checkedInt(a.op, l.Value(i), r.Value(i))
+		if !ok {
+			return nil, &Error{Kind: ErrEval, Msg: fmt.Sprintf("integer overflow in %d %s %d", l.Value(i), a.op, r.Value(i)), Text: a.text}
+		}
+		b.UnsafeAppend(v)
+	}
+	return b.NewArray(), nil
+}
+
+// checkedInt computes x op y, reporting false on int64 overflow.
+func checkedInt(op string, x, y int64) (int64, bool) {
+	switch op {
+	case "+":
+		s := x + y
+		return s, (x >= 0) != (y >= 0) || (s >= 0) == (x >= 0)
+	case "-":
+		d := x - y
+		return d, (x >= 0) == (y >= 0) || (d >= 0) == (x >= 0)
+	}
+	if x == 0 || y == 0 {
+		return 0, true
+	}
+	if (x == -1 && y == math.MinInt64) || (y == -1 && x == math.MinInt64) {
+		return 0, false
+	}
+	p := x * y
+	return p, p/y == x
+}
+
+// floatCmpNode compares two float64 operands as DuckDB does: NaN equals
+// NaN and is greater than every other value (+Inf included), -0 equals 0,
+// and otherwise the IEEE 754 order applies. NULL on either side gives NULL.
+// (arrow's comparison kernels follow IEEE 754, where every comparison with
+// NaN is false.)
+type floatCmpNode struct {
+	op   string // a key of compareFuncs
+	l, r node   // float64
+	text string
+}
+
+func (c *floatCmpNode) dtype() arrow.DataType { return tBool }
+func (c *floatCmpNode) String() string        { return c.text }
+func (c *floatCmpNode) eval(ev *evalCtx) (arrow.Array, error) {
+	arrs, err := evalAll(ev, []node{c.l, c.r})
+	if err != nil {
+		return nil, err
+	}
+	defer releaseAll(arrs)
+	l, r := arrs[0].(*array.Float64), arrs[1].(*array.Float64)
+	b := array.NewBooleanBuilder(ev.mem)
+	defer b.Release()
+	b.Reserve(ev.n)
+	for i := 0; i < ev.n; i++ {
+		if l.IsNull(i) || r.IsNull(i) {
+			b.UnsafeAppendBoolToBitmap(false)
+			continue
+		}
+		b.UnsafeAppend(cmpResult(c.op, compareFloat(l.Value(i), r.Value(i))))
+	}
+	return b.NewArray(), nil
+}
+
+// compareFloat orders x and y with NaN above everything, equal to itself.
+func compareFloat(x, y float64) int {
+	xn, yn := math.IsNaN(x), math.IsNaN(y)
+	switch {
+	case xn && yn:
+		return 0
+	case xn:
+		return 1
+	case yn:
+		return -1
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
+// cmpResult applies comparison operator op to the outcome c of a
+// three-way comparison.
+func cmpResult(op string, c int) bool {
+	switch op {
+	case sqlparser.EqualStr, sqlparser.NullSafeEqualStr:
+		return c == 0
+	case sqlparser.NotEqualStr:
+		return c != 0
+	case sqlparser.LessThanStr:
+		return c < 0
+	case sqlparser.LessEqualStr:
+		return c <= 0
+	case sqlparser.GreaterThanStr:
+		return c > 0
+	case sqlparser.GreaterEqualStr:
+		return c >= 0
+	}
+	panic("expr: unknown comparison operator " + op)
+}
+
+// compareNode compares two operands already converted to one type: with
+// DuckDB's NaN rules for float64, with arrow's kernels otherwise.
+func compareNode(op string, x, y node, text string) node {
+	if x.dtype().ID() == arrow.FLOAT64 {
+		return &floatCmpNode{op: op, l: x, r: y, text: text}
+	}
+	return &callNode{fn: compareFuncs[op], args: []node{x, y}, typ: tBool, text: text}
 }
 
 // pickNode chooses, row by row, the value of one of its sources: CASE,
@@ -372,7 +514,7 @@ func (t *boolTestNode) eval(ev *evalCtx) (arrow.Array, error) {
 	b.Reserve(ev.n)
 	switch {
 	case t.l != nil: // null-safe equality: l <=> r
-		eq := &callNode{fn: "equal", args: []node{t.l, t.r}, typ: tBool, text: t.text}
+		eq := compareNode(sqlparser.EqualStr, t.l, t.r, t.text)
 		arrs, err := evalAll(ev, []node{t.l, t.r, eq})
 		if err != nil {
 			return nil, err

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 	"github.com/xwb1989/sqlparser"
 )
@@ -95,7 +96,9 @@ func normal(t arrow.DataType) arrow.DataType {
 }
 
 // coerce converts n to type t: literals at compile time, columns and
-// computed values with a cast at evaluation time.
+// computed values with a cast at evaluation time. An integer converted to a
+// float rounds to the nearest float64 (a literal too: Go's conversion);
+// a conversion between integer types fails on a value out of range.
 func coerce(n node, t arrow.DataType, at sqlparser.SQLNode) (node, error) {
 	if arrow.TypeEqual(n.dtype(), t) {
 		return n, nil
@@ -110,7 +113,13 @@ func coerce(n node, t arrow.DataType, at sqlparser.SQLNode) (node, error) {
 	if isNull(n.dtype()) {
 		return &litNode{val: scalar.MakeNullScalar(t), text: "NULL"}, nil
 	}
-	return &castNode{child: n, to: t, text: n.String()}, nil
+	opts := compute.SafeCastOptions(t)
+	if isInt(n.dtype()) && isFloat(t) {
+		// Implicit widening rounds an integer beyond 2^53 to the nearest
+		// float64, as DuckDB does; the safe options would fail on it.
+		opts.AllowFloatTruncate = true
+	}
+	return &castNode{child: n, to: t, text: n.String(), opts: opts}, nil
 }
 
 // castScalar converts a literal; strings convert to timestamps as RFC 3339
