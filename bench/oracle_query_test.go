@@ -207,6 +207,13 @@ var frameKinds = []frameKind{
 		rangeFrame("INTERVAL '30' MINUTES PRECEDING", "INTERVAL '1' MINUTE PRECEDING"),
 		rangeFrame("INTERVAL '2' HOURS PRECEDING", "INTERVAL '90000' MILLISECOND PRECEDING"),
 	}},
+	// Point frames hold only the rows exactly that long before the current
+	// one (two thirds of the rows are on the minute, so there are some).
+	{"range_point", [3]frame{
+		rangeFrame("INTERVAL '1' MINUTE PRECEDING", "INTERVAL '1' MINUTE PRECEDING"),
+		rangeFrame("INTERVAL '10' MINUTE PRECEDING", "INTERVAL '600' SECOND PRECEDING"),
+		rangeFrame("INTERVAL '5' MINUTE PRECEDING", "INTERVAL '5' MINUTE PRECEDING"),
+	}},
 	{"unbounded_current", [3]frame{
 		rangeFrame("UNBOUNDED PRECEDING", "CURRENT ROW"),
 		rangeFrame("UNBOUNDED PRECEDING", "CURRENT ROW"),

@@ -24,6 +24,8 @@ func TestOracleDataShape(t *testing.T) {
 		{"user_id keys", `SELECT count(DISTINCT user_id) FROM t`, 150},
 		{"rows whose 10-minute user frame holds 5+ rows", `SELECT count(*) FROM (SELECT count(*) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '10' MINUTE PRECEDING AND CURRENT ROW) AS n FROM t) WHERE n >= 5`, 200},
 		{"rows whose 10-minute user frame holds 1 row", `SELECT count(*) FROM (SELECT count(*) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '10' MINUTE PRECEDING AND CURRENT ROW) AS n FROM t) WHERE n = 1`, 200},
+		{"rows whose 1-minute user point frame holds a row", `SELECT count(*) FROM (SELECT count(*) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '1' MINUTE PRECEDING AND INTERVAL '1' MINUTE PRECEDING) AS n FROM t) WHERE n >= 1`, 20},
+		{"rows whose 5-minute merchant point frame holds a row", `SELECT count(*) FROM (SELECT count(*) OVER (PARTITION BY merchant ORDER BY ts RANGE BETWEEN INTERVAL '5' MINUTE PRECEDING AND INTERVAL '5' MINUTE PRECEDING) AS n FROM t) WHERE n >= 1`, 20},
 		{"rows whose 1-hour (user, merchant) frame has 2+ prices, all equal", `SELECT count(*) FROM (SELECT count(price) OVER w AS n, min(price) OVER w AS lo, max(price) OVER w AS hi FROM t WINDOW w AS (PARTITION BY user_id, merchant ORDER BY ts RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW)) WHERE n >= 2 AND lo = hi`, 20},
 	}
 	for _, c := range checks {

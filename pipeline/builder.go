@@ -238,7 +238,16 @@ type WindowDef struct {
 // frame RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW until a frame
 // method changes it.
 func Over(partitionBy ...string) *WindowDef {
-	return &WindowDef{partitionBy: partitionBy, frame: Frame{Kind: FrameRange, Unbounded: true}}
+	w := &WindowDef{partitionBy: partitionBy, frame: Frame{Kind: FrameRange, Unbounded: true}}
+	if len(partitionBy) == 0 {
+		w.err = errors.New("builder: Over needs at least one key column (a window needs PARTITION BY)")
+	}
+	for _, c := range partitionBy {
+		if strings.TrimSpace(c) == "" {
+			w.err = fmt.Errorf("builder: Over(%q): empty key column name", partitionBy)
+		}
+	}
+	return w
 }
 
 // OrderBy sets the event-time column (default: the pipeline's EventTime).

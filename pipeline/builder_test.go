@@ -77,6 +77,8 @@ func TestBuilderErrors(t *testing.T) {
 		"bad expression":  pipeline.From("events").EventTime("ts").Select("amount +"),
 		"selects nothing": pipeline.From("events").EventTime("ts"),
 		"no event time":   pipeline.From("events").Agg("s", pipeline.Sum("amount"), pipeline.Over("user_id")),
+		"no partition":    pipeline.From("events").EventTime("ts").Agg("s", pipeline.Sum("amount"), pipeline.Over().Range(time.Hour)),
+		"empty key":       pipeline.From("events").EventTime("ts").Agg("s", pipeline.Sum("amount"), pipeline.Over("user_id", " ")),
 	} {
 		if _, err := b.Plan(); err == nil {
 			t.Errorf("%s: Plan returned no error", name)

@@ -230,8 +230,8 @@ func (p *specParser) frame(spec *Spec) error {
 	spec.Preceding = start.value
 	if end.kind == boundPreceding {
 		spec.EndPreceding = end.value
-		if !spec.Unbounded && end.value >= start.value {
-			return p.s.errAt(end.tok, "the frame ends before it starts: the end must be a shorter interval than the start")
+		if !spec.Unbounded && end.value > start.value {
+			return p.s.errAt(end.tok, "the frame ends before it starts: the end must not be a longer interval than the start")
 		}
 	}
 	return nil

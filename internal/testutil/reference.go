@@ -57,6 +57,7 @@ var Frames = []Frame{
 	{Preceding: 1}, // the current row's peers and rows 1 ms older
 	{Preceding: 5000, EndPreceding: 1000},
 	{Preceding: 5000, EndPreceding: 1000, ExcludeCurrent: true},
+	{Preceding: 1000, EndPreceding: 1000}, // only the rows exactly 1 s older
 	{Unbounded: true},
 	{Unbounded: true, ExcludeCurrent: true},
 	{Unbounded: true, EndPreceding: 1500},
