@@ -318,6 +318,39 @@ func Build(b *pipeline.Builder, opts ...Option) (*Pipeline, error) {
 	return FromPlan(plan, append([]Option{WithEventTime(b.EventTimeColumn())}, opts...)...)
 }
 
+// validate rejects option values that have no meaning, rather than
+// running with a silent default.
+func (cfg *config) validate() error {
+	r := &cfg.run
+	if r.Mode != pipeline.Batch && r.Mode != pipeline.Streaming {
+		return fmt.Errorf("volga: unknown mode %d: use volga.Batch or volga.Streaming", int(r.Mode))
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"max out-of-orderness", r.MaxOutOfOrder}, {"allowed lateness", r.AllowedLateness},
+		{"watermark interval", r.WatermarkInterval}, {"idle timeout", r.IdleTimeout},
+		{"lookup retention", r.LookupRetention},
+	} {
+		if d.v < 0 {
+			return fmt.Errorf("volga: the %s must not be negative, got %v", d.name, d.v)
+		}
+	}
+	if r.ChannelDepth < 0 {
+		return fmt.Errorf("volga: channel depth must not be negative, got %d", r.ChannelDepth)
+	}
+	if ck := r.Checkpoints; ck != nil {
+		if ck.Interval < 0 {
+			return fmt.Errorf("volga: the checkpoint interval must not be negative, got %v", ck.Interval)
+		}
+		if ck.Retain < 0 {
+			return fmt.Errorf("volga: checkpoints to retain must not be negative, got %d", ck.Retain)
+		}
+	}
+	return nil
+}
+
 // FromPlan compiles a logical plan.
 func FromPlan(plan *pipeline.Plan, opts ...Option) (*Pipeline, error) {
 	cfg := config{sources: map[string]source.Source{}}
@@ -344,8 +377,8 @@ func FromPlan(plan *pipeline.Plan, opts ...Option) (*Pipeline, error) {
 	if cfg.run.MemoryBudget < 0 {
 		return nil, fmt.Errorf("volga: memory budget must not be negative, got %d", cfg.run.MemoryBudget)
 	}
-	if cfg.run.MaxOutOfOrder < 0 || cfg.run.AllowedLateness < 0 || cfg.run.WatermarkInterval < 0 {
-		return nil, errors.New("volga: out-of-orderness, lateness and the watermark interval must not be negative")
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	if len(cfg.clusterInput) > 0 {
 		var err error

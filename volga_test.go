@@ -15,6 +15,7 @@ import (
 	"github.com/volga-go/volga/pipeline"
 	"github.com/volga-go/volga/sink"
 	"github.com/volga-go/volga/source"
+	"gocloud.dev/blob/memblob"
 )
 
 const query1s = `SELECT id, count(*) OVER w AS n, sum(amount) OVER w AS s
@@ -170,6 +171,38 @@ func TestSQLErrors(t *testing.T) {
 		}
 		if tc.col > 0 && (se.Line != tc.line || se.Column != tc.col) {
 			t.Errorf("%s: %v: at %d:%d, want %d:%d", tc.name, se, se.Line, se.Column, tc.line, tc.col)
+		}
+	}
+}
+
+// TestOptionErrors: option values without a meaning fail SQL with a
+// message naming the option, instead of running with a default.
+func TestOptionErrors(t *testing.T) {
+	src := testutil.NewSource(testutil.EventSchema)
+	bucket := memblob.OpenBucket(nil)
+	defer bucket.Close()
+	for _, tc := range []struct {
+		opt  volga.Option
+		want string
+	}{
+		{volga.WithMode(volga.Mode(7)), "unknown mode 7"},
+		{volga.WithParallelism(-1), "parallelism must be positive"},
+		{volga.WithMaxOutOfOrder(-time.Second), "max out-of-orderness must not be negative"},
+		{volga.WithAllowedLateness(-time.Second), "allowed lateness must not be negative"},
+		{volga.WithWatermarkInterval(-time.Second), "watermark interval must not be negative"},
+		{volga.WithIdleTimeout(-time.Second), "idle timeout must not be negative"},
+		{volga.WithLookupRetention(-time.Hour), "lookup retention must not be negative, got -1h0m0s"},
+		{volga.WithChannelDepth(-1), "channel depth must not be negative"},
+		{volga.WithCheckpointBucket(bucket, -time.Second), "checkpoint interval must not be negative"},
+		{volga.WithCheckpointRetain(-1), "checkpoints to retain must not be negative"},
+	} {
+		opts := []volga.Option{volga.WithSource("events", src), tc.opt}
+		if tc.want == "checkpoints to retain must not be negative" {
+			opts = append(opts, volga.WithCheckpointBucket(bucket, time.Second))
+		}
+		_, err := volga.SQL(query1s, opts...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("got %v, want %q", err, tc.want)
 		}
 	}
 }
