@@ -98,6 +98,41 @@ func TestParseFastMatchesEncodingJSON(t *testing.T) {
 	if err == nil || err.Error() != `key column "user_id" is given twice` {
 		t.Errorf("duplicate key column: %v", err)
 	}
+	// encoding/json keeps the last of two equal names; the request is
+	// refused instead, whatever path decodes it.
+	for raw, want := range map[string]string{
+		`{"key":{"user_id":1,"user_id":2,"shop":"s"},"at":1}`:            `member "user_id" is given twice in "key"`,
+		`{"key":{"user_id":1,"shop":"s"},"at":1,"at":2}`:                 `member "at" is given twice in the request`,
+		`{"key":{"user_id":1,"shop":"s"},"at":1,"AT":2}`:                 `member "AT" is given twice in the request`,
+		`{"key":{"user_id":1,"shop":"s"},"at":1,"row":{"a":1,"a":2}}`:    `member "a" is given twice in "row"`,
+		`{"key":{"user_id":1,"shop":"s"},"row":{"a":1},"at":1,"row":{}}`: `member "row" is given twice in the request`,
+	} {
+		if _, err := parseLookup([]byte(raw), []string{"user_id", "shop"}); err == nil || err.Error() != want {
+			t.Errorf("%s: %v, want %q", raw, err, want)
+		}
+	}
+	// Equal names in different objects are fine.
+	if _, err := parseLookup([]byte(`{"key":{"user_id":1,"shop":"s"},"at":1,"row":{"user_id":2,"shop":"t"}}`), []string{"user_id", "shop"}); err != nil {
+		t.Errorf("names repeated across objects: %v", err)
+	}
+}
+
+func TestDuplicateMember(t *testing.T) {
+	for raw, want := range map[string]string{
+		`{"a":{"b":[{"c":1},{"c":2}],"d":{"c":1,"c":2}}}`: `"d" c`,
+		`[{"x":1},{"y":2,"y":3}]`:                         `an array element y`,
+		`{"a":[],"b":{},"c":[[{"a":1}]],"A":1}`:           `the request A`,
+		`{"a":{"B":1,"b":2},"x":"a","y":"a"}`:             ``,
+		`"a"`:                                             ``,
+	} {
+		got := ""
+		if path, name, dup := duplicateMember([]byte(raw)); dup {
+			got = path + " " + name
+		}
+		if got != want {
+			t.Errorf("duplicateMember(%s) = %q, want %q", raw, got, want)
+		}
+	}
 }
 
 func FuzzParseFast(f *testing.F) {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -307,6 +308,11 @@ func parseLookupJSON(raw []byte, keyCols []string) (lookup, error) {
 	if err := decodeStrict(raw, &wr); err != nil {
 		return lookup{}, badRequest("malformed JSON: %v", err)
 	}
+	if path, name, dup := duplicateMember(raw); dup {
+		// encoding/json would keep the last one; a client that sent two
+		// values meant something the lookup cannot know.
+		return lookup{}, badRequest("member %q is given twice in %s", name, path)
+	}
 	if wr.Key == nil {
 		return lookup{}, badRequest("missing \"key\": want an object with the key columns %s", strings.Join(keyCols, ", "))
 	}
@@ -330,6 +336,69 @@ func parseLookupJSON(raw []byte, keyCols []string) (lookup, error) {
 		}
 	}
 	return lookup{key: key, at: at, row: row}, nil
+}
+
+// duplicateMember finds a member name given twice in an object of raw, a
+// valid JSON value, and returns the path of the object ("the request",
+// "\"key\"") and the name. Names of the request object itself compare
+// case-insensitively, as encoding/json matches them to fields; matchKey
+// words the error for key columns that differ only in case.
+func duplicateMember(raw []byte) (path, name string, dup bool) {
+	type object struct {
+		names    map[string]bool
+		wantName bool
+		path     string
+	}
+	var stack []*object // nil entries are arrays
+	lastName := ""
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", "", false // the end, or malformed (decodeStrict words that)
+		}
+		var top *object
+		if n := len(stack); n > 0 {
+			top = stack[n-1]
+		}
+		if top != nil && top.wantName {
+			if s, ok := tok.(string); ok {
+				folded := s
+				if len(stack) == 1 {
+					folded = strings.ToLower(s)
+				}
+				if top.names[folded] {
+					return top.path, s, true
+				}
+				top.names[folded] = true
+				top.wantName = false
+				lastName = s
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			p := "the request"
+			switch {
+			case top != nil:
+				p = strconv.Quote(lastName)
+			case len(stack) > 0:
+				p = "an array element"
+			}
+			stack = append(stack, &object{names: map[string]bool{}, wantName: true, path: p})
+			continue
+		case json.Delim('['):
+			stack = append(stack, nil)
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		// A value ended: its object, if any, wants the next name.
+		if n := len(stack); n > 0 && stack[n-1] != nil {
+			stack[n-1].wantName = true
+		}
+	}
 }
 
 // matchKey maps the request's key to the service's column names (matched
