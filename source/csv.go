@@ -138,6 +138,7 @@ func newCSV(r io.Reader, o options) (c *CSV, err error) {
 		if schema, err = c.infer(); err != nil {
 			return nil, err
 		}
+		c.sampled = len(c.ahead)
 	}
 	if err := c.mapColumns(schema); err != nil {
 		return nil, err
@@ -260,7 +261,7 @@ func (c *CSV) stepRow() (bool, error) {
 	}
 	for j, col := range c.cols {
 		if err := col.Parse(textrow.Text, row.fields[c.index[j]]); err != nil {
-			c.deadLetter(row.raw, row.line, err.Error())
+			c.deadLetter(row.raw, row.line, c.reason(err))
 			return false, nil
 		}
 	}

@@ -338,3 +338,30 @@ func TestCSVRoundTrip(t *testing.T) {
 		t.Fatalf("round trip:\n got %s\nwant %s", out.String(), data)
 	}
 }
+
+// TestCSVInferredIntegerThenDecimal: a decimal in a column the sample
+// showed only integers in is a dead letter whose reason says the type was
+// inferred, and how to avoid it; with a larger sample the column is
+// float64 and the row is read.
+func TestCSVInferredIntegerThenDecimal(t *testing.T) {
+	data := "id,amount\n1,5\n2,7\n3,12.5\n"
+	var dl []source.DeadLetter
+	src, err := source.NewCSVReader(strings.NewReader(data), source.WithSampleRows(2), collectDead(&dl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := readAll(t, src)
+	src.Close()
+	want := `column "amount": cannot parse "12.5" as int64 (int64 was inferred from the first 2 rows; give the schema with WithSchema or sample more rows with WithSampleRows)`
+	if len(rows) != 2 || len(dl) != 1 || dl[0].Offset != 4 || dl[0].Reason != want {
+		t.Fatalf("rows %v, dead letters %+v", rows, dl)
+	}
+	dl = nil
+	if src, err = source.NewCSVReader(strings.NewReader(data), source.WithSampleRows(3), collectDead(&dl)); err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if rows, _ = readAll(t, src); len(rows) != 3 || len(dl) != 0 || rows[2][1] != 12.5 || rows[0][1] != 5.0 {
+		t.Fatalf("rows %v, dead letters %+v", rows, dl)
+	}
+}

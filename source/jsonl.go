@@ -73,6 +73,7 @@ func newJSONL(r io.Reader, o options) (j *JSONL, err error) {
 		if schema, err = j.infer(); err != nil {
 			return nil, err
 		}
+		j.sampled = len(j.ahead)
 	}
 	if err := j.init(schema); err != nil {
 		return nil, err
@@ -160,7 +161,7 @@ func (j *JSONL) stepRow() (bool, error) {
 		return false, nil
 	}
 	if err := j.dec.Decode(row.line); err != nil {
-		j.deadLetter([]byte(row.line), row.num, err.Error())
+		j.deadLetter([]byte(row.line), row.num, j.reason(err))
 		return false, nil
 	}
 	j.appendPending()

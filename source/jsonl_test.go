@@ -77,7 +77,7 @@ func TestJSONLDeadLetters(t *testing.T) {
 		{2, `column "v": cannot parse "abc" as float64`},
 		{3, "invalid JSON"},
 		{4, "not a JSON object"},
-		{6, `column "id": cannot parse "4.5" as int64`},
+		{6, `column "id": cannot parse "4.5" as int64 (int64 was inferred from the first 1 rows; give the schema with WithSchema or sample more rows with WithSampleRows)`},
 		{8, `column "id": cannot parse "true" as int64`},
 	}
 	if src.DeadLetters() != int64(len(want)) || len(dl) != len(want) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -61,10 +62,13 @@ type textSource struct {
 	cols   []*textrow.Column
 	bld    *array.RecordBuilder
 	dead   int64
-	pos    position // after the last row consumed
-	start  position // of the first data row
-	done   bool
-	closed bool
+	// sampled is the number of rows the schema was inferred from, 0 when
+	// it was given (WithSchema).
+	sampled int
+	pos     position // after the last row consumed
+	start   position // of the first data row
+	done    bool
+	closed  bool
 	// newest is the greatest value of the WithTimeOrder column read
 	// (seen: there is one), for LowerBound.
 	newest int64
@@ -104,6 +108,19 @@ func (t *textSource) deadLetter(raw []byte, line int64, reason string) {
 	if t.opts.deadLetter != nil {
 		t.opts.deadLetter(DeadLetter{Source: t.name, Offset: line, Raw: slices.Clone(raw), Reason: reason})
 	}
+}
+
+// reason words a row's decoding error for its dead letter. A decimal in
+// a column inferred as integer says so: the sample the schema was inferred
+// from was too small to show that the column holds decimals.
+func (t *textSource) reason(err error) string {
+	var ve *textrow.ValueError
+	if t.sampled > 0 && errors.As(err, &ve) && arrow.IsInteger(ve.Type.ID()) {
+		if _, perr := strconv.ParseFloat(ve.Value, 64); perr == nil {
+			return fmt.Sprintf("%v (%s was inferred from the first %d rows; give the schema with WithSchema or sample more rows with WithSampleRows)", err, ve.Type, t.sampled)
+		}
+	}
+	return err.Error()
 }
 
 // Schema returns the schema of the batches.
