@@ -232,6 +232,9 @@ func (u *unionSource) Read(ctx context.Context) (arrow.RecordBatch, error) {
 			return nil, err
 		}
 		defer rec.Release()
+		if err := checkBatchSchema(u.parts[k].Schema(), rec); err != nil {
+			return nil, err
+		}
 		probe := k == len(u.parts)-1
 		if probe {
 			if col := rec.Column(u.spineTime); col.NullN() > 0 {

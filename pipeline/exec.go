@@ -718,6 +718,10 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 			}
 			return &operatorError{op: "source", err: fmt.Errorf("volga: reading source: %w", err)}
 		}
+		if err := checkBatchSchema(r.c.Source, rec); err != nil {
+			rec.Release()
+			return &operatorError{op: "source", err: err}
+		}
 		r.stats.rowsIn.Add(rec.NumRows())
 		p := 0
 		if partitioned {
@@ -839,6 +843,41 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 
 // prepare filters a source batch and adds event time, sequence and the
 // computed columns. It returns nil when no row is left.
+// checkBatchSchema checks that a batch a source returned has the columns
+// its Schema declared, in the same order and of the same types: the
+// engine reads columns by position, so a custom source whose batches
+// disagree with its Schema would otherwise feed one column's values into
+// another's features. Nullability and metadata may differ.
+func checkBatchSchema(want *arrow.Schema, rec arrow.RecordBatch) error {
+	got := rec.Schema()
+	if got == want {
+		return nil
+	}
+	ok := got.NumFields() == want.NumFields() && int(rec.NumCols()) == want.NumFields()
+	for i := 0; ok && i < want.NumFields(); i++ {
+		g, w := got.Field(i), want.Field(i)
+		ok = g.Name == w.Name && arrow.TypeEqual(g.Type, w.Type) && arrow.TypeEqual(rec.Column(i).DataType(), w.Type)
+	}
+	if !ok {
+		return fmt.Errorf("volga: the source returned a batch with columns %s, but its Schema declares %s", columnList(got), columnList(want))
+	}
+	return nil
+}
+
+// columnList renders a schema's columns as "(name type, ...)".
+func columnList(s *arrow.Schema) string {
+	var b strings.Builder
+	b.WriteByte('(')
+	for i, f := range s.Fields() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(f.Name + " " + f.Type.String())
+	}
+	b.WriteByte(')')
+	return b.String()
+}
+
 func (r *runner) prepare(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	c := r.c
 	if c.where != nil && rec.NumRows() > 0 {

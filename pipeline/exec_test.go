@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/volga-go/volga"
 	"github.com/volga-go/volga/internal/testutil"
@@ -407,6 +409,60 @@ FROM events`
 		}
 		if !slices.Equal(ids, want) {
 			t.Fatalf("attempt %d: batch output ids %v, want input order %v", attempt, ids, want)
+		}
+	}
+}
+
+// TestSourceBatchSchemaChecked: a source whose batches do not have the
+// columns its Schema declares (two int64 columns swapped, a column of
+// another type) fails the run naming both, instead of computing features
+// from the wrong column.
+func TestSourceBatchSchemaChecked(t *testing.T) {
+	const query = `SELECT id, sum(amount) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '1' SECOND PRECEDING AND CURRENT ROW) AS s FROM events`
+	tab := testutil.Events(testutil.Rand(3), testutil.DefaultEvents(50))
+	good := tab.Batches(testutil.Rand(3), 1)[0]
+	defer good.Release()
+	ints := array.NewInt64Builder(memory.DefaultAllocator)
+	for i := 0; i < int(good.NumRows()); i++ {
+		ints.Append(int64(i))
+	}
+	intCol := ints.NewArray()
+	ints.Release()
+	defer intCol.Release()
+	// batch builds a batch of good's columns in the order idx, with the
+	// price column replaced by intCol when retype is set.
+	batch := func(idx []int, retype bool) arrow.RecordBatch {
+		fields := make([]arrow.Field, len(idx))
+		cols := make([]arrow.Array, len(idx))
+		for i, j := range idx {
+			fields[i], cols[i] = good.Schema().Field(j), good.Column(j)
+			if retype && fields[i].Name == "price" {
+				fields[i].Type, cols[i] = arrow.PrimitiveTypes.Int64, intCol
+			}
+		}
+		return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, good.NumRows())
+	}
+	same := make([]int, good.NumCols())
+	for i := range same {
+		same[i] = i
+	}
+	swapped := slices.Clone(same)
+	id, amount := good.Schema().FieldIndices("id")[0], good.Schema().FieldIndices("amount")[0]
+	swapped[id], swapped[amount] = amount, id
+	for name, bad := range map[string]arrow.RecordBatch{
+		"swapped columns": batch(swapped, false),
+		"wrong type":      batch(same, true),
+	} {
+		good.Retain()
+		src := testutil.NewSource(tab.Schema, good, bad)
+		p, err := volga.SQL(query, volga.WithSource("events", src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = p.Run(t.Context())
+		src.Close()
+		if err == nil || !strings.Contains(err.Error(), "the source returned a batch with columns (") || !strings.Contains(err.Error(), "but its Schema declares (id int64, user_id int64") {
+			t.Errorf("%s: %v", name, err)
 		}
 	}
 }
