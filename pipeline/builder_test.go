@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/volga-go/volga"
 	"github.com/volga-go/volga/internal/testutil"
 	"github.com/volga-go/volga/pipeline"
@@ -147,5 +148,47 @@ func TestBuilderRejectsMySQLOperators(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("Where(%q): %v, want %q", cond, err, msg)
 		}
+	}
+}
+
+// TestDuckDBCastTypes: CAST takes DuckDB's type names (DOUBLE, BIGINT,
+// VARCHAR, ...) as well as sqlparser's MySQL ones, in SQL and in builder
+// expressions, with the same results.
+func TestDuckDBCastTypes(t *testing.T) {
+	const mysql = `SELECT id, CAST(amount AS DECIMAL) / 4 AS q, CAST(price AS SIGNED) AS p, CAST(amount AS CHAR) AS s,
+  sum(CAST(amount AS DECIMAL)) OVER w AS spend
+FROM events WHERE CAST(price AS SIGNED) >= 0
+WINDOW w AS (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '2' SECOND PRECEDING AND CURRENT ROW)`
+	const duck = `SELECT id, CAST(amount AS DOUBLE) / 4 AS q, CAST(price AS BIGINT) AS p, CAST(amount AS VARCHAR) AS s,
+  sum(CAST(amount AS double)) OVER w AS spend
+FROM events WHERE CAST(price AS INTEGER) >= 0
+WINDOW w AS (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '2' SECOND PRECEDING AND CURRENT ROW)`
+	tab := testutil.Events(testutil.Rand(5), testutil.DefaultEvents(200))
+	cols := []string{"id", "q", "p", "s", "spend"}
+	want, pw := run(t, 5, mysql, tab)
+	got, pg := run(t, 5, duck, tab)
+	if d := testutil.Diff(cols, want, got, testutil.Label(tab, nil, "id")); d != "" || len(got) == 0 {
+		t.Fatalf("DuckDB type names differ from the MySQL ones (%d rows):\n%s", len(got), d)
+	}
+	if !pw.Schema().Equal(pg.Schema()) || pg.Schema().Field(1).Type.ID() != arrow.FLOAT64 || pg.Schema().Field(2).Type.ID() != arrow.INT64 {
+		t.Errorf("schemas %s / %s", pw.Schema(), pg.Schema())
+	}
+
+	b := pipeline.From("events").EventTime("ts").Where("CAST(price AS INTEGER) >= 0").
+		Select("id").SelectAs("q", "CAST(amount AS DOUBLE) / 4").SelectAs("p", "CAST(price AS BIGINT)").SelectAs("s", "CAST(amount AS TEXT)").
+		Agg("spend", pipeline.Sum("CAST(amount AS DOUBLE)"), pipeline.Over("user_id").Range(2*time.Second))
+	src := testutil.NewSource(tab.Schema, tab.Batches(testutil.Rand(5), 40)...)
+	defer src.Close()
+	out := sink.NewCollector()
+	defer out.Release()
+	pb, err := volga.Build(b, volga.WithSource("events", src), volga.WithSink(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pb.Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if d := testutil.Diff(cols, want, out.Rows(), testutil.Label(tab, nil, "id")); d != "" {
+		t.Fatalf("builder with DuckDB type names differs from SQL:\n%s", d)
 	}
 }

@@ -36,8 +36,11 @@
 //     RFC 3339 (or "2006-01-02 15:04:05", "2006-01-02"; UTC);
 //   - CAST accepts the target types sqlparser parses: SIGNED [INTEGER]
 //     (int64), UNSIGNED (uint64), DECIMAL (float64 here), CHAR (string),
-//     DATETIME (timestamp[ms]) and DATE (date32); a float cast to an integer
-//     truncates.
+//     DATETIME (timestamp[ms]) and DATE (date32), and, through the
+//     rewrite sqlwin.ExprSQL and sqlwin.Split make, DuckDB's names for them:
+//     DOUBLE, FLOAT, REAL (float64), BIGINT, INTEGER, INT (int64; DuckDB's
+//     INTEGER is 32 bits), UBIGINT, VARCHAR, TEXT and TIMESTAMP; a float
+//     cast to an integer truncates.
 //
 // Every branch of a CASE and every argument of coalesce and ifnull is
 // evaluated on the whole batch before the rows are picked, so an error in

@@ -84,11 +84,11 @@ func ParseExpr(text string) (e sqlparser.Expr, err error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, &Error{Kind: ErrUnsupported, Msg: "empty expression", Text: text}
 	}
-	toks, terr := sqlwin.Tokenize(text)
+	rewritten, terr := sqlwin.ExprSQL(text)
 	if terr != nil { // a *sqlwin.Error, which names the offset
 		return nil, &Error{Kind: ErrUnsupported, Msg: "invalid expression: " + terr.Error(), Text: text}
 	}
-	stmt, perr := sqlparser.Parse("select " + sqlwin.SQL(text, toks))
+	stmt, perr := sqlparser.Parse("select " + rewritten)
 	if perr != nil {
 		return nil, &Error{Kind: ErrUnsupported, Msg: "invalid expression: " + strings.Replace(perr.Error(), "at position", "at offset", 1), Text: text}
 	}

@@ -207,6 +207,7 @@ func Split(query string) (res *Result, err error) {
 	if err := s.run(); err != nil {
 		return nil, err
 	}
+	s.addCastEdits()
 	s.rewrite()
 	return s.res, nil
 }

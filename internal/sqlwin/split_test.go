@@ -169,3 +169,30 @@ func TestSplitArgs(t *testing.T) {
 		t.Errorf("f(): %v %v", args, ok)
 	}
 }
+
+func TestCastRewrites(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"CAST(a AS DOUBLE) + cast((b) as bigint)", "CAST(a AS decimal) + cast((b) as signed)"},
+		{"CAST(f(a, (b)) AS Varchar) = 'x'", "CAST(f(a, (b)) AS char) = 'x'"},
+		{`CAST("ts" AS TIMESTAMP)`, "CAST(`ts` AS datetime)"},
+		{"CAST(a AS DECIMAL)", "CAST(a AS DECIMAL)"},   // sqlparser's own name stays
+		{"g(a AS double)", "g(a AS double)"},           // not a CAST
+		{"CAST(a AS `double`)", "CAST(a AS `double`)"}, // a quoted name is not a type
+	} {
+		got, err := ExprSQL(tt.in)
+		if err != nil || got != tt.want {
+			t.Errorf("ExprSQL(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+	q := "SELECT CAST(x AS DOUBLE) AS d, sum(CAST(x AS INTEGER)) OVER w FROM t WINDOW w AS (PARTITION BY k ORDER BY ts)"
+	r, err := Split(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "SELECT CAST(x AS decimal) AS d, sum(CAST(x AS signed), __volga_over_0) FROM t  "; r.SQL != want {
+		t.Errorf("SQL\n got %q\nwant %q", r.SQL, want)
+	}
+	if got := r.Offset(strings.Index(r.SQL, "FROM")); got != strings.Index(q, "FROM") {
+		t.Errorf("Offset(FROM) = %d, want %d", got, strings.Index(q, "FROM"))
+	}
+}
