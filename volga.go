@@ -236,7 +236,10 @@ func WithStrict(strict bool) Option { return func(c *config) { c.strict = strict
 // Backfill computes point-in-time training data: for each row of spine,
 // the query's windowed features as of that row's time, exactly what Lookup
 // would have returned online had every event with ts <= t been ingested
-// (ts < t with WithStrict). The spine has the query's PARTITION BY columns
+// (ts < t with WithStrict). A spine row is not an event and, as in a
+// lookup, never in its own frame: EXCLUDE CURRENT ROW in the query changes
+// nothing, and only WithStrict leaves out the events at the spine row's
+// own time. The spine has the query's PARTITION BY columns
 // and its ORDER BY time column, under the same names and types as the
 // events, plus any other columns (labels, ids), which are passed through.
 // The output, written to out (which Backfill closes), has the spine's
