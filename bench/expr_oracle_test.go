@@ -52,12 +52,6 @@ var exprOracleRows = [][4]any{
 // renders it for DuckDB.
 type exprOracleCase struct {
 	expr string
-	// eager marks an expression on which volga fails where DuckDB does not,
-	// because volga evaluates every CASE branch and coalesce argument on
-	// the whole batch (internal/expr's documented behaviour) and DuckDB
-	// only on the rows that need it. The test requires that divergence to
-	// show on at least one row, so the mark cannot go stale.
-	eager bool
 }
 
 var exprOracleCases = []exprOracleCase{
@@ -114,9 +108,14 @@ var exprOracleCases = []exprOracleCase{
 	{expr: "ifnull(x, 1.5)"}, {expr: "ifnull(b, a)"},
 	{expr: "nullif(x, y)"}, {expr: "nullif(a, 0)"}, {expr: "nullif(x, 0)"}, {expr: "nullif(a, b)"},
 
-	// Known divergence: volga evaluates the branch no row takes.
-	{expr: "CASE WHEN a < 9223372036854775807 THEN a + 1 END", eager: true},
-	{expr: "coalesce(a, a + 1)", eager: true},
+	// A branch or argument that would fail is evaluated only for the rows
+	// that need it, as in DuckDB: no error unless such a row takes it.
+	{expr: "CASE WHEN a < 9223372036854775807 THEN a + 1 END"},
+	{expr: "CASE WHEN a > 0 THEN a * 2 WHEN a < -10 THEN -a ELSE a - 1 END"},
+	{expr: "CASE WHEN a = 9223372036854775807 THEN 0 WHEN a + 1 > 0 THEN 1 ELSE 2 END"},
+	{expr: "CASE a WHEN 9223372036854775807 THEN 0 ELSE a + 1 END"},
+	{expr: "coalesce(a, a + 1)"}, {expr: "coalesce(b, a * 2, 0)"}, {expr: "ifnull(a, b * a)"},
+	{expr: "nullif(a + 1, 0)"},
 }
 
 var (
@@ -300,7 +299,6 @@ func TestOracleExpr(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Compile: %v", err)
 			}
-			diverged := false
 			check := func(what string, want, got exprResult) {
 				t.Helper()
 				switch {
@@ -313,10 +311,6 @@ func TestOracleExpr(t *testing.T) {
 				case want.err != nil:
 					t.Errorf("%s: DuckDB (%s) fails, volga does not:\nDuckDB: %v\nvolga:  %s", what, dq, want.err, formatVals(got.vals))
 				case got.err != nil:
-					if c.eager {
-						diverged = true
-						return
-					}
 					t.Errorf("%s: volga fails, DuckDB (%s) does not:\nvolga:  %v\nDuckDB: %s", what, dq, got.err, formatVals(want.vals))
 				default:
 					if want.class != got.class {
@@ -338,9 +332,6 @@ func TestOracleExpr(t *testing.T) {
 				check(fmt.Sprintf("row id=%d %v", i+1, exprOracleRows[i]),
 					duckExpr(ctx, db, fmt.Sprintf("SELECT %s FROM t WHERE id = %d", dq, i+1)),
 					volgaExpr(e, s))
-			}
-			if c.eager && !diverged {
-				t.Errorf("marked eager, but volga never fails where DuckDB does not; drop the mark")
 			}
 		})
 	}

@@ -42,10 +42,12 @@
 //     INTEGER is 32 bits), UBIGINT, VARCHAR, TEXT and TIMESTAMP; a float
 //     cast to an integer truncates.
 //
-// Every branch of a CASE and every argument of coalesce and ifnull is
-// evaluated on the whole batch before the rows are picked, so an error in
-// a branch that no row takes (an overflow) is still reported, where DuckDB
-// evaluates them only on the rows that need them and does not fail.
+// CASE, coalesce, ifnull and nullif evaluate each branch, condition and
+// argument on the whole batch, the fast way; one that fails there is
+// evaluated again on only the rows that need it (the rows its condition
+// took, those no earlier condition took, those every earlier argument left
+// NULL), so that, as in DuckDB, a CAST or an overflow that a WHEN clause
+// rules out is no error.
 // Errors are *Error values whose Kind tells unknown columns, unknown
 // functions, wrong argument counts, type mismatches and unsupported SQL
 // apart, and whose Text is the offending expression, for the caller to

@@ -496,3 +496,70 @@ func TestCheckedInt(t *testing.T) {
 		}
 	}
 }
+
+// TestLazyBranches: a CASE branch, CASE condition or coalesce argument
+// that fails on some rows is evaluated again on only the rows that need
+// it, as DuckDB evaluates them: guarded CASTs and overflows are no error,
+// an unguarded one still is, and the slow path leaks nothing.
+func TestLazyBranches(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "i", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	b.Field(0).(*array.StringBuilder).AppendValues([]string{"5", "", "x7", "", "12"}, []bool{true, true, true, false, true})
+	b.Field(1).(*array.Int64Builder).AppendValues([]int64{1, math.MaxInt64, 3, 4, 0}, []bool{true, true, true, true, false})
+	rec := b.NewRecordBatch()
+	b.Release()
+	defer rec.Release()
+	i64 := arrow.PrimitiveTypes.Int64
+	for _, tt := range []struct {
+		expr string
+		typ  arrow.DataType
+		want string
+	}{
+		{"CASE WHEN s IN ('5', '12') THEN CAST(s AS SIGNED) END", i64, "5 NULL NULL NULL 12"},
+		{"CASE WHEN s = '' OR s = 'x7' THEN -1 ELSE CAST(s AS SIGNED) END", i64, "5 -1 -1 NULL 12"},
+		{"CASE WHEN s = 'x7' OR s = '' OR s IS NULL THEN 0 WHEN CAST(s AS SIGNED) > 6 THEN 1 ELSE 2 END", i64, "2 0 0 0 1"},
+		{"CASE WHEN i < 9223372036854775807 THEN i + 1 ELSE 0 END", i64, "2 0 4 5 0"},
+		{"CASE i WHEN 9223372036854775807 THEN -1 ELSE i * 2 END", i64, "2 -1 6 8 NULL"},
+		{"coalesce(CASE WHEN s <> 'x7' AND s <> '' THEN CAST(s AS SIGNED) END, i - 1, -1)", i64, "5 9223372036854775806 2 3 12"},
+		{"coalesce(i, CAST(s AS SIGNED))", i64, "1 9223372036854775807 3 4 12"},
+		{"CASE WHEN s = 'nothing' THEN CAST(s AS SIGNED) END", i64, "NULL NULL NULL NULL NULL"},
+	} {
+		if got := evalString(t, rec, tt.expr, tt.typ); got != tt.want {
+			t.Errorf("%s:\ngot  %s\nwant %s", tt.expr, got, tt.want)
+		}
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		ast, _ := ParseExpr(tt.expr)
+		e, err := Compile(ast, rec.Schema())
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.(*compiled).mem = mem
+		out, err := e.Eval(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.Release()
+		if mem.CurrentAlloc() != 0 {
+			t.Errorf("%s leaks %d bytes", tt.expr, mem.CurrentAlloc())
+		}
+	}
+	// A row that takes the failing branch fails the evaluation.
+	for _, s := range []string{
+		"CASE WHEN s <> '' THEN CAST(s AS SIGNED) END",
+		"coalesce(CAST(s AS SIGNED), 0)",
+		"CASE WHEN i > 0 THEN i + 1 END",
+	} {
+		ast, _ := ParseExpr(s)
+		e, err := Compile(ast, rec.Schema())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := e.Eval(rec); err == nil {
+			out.Release()
+			t.Errorf("%s: no error", s)
+		}
+	}
+}

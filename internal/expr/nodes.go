@@ -12,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 	"github.com/xwb1989/sqlparser"
+
+	"github.com/volga-go/volga/internal/arrowutil"
 )
 
 // node is one operator of a compiled expression. eval returns an array of
@@ -371,44 +373,137 @@ func (p *pickNode) eval(ev *evalCtx) (arrow.Array, error) {
 	if p.els != nil {
 		vals = append(append([]node(nil), p.vals...), p.els)
 	}
-	srcs, err := evalAll(ev, vals)
-	if err != nil {
-		return nil, err
-	}
-	defer releaseAll(srcs)
+	// choice[i] is the source row i takes: -1 NULL, undecided while the
+	// conditions (CASE) or sources (coalesce) are walked.
 	choice := make([]int, ev.n)
+	for i := range choice {
+		choice[i] = -1
+	}
+	srcs := make([]arrow.Array, 0, len(vals))
+	defer func() { releaseAll(srcs) }()
 	if p.conds == nil {
-		for i := range choice {
-			choice[i] = -1
-			for j, s := range srcs {
-				if s.IsValid(i) {
+		// coalesce: source j matters to the rows every earlier source left
+		// NULL.
+		for j, v := range vals {
+			a, err := evalLazy(ev, v, func() []int32 { return undecided(choice, -1) })
+			if err != nil {
+				return nil, err
+			}
+			srcs = append(srcs, a)
+			for i, c := range choice {
+				if c < 0 && a.IsValid(i) {
 					choice[i] = j
-					break
 				}
 			}
 		}
-	} else {
-		conds, err := evalAll(ev, p.conds)
+		return pick(ev, p.typ, srcs, choice)
+	}
+	// CASE: condition j matters to the rows no earlier condition took;
+	// value j to the rows condition j took; ELSE to the rows none took.
+	decided := make([]bool, ev.n)
+	for j, cn := range p.conds {
+		c, err := evalLazy(ev, cn, func() []int32 { return open(decided) })
 		if err != nil {
 			return nil, err
 		}
-		defer releaseAll(conds)
-		elseIdx := -1
-		if p.els != nil {
-			elseIdx = len(p.vals)
-		}
+		b := c.(*array.Boolean)
 		for i := range choice {
-			choice[i] = elseIdx
-			for j, c := range conds {
-				b := c.(*array.Boolean)
-				if b.IsValid(i) && b.Value(i) {
-					choice[i] = j
-					break
-				}
+			if !decided[i] && b.IsValid(i) && b.Value(i) {
+				choice[i], decided[i] = j, true
+			}
+		}
+		c.Release()
+	}
+	if p.els != nil {
+		for i := range choice {
+			if !decided[i] {
+				choice[i] = len(p.vals)
 			}
 		}
 	}
+	for j, v := range vals {
+		a, err := evalLazy(ev, v, func() []int32 { return undecided(choice, j) })
+		if err != nil {
+			return nil, err
+		}
+		srcs = append(srcs, a)
+	}
 	return pick(ev, p.typ, srcs, choice)
+}
+
+// undecided returns the rows whose choice is c.
+func undecided(choice []int, c int) []int32 {
+	var rows []int32
+	for i, x := range choice {
+		if x == c {
+			rows = append(rows, int32(i))
+		}
+	}
+	return rows
+}
+
+// open returns the rows not decided.
+func open(decided []bool) []int32 {
+	var rows []int32
+	for i, d := range decided {
+		if !d {
+			rows = append(rows, int32(i))
+		}
+	}
+	return rows
+}
+
+// evalLazy evaluates n on the whole batch, the fast way. When that fails,
+// it evaluates n again on only the rows that need its value (rows()) and
+// returns their values in place, NULL elsewhere: as in DuckDB, an error
+// in a branch of a CASE or an argument of coalesce that no row needs (a
+// CAST of the text a WHEN clause ruled out, an overflow) is no error.
+func evalLazy(ev *evalCtx, n node, rows func() []int32) (arrow.Array, error) {
+	a, err := n.eval(ev)
+	if err == nil {
+		return a, nil
+	}
+	idx := rows()
+	if len(idx) == ev.n {
+		return nil, err
+	}
+	if len(idx) == 0 {
+		return array.MakeArrayOfNull(ev.mem, n.dtype(), ev.n), nil
+	}
+	sub, terr := arrowutil.Take(ev.mem, ev.rec, idx)
+	if terr != nil {
+		return nil, terr
+	}
+	defer sub.Release()
+	part, err := n.eval(&evalCtx{ctx: ev.ctx, mem: ev.mem, rec: sub, n: len(idx)})
+	if err != nil {
+		return nil, err
+	}
+	defer part.Release()
+	return scatter(ev, n.dtype(), part, idx)
+}
+
+// scatter returns an array of ev.n rows with part's row k at idx[k] and
+// NULL elsewhere.
+func scatter(ev *evalCtx, t arrow.DataType, part arrow.Array, idx []int32) (arrow.Array, error) {
+	if isNull(t) {
+		return array.NewNull(ev.n), nil
+	}
+	bld := array.NewBuilder(ev.mem, t)
+	defer bld.Release()
+	bld.Reserve(ev.n)
+	k := 0
+	for i := 0; i < ev.n; i++ {
+		if k < len(idx) && int(idx[k]) == i {
+			if err := appendValue(bld, t, part, k); err != nil {
+				return nil, err
+			}
+			k++
+			continue
+		}
+		bld.AppendNull()
+	}
+	return bld.NewArray(), nil
 }
 
 // pick builds an array of type t taking row i from srcs[choice[i]], NULL
@@ -421,28 +516,40 @@ func pick(ev *evalCtx, t arrow.DataType, srcs []arrow.Array, choice []int) (arro
 	defer bld.Release()
 	bld.Reserve(ev.n)
 	for i, c := range choice {
-		if c < 0 || srcs[c].IsNull(i) {
+		if c < 0 {
 			bld.AppendNull()
 			continue
 		}
-		switch b := bld.(type) {
-		case *array.Int64Builder:
-			b.Append(srcs[c].(*array.Int64).Value(i))
-		case *array.Float64Builder:
-			b.Append(srcs[c].(*array.Float64).Value(i))
-		case *array.StringBuilder:
-			b.Append(srcs[c].(*array.String).Value(i))
-		case *array.BooleanBuilder:
-			b.Append(srcs[c].(*array.Boolean).Value(i))
-		case *array.TimestampBuilder:
-			b.Append(srcs[c].(*array.Timestamp).Value(i))
-		default:
-			if err := bld.AppendValueFromString(srcs[c].ValueStr(i)); err != nil {
-				return nil, &Error{Kind: ErrEval, Msg: fmt.Sprintf("cannot copy a %s value: %v", t, err)}
-			}
+		if err := appendValue(bld, t, srcs[c], i); err != nil {
+			return nil, err
 		}
 	}
 	return bld.NewArray(), nil
+}
+
+// appendValue appends row i of src (of type t) to bld.
+func appendValue(bld array.Builder, t arrow.DataType, src arrow.Array, i int) error {
+	if src.IsNull(i) {
+		bld.AppendNull()
+		return nil
+	}
+	switch b := bld.(type) {
+	case *array.Int64Builder:
+		b.Append(src.(*array.Int64).Value(i))
+	case *array.Float64Builder:
+		b.Append(src.(*array.Float64).Value(i))
+	case *array.StringBuilder:
+		b.Append(src.(*array.String).Value(i))
+	case *array.BooleanBuilder:
+		b.Append(src.(*array.Boolean).Value(i))
+	case *array.TimestampBuilder:
+		b.Append(src.(*array.Timestamp).Value(i))
+	default:
+		if err := bld.AppendValueFromString(src.ValueStr(i)); err != nil {
+			return &Error{Kind: ErrEval, Msg: fmt.Sprintf("cannot copy a %s value: %v", t, err)}
+		}
+	}
+	return nil
 }
 
 // strNode maps each string (lower, upper) or its length.
