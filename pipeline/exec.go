@@ -95,7 +95,8 @@ type RunOptions struct {
 	// checkpoints like the output's sink.
 	Late sink.Sink
 	// DeadLetters receives rows the engine cannot process (a NULL event
-	// time). Nil counts them only.
+	// time, an expression that fails on the row: a CAST of text that is
+	// not a number, an integer overflow). Nil counts them only.
 	DeadLetters source.DeadLetterFunc
 	// ChannelDepth is the capacity, in batches, of each channel between
 	// operators (default 4): with a slow sink, at most that many batches
@@ -878,12 +879,108 @@ func columnList(s *arrow.Schema) string {
 	return b.String()
 }
 
+// prepare filters rec by WHERE, drops the rows without an event time and
+// adds the prep columns (time, arrival sequence, computed expressions).
+// Its result is nil when no row is left. An expression that fails on some
+// rows (a CAST of text that is not a number, an integer overflow) sends
+// those rows to the dead letters, with the error, and prepares the others:
+// one bad record does not stop a pipeline.
 func (r *runner) prepare(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	out, err := r.prepareBatch(rec)
+	var ee *evalError
+	if err == nil || !errors.As(err, &ee) {
+		return out, err
+	}
+	keep, ok := r.rowsThatEvaluate(rec)
+	if !ok || len(keep) == int(rec.NumRows()) {
+		return nil, err // a spine row fails, or no row fails alone
+	}
+	if len(keep) == 0 {
+		return nil, nil
+	}
+	good, terr := arrowutil.Take(r.opt.Mem, rec, keep)
+	if terr != nil {
+		return nil, terr
+	}
+	defer good.Release()
+	return r.prepareBatch(good)
+}
+
+// evalError is an error evaluating WHERE or a computed expression.
+type evalError struct {
+	what string
+	err  error
+}
+
+func (e *evalError) Error() string { return fmt.Sprintf("volga: evaluating %s: %v", e.what, e.err) }
+func (e *evalError) Unwrap() error { return e.err }
+
+// rowsThatEvaluate evaluates WHERE and the computed expressions on each
+// row of rec alone, sends the rows that fail to the dead letters and
+// returns the others. ok is false, and nothing is sent, when a backfill's
+// spine row fails: it must have its output row, so the run fails.
+func (r *runner) rowsThatEvaluate(rec arrow.RecordBatch) (keep []int32, ok bool) {
 	c := r.c
+	type bad struct {
+		row    int
+		reason string
+	}
+	var bads []bad
+	for i := 0; i < int(rec.NumRows()); i++ {
+		one := rec.NewSlice(int64(i), int64(i+1))
+		reason := ""
+		pass := true
+		if c.where != nil {
+			mask, err := c.where.Eval(one)
+			if err != nil {
+				reason = fmt.Sprintf("evaluating WHERE: %v", err)
+			} else {
+				m := mask.(*array.Boolean)
+				pass = m.IsValid(0) && m.Value(0)
+				mask.Release()
+			}
+		}
+		if c.probeIdx > 0 && one.Column(c.probeIdx).(*array.Boolean).Value(0) {
+			pass = true
+		}
+		for _, ev := range c.evals {
+			if reason != "" || !pass {
+				break // a row WHERE drops is not evaluated further
+			}
+			a, err := ev.Eval(one)
+			if err != nil {
+				reason = fmt.Sprintf("evaluating %s: %v", ev.String(), err)
+				break
+			}
+			a.Release()
+		}
+		if reason != "" {
+			if c.probeIdx > 0 && one.Column(c.probeIdx).(*array.Boolean).Value(0) {
+				one.Release()
+				return nil, false
+			}
+			bads = append(bads, bad{i, reason})
+		} else {
+			keep = append(keep, int32(i))
+		}
+		one.Release()
+	}
+	for _, b := range bads {
+		r.deadLetter(rec, b.row, b.reason)
+	}
+	return keep, true
+}
+
+// prepareBatch is prepare for a batch whose expressions all evaluate: it
+// fails with an *evalError, and no effect on the run (no row counted,
+// dead-lettered or numbered), when one does not.
+func (r *runner) prepareBatch(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	c := r.c
+	var filtered int64
 	if c.where != nil && rec.NumRows() > 0 {
 		mask, err := c.where.Eval(rec)
 		if err != nil {
-			return nil, fmt.Errorf("volga: evaluating WHERE: %w", err)
+			return nil, &evalError{what: "WHERE", err: err}
 		}
 		keep := selected(mask.(*array.Boolean))
 		mask.Release()
@@ -892,24 +989,30 @@ func (r *runner) prepare(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 			keep = withProbes(keep, rec.Column(c.probeIdx).(*array.Boolean))
 		}
 		if len(keep) < int(rec.NumRows()) {
-			r.stats.filtered.Add(rec.NumRows() - int64(len(keep)))
+			filtered = rec.NumRows() - int64(len(keep))
 			if rec, err = arrowutil.Take(r.opt.Mem, rec, keep); err != nil {
 				return nil, err
 			}
 			defer rec.Release()
 		}
 	}
-	// Rows without an event time cannot be placed in any window.
+	// Rows without an event time cannot be placed in any window; they go
+	// to the dead letters once the batch is known to evaluate.
+	var noTime arrow.RecordBatch
+	var noTimeRows []int
 	if c.timeIdx >= 0 {
 		if tc := rec.Column(c.timeIdx); tc.NullN() > 0 {
 			var keep []int32
 			for i := 0; i < tc.Len(); i++ {
 				if tc.IsNull(i) {
-					r.deadLetter(rec, i, "NULL event time in column "+c.TimeColumn)
+					noTimeRows = append(noTimeRows, i)
 				} else {
 					keep = append(keep, int32(i))
 				}
 			}
+			noTime = rec
+			noTime.Retain()
+			defer noTime.Release()
 			var err error
 			if rec, err = arrowutil.Take(r.opt.Mem, rec, keep); err != nil {
 				return nil, err
@@ -917,14 +1020,33 @@ func (r *runner) prepare(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 			defer rec.Release()
 		}
 	}
+	// done records the batch's effects on the run, once it evaluated.
+	done := func() {
+		if filtered > 0 {
+			r.stats.filtered.Add(filtered)
+		}
+		for _, i := range noTimeRows {
+			r.deadLetter(noTime, i, "NULL event time in column "+c.TimeColumn)
+		}
+	}
 	n := int(rec.NumRows())
 	if n == 0 {
+		done()
 		return nil, nil
 	}
 	cols := make([]arrow.Array, 0, c.prep.NumFields())
 	cols = append(cols, rec.Columns()...)
 	var owned []arrow.Array
 	defer func() { arrowutil.ReleaseAll(owned) }()
+	for _, ev := range c.evals {
+		a, err := ev.Eval(rec)
+		if err != nil {
+			return nil, &evalError{what: ev.String(), err: err}
+		}
+		owned = append(owned, a)
+	}
+	evals := owned
+	owned = nil
 	var tsArr arrow.Array
 	if c.timeIdx >= 0 {
 		tsArr = millisView(rec.Column(c.timeIdx))
@@ -951,15 +1073,10 @@ func (r *runner) prepare(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	seqArr := sb.NewArray()
 	sb.Release()
 	owned = append(owned, tsArr, seqArr)
+	owned = append(owned, evals...)
 	cols = append(cols, tsArr, seqArr)
-	for _, ev := range c.evals {
-		a, err := ev.Eval(rec)
-		if err != nil {
-			return nil, fmt.Errorf("volga: evaluating %s: %w", ev.String(), err)
-		}
-		owned = append(owned, a)
-		cols = append(cols, a)
-	}
+	cols = append(cols, evals...)
+	done()
 	return array.NewRecordBatch(c.prep, cols, int64(n)), nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/volga-go/volga"
 	"github.com/volga-go/volga/internal/testutil"
 	"github.com/volga-go/volga/sink"
+	"github.com/volga-go/volga/source"
 )
 
 // item is one windowed aggregate of a generated query.
@@ -463,6 +464,45 @@ func TestSourceBatchSchemaChecked(t *testing.T) {
 		src.Close()
 		if err == nil || !strings.Contains(err.Error(), "the source returned a batch with columns (") || !strings.Contains(err.Error(), "but its Schema declares (id int64, user_id int64") {
 			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestEvalErrorsAreDeadLetters: rows on which an expression fails (here
+// an int64 overflow for amount > 100) go to the dead letters with the
+// error, and the run goes on with the others, giving what a query that
+// filtered those rows out gives, in batch and streaming mode (where rows
+// behind the watermark are late in both).
+func TestEvalErrorsAreDeadLetters(t *testing.T) {
+	const frame = "OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '2' SECOND PRECEDING AND CURRENT ROW)"
+	const query = "SELECT id, amount * 92233720368547758 AS big, sum(amount) " + frame + " AS s FROM events"
+	const filtered = query + " WHERE amount IS NULL OR amount <= 100"
+	tab := testutil.Events(testutil.Rand(11), testutil.DefaultEvents(400))
+	bad := 0
+	for _, r := range tab.Rows {
+		if a, ok := r[tab.Col("amount")].(int64); ok && a > 100 {
+			bad++
+		}
+	}
+	if bad == 0 || bad == len(tab.Rows) {
+		t.Fatalf("%d of %d rows overflow; the test needs some of both", bad, len(tab.Rows))
+	}
+	for _, mode := range []volga.Mode{volga.Batch, volga.Streaming} {
+		want, _ := run(t, 11, filtered, tab, volga.WithMode(mode))
+		var mu sync.Mutex
+		var dead []source.DeadLetter
+		got, p := run(t, 11, query, tab, volga.WithMode(mode), volga.WithParallelism(2),
+			volga.WithDeadLetters(func(d source.DeadLetter) { mu.Lock(); dead = append(dead, d); mu.Unlock() }))
+		if d := testutil.Diff([]string{"id", "big", "s"}, byID(want), byID(got), testutil.Label(tab, nil, "id")); d != "" {
+			t.Errorf("%v: output differs from the filtered query's:\n%s", mode, d)
+		}
+		if len(dead) != bad || p.Stats().DeadLetters != int64(bad) {
+			t.Errorf("%v: %d dead letters (stats %d), want %d", mode, len(dead), p.Stats().DeadLetters, bad)
+		}
+		for _, d := range dead {
+			if !strings.Contains(d.Reason, "evaluating amount * 92233720368547758: ") || !strings.Contains(d.Reason, "overflow") {
+				t.Fatalf("%v: reason %q", mode, d.Reason)
+			}
 		}
 	}
 }
