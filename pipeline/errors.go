@@ -96,25 +96,26 @@ func (p *Plan) ErrorAt(text string, format string, args ...any) error {
 // renders some expressions differently from how they were written) to
 // offset from itself, when that is positive.
 func (p *Plan) ErrorAfter(from int, text string, format string, args ...any) error {
-	off := -1
+	sp := sqlwin.Span{Start: -1}
 	if p != nil && p.SQL != "" && text != "" {
 		if from < 0 {
 			from = 0
 		}
-		off = sqlwin.Find(p.SQL, text, from)
-		if off < 0 && from > 0 {
-			off = sqlwin.Find(p.SQL, text, 0)
+		sp = sqlwin.FindSpan(p.SQL, text, from)
+		if sp.Start < 0 && from > 0 {
+			sp = sqlwin.FindSpan(p.SQL, text, 0)
 		}
 	}
 	sql := ""
 	if p != nil {
 		sql = p.SQL
 	}
-	if off < 0 && from > 0 && from < len(sql) {
+	if sp.Start < 0 && from > 0 && from < len(sql) {
 		return newSQLError(sql, from, sqlwin.NearText(sql, from), format, args...)
 	}
-	if off < 0 {
+	if sp.Start < 0 {
 		return &SQLError{Msg: fmt.Sprintf(format, args...), Near: text, Offset: -1}
 	}
-	return newSQLError(sql, off, text, format, args...)
+	// Near is the text as written, which sqlparser's rendering may not be.
+	return newSQLError(sql, sp.Start, sp.Text(sql), format, args...)
 }

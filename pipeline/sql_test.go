@@ -482,7 +482,16 @@ func TestCompileErrorPositions(t *testing.T) {
 			t.Errorf("WHERE %s: %v, want %q at column %d", tt.where, err, tt.msg, tt.col)
 		}
 	}
-	p, err := ParseSQL(`SELECT "K", sum("Amount") OVER w AS "Spend" FROM t` + win)
+	// Near is the text as written, not sqlparser's rendering of it.
+	p, err := ParseSQL("SELECT k FROM t WHERE Amount  <>  'x'" + win)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Compile(p, schema, "ts")
+	if se := (*SQLError)(nil); !errors.As(err, &se) || se.Near != "Amount  <>  'x'" {
+		t.Errorf("near %v", err)
+	}
+	p, err = ParseSQL(`SELECT "K", sum("Amount") OVER w AS "Spend" FROM t` + win)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -193,18 +193,29 @@ func NearText(query string, offset int) string {
 // "amount_usd"). It returns -1 when text does not occur, or when either
 // string cannot be tokenized.
 func Find(query, text string, from int) int {
+	return FindSpan(query, text, from).Start
+}
+
+// FindSpan is Find returning the span of the occurrence in query, which
+// may be written differently from text (<> for !=, other case, other
+// spacing, quotes); its Start is -1 when there is none.
+func FindSpan(query, text string, from int) Span {
 	qt, err := Tokenize(query)
 	if err != nil {
-		return -1
+		return Span{-1, -1}
 	}
-	return FindTokens(qt, text, from)
+	return findTokens(qt, text, from)
 }
 
 // FindTokens is Find over an already tokenized query.
 func FindTokens(qt []Token, text string, from int) int {
+	return findTokens(qt, text, from).Start
+}
+
+func findTokens(qt []Token, text string, from int) Span {
 	tt, err := Tokenize(text)
 	if err != nil || len(tt) == 0 {
-		return -1
+		return Span{-1, -1}
 	}
 	i := sort.Search(len(qt), func(i int) bool { return qt[i].Start >= from })
 	for ; i+len(tt) <= len(qt); i++ {
@@ -217,10 +228,10 @@ func FindTokens(qt []Token, text string, from int) int {
 			}
 		}
 		if ok {
-			return qt[i].Start
+			return Span{qt[i].Start, qt[i+len(tt)-1].End}
 		}
 	}
-	return -1
+	return Span{-1, -1}
 }
 
 func sameText(a, b Token) bool {
