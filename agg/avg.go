@@ -3,7 +3,6 @@ package agg
 import (
 	"encoding/binary"
 	"math"
-	"math/bits"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -45,40 +44,6 @@ func (f *avgFunc) NewWindow() Window {
 		return newOwnRetractWindow[avgFloatState](avgFloatState{col: f.col})
 	}
 	return newOwnRetractWindow[avgIntState](avgIntState{col: f.col})
-}
-
-// int128 is an exact two's complement 128-bit accumulator for sums of
-// int64 values, which cannot overflow before 2^64 additions.
-type int128 struct {
-	hi int64
-	lo uint64
-}
-
-func (x *int128) add(v int64) {
-	var c uint64
-	x.lo, c = bits.Add64(x.lo, uint64(v), 0)
-	x.hi += int64(c) + v>>63
-}
-
-func (x *int128) sub(v int64) {
-	var b uint64
-	x.lo, b = bits.Sub64(x.lo, uint64(v), 0)
-	x.hi -= int64(b) + v>>63
-}
-
-func (x *int128) addWide(o int128) {
-	var c uint64
-	x.lo, c = bits.Add64(x.lo, o.lo, 0)
-	x.hi += o.hi + int64(c)
-}
-
-// float converts to the nearest float64 (exactly rounded when the value
-// fits in an int64).
-func (x int128) float() float64 {
-	if (x.hi == 0 && x.lo < 1<<63) || (x.hi == -1 && x.lo >= 1<<63) {
-		return float64(int64(x.lo))
-	}
-	return float64(x.hi)*(1<<64) + float64(x.lo)
 }
 
 // avgIntState averages integers from an exact 128-bit sum.

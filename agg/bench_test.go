@@ -59,6 +59,7 @@ func BenchmarkWindow(b *testing.B) {
 	}{
 		{"sum_float", "sum", []Arg{colArg(colFloat)}},
 		{"sum_int", "sum", []Arg{colArg(colInt)}},
+		{"sum_cate_int", "sum_cate", []Arg{colArg(colInt), colArg(colCat)}},
 		{"count_star", "count", []Arg{starArg()}},
 		{"count_x", "count", []Arg{colArg(colFloat)}},
 		{"avg_float", "avg", []Arg{colArg(colFloat)}},
@@ -108,6 +109,7 @@ func BenchmarkTileMerge(b *testing.B) {
 		args []Arg
 	}{
 		{"sum_float", "sum", []Arg{colArg(colFloat)}},
+		{"sum_int", "sum", []Arg{colArg(colInt)}},
 		{"count_star", "count", []Arg{starArg()}},
 		{"max_float", "max", []Arg{colArg(colFloat)}},
 		{"var_samp_float", "var_samp", []Arg{colArg(colFloat)}},

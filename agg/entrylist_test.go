@@ -223,6 +223,8 @@ func TestResultBuilderSameResults(t *testing.T) {
 		{"topn_frequency", []Arg{str, constArg(int64(40))}, true},
 		{"sum_cate", []Arg{colArg(colFloat), cat}, true},
 		{"sum_cate", []Arg{colArg(colInt), cat}, true},
+		{"sum_cate", []Arg{colArg(colBig), cat}, true}, // NULL sums beyond int64
+		{"sum_cate", []Arg{colArg(colBig), colArg(colCatInt)}, true},
 		{"count_cate", []Arg{colArg(colInt), cat}, true},
 		{"avg_cate", []Arg{colArg(colFloat), cat}, true},
 		{"avg_cate", []Arg{colArg(colInt), cat}, true},

@@ -35,6 +35,11 @@ func FuzzUnmarshal(f *testing.F) {
 		empty, _ := fn.NewState().MarshalBinary()
 		f.Add(empty)
 	}
+	// Integer sums beyond int64 (the wide form of sum states).
+	for _, x := range []int128{{hi: 0, lo: 1 << 63}, {hi: -2, lo: 5}} {
+		data, _ := (&sumIntState{n: 3, sum: x}).MarshalBinary()
+		f.Add(data)
+	}
 	f.Add([]byte{})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -28,6 +28,7 @@ const (
 	colCat           // string category, 5 values
 	colCatInt        // int64 category, 5 values
 	colDrift         // float64 drifting upwards (stress for variance)
+	colBig           // int64, a quarter of them near ±2^62: sums leave int64
 	numCols
 )
 
@@ -43,6 +44,7 @@ var colTypes = [numCols]arrow.DataType{
 	arrow.BinaryTypes.String,
 	arrow.PrimitiveTypes.Int64,
 	arrow.PrimitiveTypes.Float64,
+	arrow.PrimitiveTypes.Int64,
 }
 
 func colArg(c int) Arg   { return Arg{Type: colTypes[c], Col: c} }
@@ -79,8 +81,15 @@ func randRows(rng *rand.Rand, n int) *Rows {
 	if rng.IntN(5) == 0 {
 		nullP = 0
 	}
+	// colBig draws from a generator of its own, so that adding it left
+	// the other columns and the callers' later draws as they were.
+	bigRng := rand.New(rand.NewPCG(uint64(n), uint64(r.Base)))
 	for c := range numCols {
 		col, _ := NewColumn(colTypes[c])
+		rng := rng
+		if c == colBig {
+			rng = bigRng
+		}
 		for range n {
 			if rng.Float64() < nullP {
 				col.AppendNull()
@@ -122,6 +131,15 @@ func randRows(rng *rand.Rand, n int) *Rows {
 			case colDrift:
 				drift += 1 + rng.Float64()
 				col.F64 = append(col.F64, drift+rng.NormFloat64())
+			case colBig:
+				v := rng.Int64N(2001) - 1000
+				if rng.IntN(4) == 0 {
+					v = 1<<62 + rng.Int64N(1<<61)
+					if rng.IntN(2) == 0 {
+						v = -v
+					}
+				}
+				col.I64 = append(col.I64, v)
 			}
 		}
 		r.Cols = append(r.Cols, col)

@@ -2,7 +2,8 @@ package agg
 
 // AddRange implementations (RangeAdder) of the standard states: each is
 // its Add's loop over the rows' positions, in row order, so that the
-// floating-point sums round exactly as they would row by row.
+// floating-point sums round exactly as they would row by row (integer
+// sums, exact in any order, are taken by sumInts).
 
 // positions returns the positions in r's slices of rows [lo, hi).
 func positions(r *Rows, lo, hi int64) (int, int) {
@@ -27,13 +28,9 @@ func (s *countState) AddRange(r *Rows, lo, hi int64) {
 func (s *sumIntState) AddRange(r *Rows, lo, hi int64) {
 	i, j := positions(r, lo, hi)
 	c := &r.Cols[s.col]
-	vals := c.I64[i:j]
-	for k, null := range c.Null[i:j] {
-		if !null {
-			s.n++
-			s.sum += vals[k]
-		}
-	}
+	n, sum := sumInts(c.I64[i:j], c.Null[i:j])
+	s.n += n
+	s.sum.addWide(sum)
 }
 
 func (s *sumFloatState) AddRange(r *Rows, lo, hi int64) {
@@ -53,13 +50,9 @@ func (s *sumFloatState) AddRange(r *Rows, lo, hi int64) {
 func (s *avgIntState) AddRange(r *Rows, lo, hi int64) {
 	i, j := positions(r, lo, hi)
 	c := &r.Cols[s.col]
-	vals := c.I64[i:j]
-	for k, null := range c.Null[i:j] {
-		if !null {
-			s.n++
-			s.sum.add(vals[k])
-		}
-	}
+	n, sum := sumInts(c.I64[i:j], c.Null[i:j])
+	s.n += n
+	s.sum.addWide(sum)
 }
 
 func (s *avgFloatState) AddRange(r *Rows, lo, hi int64) {

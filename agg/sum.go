@@ -12,7 +12,7 @@ import (
 var _ = register(&Def{
 	Name:      "sum",
 	Signature: "sum(x integer|float)",
-	Doc:       "Sum of the non-NULL values: int64 for integer x, float64 for float x; NULL when there are none.",
+	Doc:       "Sum of the non-NULL values: int64 for integer x (summed exactly, as in 128 bits), float64 for float x; NULL when there are none or when the exact sum of integers does not fit in BIGINT.",
 	MinArgs:   1, MaxArgs: 1,
 	Bind: func(d *Def, args []Arg) (Func, error) {
 		k, err := numericArg(d, args[0])
@@ -64,11 +64,14 @@ func (f *sumFunc) NewWindow() Window {
 	return newOwnRetractWindow[sumIntState](sumIntState{col: f.col})
 }
 
-// sumIntState sums integers exactly (wrapping on int64 overflow).
+// sumIntState sums integers exactly in 128 bits, as DuckDB sums BIGINT
+// into a HUGEINT: adding, retracting and merging never wrap, so a frame
+// whose running sum left the int64 range on the way still ends exact. A
+// sum that does not fit in int64 (the result type) is NULL.
 type sumIntState struct {
 	col int
 	n   int64
-	sum int64
+	sum int128
 }
 
 func (s *sumIntState) Add(r *Rows, a int64) {
@@ -76,7 +79,7 @@ func (s *sumIntState) Add(r *Rows, a int64) {
 	i := a - r.Base
 	if !c.Null[i] {
 		s.n++
-		s.sum += c.I64[i]
+		s.sum.add(c.I64[i])
 	}
 }
 
@@ -85,39 +88,67 @@ func (s *sumIntState) Retract(r *Rows, a int64) {
 	i := a - r.Base
 	if !c.Null[i] {
 		s.n--
-		s.sum -= c.I64[i]
+		s.sum.sub(c.I64[i])
 	}
 }
 
 func (s *sumIntState) Merge(o State) {
 	x := o.(*sumIntState)
 	s.n += x.n
-	s.sum += x.sum
+	s.sum.addWide(x.sum)
 }
 
 func (s *sumIntState) AppendResult(b array.Builder) {
-	if s.n == 0 {
+	v, ok := s.sum.int64()
+	if s.n == 0 || !ok {
 		b.AppendNull()
 		return
 	}
-	b.(*array.Int64Builder).Append(s.sum)
+	b.(*array.Int64Builder).Append(v)
 }
 
-func (s *sumIntState) resultWord() (uint64, bool) { return uint64(s.sum), s.n != 0 }
+func (s *sumIntState) resultWord() (uint64, bool) {
+	v, ok := s.sum.int64()
+	return uint64(v), ok && s.n != 0
+}
 
-func (s *sumIntState) Reset() { s.n, s.sum = 0, 0 }
+func (s *sumIntState) Reset() { s.n, s.sum = 0, int128{} }
 
 func (s *sumIntState) MarshalBinary() ([]byte, error) { return s.AppendBinary(nil) }
 
-// AppendBinary appends what MarshalBinary returns (encoding.BinaryAppender).
+// AppendBinary appends what MarshalBinary returns (encoding.BinaryAppender):
+// varint n and varint sum when the sum fits in an int64 (the only form
+// before sums were 128-bit, so older checkpoints decode unchanged), else
+// varint ^n (negative, which marks this form), varint int64(lo) and
+// varint hi. A wide encoding cut after lo is thus rejected, not read as a
+// narrow one.
 func (s *sumIntState) AppendBinary(out []byte) ([]byte, error) {
-	return binary.AppendVarint(binary.AppendVarint(out, s.n), s.sum), nil
+	v, ok := s.sum.int64()
+	if ok {
+		return binary.AppendVarint(binary.AppendVarint(out, s.n), v), nil
+	}
+	out = binary.AppendVarint(out, ^s.n)
+	out = binary.AppendVarint(out, v)
+	return binary.AppendVarint(out, s.sum.hi), nil
 }
 
 func (s *sumIntState) UnmarshalBinary(data []byte) error {
 	d := decoder{b: data}
-	s.n, s.sum = d.varint(), d.varint()
-	return d.finish()
+	n, lo := d.varint(), d.varint()
+	sum := int128{hi: lo >> 63, lo: uint64(lo)}
+	if n < 0 {
+		n = ^n
+		hi := d.varint()
+		if d.err == nil && hi == sum.hi {
+			return errCorrupt // a narrow sum in the wide form
+		}
+		sum.hi = hi
+	}
+	if err := d.finish(); err != nil {
+		return err
+	}
+	s.n, s.sum = n, sum
+	return nil
 }
 
 // sumFloatState sums floats with Neumaier's compensation, so that adding
