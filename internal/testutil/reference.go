@@ -312,11 +312,15 @@ func Aggregate(t *Table, a Agg, rows []int) any {
 		return best
 	case "sum":
 		if _, ok := vals[0].(int64); ok {
-			var s int64
+			// Exact; NULL when the sum does not fit in BIGINT (SPEC's sum).
+			s := new(big.Int)
 			for _, v := range vals {
-				s += v.(int64)
+				s.Add(s, big.NewInt(v.(int64)))
 			}
-			return s
+			if !s.IsInt64() {
+				return nil
+			}
+			return s.Int64()
 		}
 		f, _ := exactSum(vals, false).Float64()
 		return f
