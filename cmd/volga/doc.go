@@ -186,6 +186,10 @@
 // unknown command or flag, a missing --sql or --source, a bad duration,
 // mode, size or bucket URL), 1 when the run fails (a query error, an
 // unbound table, an unreadable file, a failing sink) and 130 when
-// interrupted by SIGINT or SIGTERM. Errors are one line on standard error starting with "volga: ";
+// interrupted by SIGINT or SIGTERM: a batch run is cancelled, a stream run
+// or a run with --checkpoints stops gracefully (every row read emitted, a
+// final checkpoint taken) and says so, but its input was not read to its
+// end. serve and group, which run until stopped, exit 0 on those signals.
+// Errors are one line on standard error starting with "volga: ";
 // query errors keep their line and column in the query file.
 package main

@@ -19,7 +19,7 @@ import (
 	"github.com/volga-go/volga/sink"
 )
 
-const groupSynopsis = "group --sql FILE --source NAME=kafka://HOST:PORT/TOPIC?group=G&time_field=ts --checkpoints URL [--sink PATH] [--listen ADDR [--advertise URL]] [--key-encoding json|raw] [--balancer murmur2|hash] [--max-out-of-order DURATION] [--allowed-lateness DURATION] [--late-sink PATH] [--watermark-interval DURATION [--watermark-max-rows N]] [--parallelism N] [--lookup-retention DURATION] [--max-body BYTES] [--checkpoint-interval DURATION] [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS] [--log-level LEVEL]"
+const groupSynopsis = "group --sql FILE --source NAME=kafka://HOST:PORT/TOPIC?group=G&time_field=ts --checkpoints URL [--sink PATH] [--listen ADDR [--advertise URL]] [--key-encoding json|raw] [--balancer murmur2|hash] [--max-out-of-order DURATION] [--allowed-lateness DURATION] [--late-sink PATH] [--watermark-interval DURATION [--watermark-max-rows N]] [--idle-timeout DURATION] [--parallelism N] [--lookup-retention DURATION] [--max-body BYTES] [--checkpoint-interval DURATION] [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS] [--log-level LEVEL]"
 
 var groupCommand = &command{
 	name:    "group",
@@ -112,6 +112,9 @@ func parseGroupArgs(args []string) (*groupConfig, error) {
 	case cfg.maxBody < 1:
 		return nil, usagef("group: --max-body must be at least 1, got %d", cfg.maxBody)
 	}
+	if err := cfg.wm.check("group", fs); err != nil {
+		return nil, err
+	}
 	for _, b := range cfg.sources {
 		if !isKafka(b.path) {
 			return nil, usagef("group: --source %s=%s: want a Kafka topic, kafka://HOST:PORT/TOPIC?group=G&time_field=ts", b.name, b.path)
@@ -197,13 +200,13 @@ func runGroup(ctx context.Context, e *env, cfg *groupConfig, ready func(string))
 	opts := []volga.Option{
 		volga.WithMaxOutOfOrder(cfg.maxOutOfOrder),
 		volga.WithAllowedLateness(cfg.lateness),
-		volga.WithWatermarkInterval(cfg.wm.interval), volga.WithWatermarkMaxRows(cfg.wm.maxRows),
 		volga.WithParallelism(cfg.parallelism),
 		volga.WithLookupRetention(cfg.retention),
 		volga.WithDeadLetters(dead.report),
 		volga.WithLogger(logger),
 		volga.WithMetrics(reg),
 	}
+	opts = append(opts, cfg.wm.options()...)
 	if cfg.state.memoryBudget > 0 {
 		opts = append(opts, volga.WithMemoryBudget(cfg.state.memoryBudget))
 	}

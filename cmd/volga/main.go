@@ -217,7 +217,11 @@ func usagef(format string, args ...any) error {
 // exitCode maps an error of a command to its exit status and prints it.
 func (e *env) fail(ctx context.Context, err error) int {
 	var ue *usageError
+	var se *stoppedError
 	switch {
+	case errors.As(err, &se):
+		e.errorf("%s", se.msg)
+		return exitInterrupted
 	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, ctx.Err())):
 		e.errorf("interrupted")
 		return exitInterrupted

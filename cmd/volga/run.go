@@ -22,7 +22,7 @@ import (
 	"github.com/volga-go/volga/source"
 )
 
-const runSynopsis = "run --sql FILE --source NAME=PATH [--source ...] [--mode batch|stream] [--time-order DURATION] [--clustered-by COLS | --cluster-input COLS] [--max-out-of-order DURATION] [--watermark-interval DURATION [--watermark-max-rows N]] [--parallelism N] [--sink PATH] [--checkpoints URL [--checkpoint-interval DURATION]] [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS] [--log-level LEVEL]"
+const runSynopsis = "run --sql FILE --source NAME=PATH [--source ...] [--mode batch|stream] [--time-order DURATION] [--clustered-by COLS | --cluster-input COLS] [--max-out-of-order DURATION] [--watermark-interval DURATION [--watermark-max-rows N]] [--idle-timeout DURATION] [--parallelism N] [--sink PATH] [--checkpoints URL [--checkpoint-interval DURATION]] [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS] [--log-level LEVEL]"
 
 var runCommand = &command{
 	name:    "run",
@@ -102,17 +102,35 @@ func (f modeFlag) Set(v string) error {
 	return nil
 }
 
-// durationFlag parses a non-negative time.Duration ("5s", "1m30s").
-// watermarkFlags are the stream-mode watermark flags of run and serve.
+// watermarkFlags are the stream-mode watermark flags of run, serve and
+// group.
 type watermarkFlags struct {
 	interval time.Duration
 	maxRows  int
+	idle     time.Duration
 }
 
 func (w *watermarkFlags) register(fs *flag.FlagSet) {
 	fs.Var(durationFlag{&w.interval}, "watermark-interval", "stream mode: advance the watermark at most once per `DURATION` of wall-clock time (e.g. 100ms; sooner every --watermark-max-rows rows read): rows come out, and reach lookups, up to that much later, at much less CPU per row with many keys")
 	fs.IntVar(&w.maxRows, "watermark-max-rows", pipeline.DefaultWatermarkMaxRows, "stream mode, with --watermark-interval: send the watermark early once `N` rows were read since the last one (a backlog read faster than processed stays bounded); -1: no bound")
+	fs.Var(durationFlag{&w.idle}, "idle-timeout", "stream mode, Kafka source: a partition that has delivered nothing for `DURATION` (e.g. 30s) stops holding the watermark back, so that a quiet or empty partition does not stop the output; 0: every partition holds it")
 }
+
+// check refuses --watermark-max-rows without --watermark-interval, which
+// it only tunes.
+func (w *watermarkFlags) check(cmd string, fs *flag.FlagSet) error {
+	if f := fs.Lookup("watermark-max-rows"); f.Value.String() != f.DefValue && w.interval == 0 {
+		return usagef("%s: --watermark-max-rows applies with --watermark-interval only", cmd)
+	}
+	return nil
+}
+
+// options returns the watermark options the flags set.
+func (w *watermarkFlags) options() []volga.Option {
+	return []volga.Option{volga.WithWatermarkInterval(w.interval), volga.WithWatermarkMaxRows(w.maxRows), volga.WithIdleTimeout(w.idle)}
+}
+
+// durationFlag parses a non-negative time.Duration ("5s", "1m30s").
 
 // streamOnly refuses, outside stream mode, any of the named flags set to
 // other than its default.
@@ -329,7 +347,10 @@ func parseRunArgs(args []string) (*runConfig, error) {
 	case cfg.batchSize < 1:
 		return nil, usagef("run: --batch-size must be at least 1, got %d", cfg.batchSize)
 	}
-	if err := streamOnly("run", cfg.mode, fs, "max-out-of-order", "watermark-interval", "watermark-max-rows", "allowed-lateness", "late-sink"); err != nil {
+	if err := streamOnly("run", cfg.mode, fs, "max-out-of-order", "watermark-interval", "watermark-max-rows", "idle-timeout", "allowed-lateness", "late-sink"); err != nil {
+		return nil, err
+	}
+	if err := cfg.wm.check("run", fs); err != nil {
 		return nil, err
 	}
 	if err := cfg.timeOrder.check("run", cfg.mode); err != nil {
@@ -481,8 +502,8 @@ func runPipeline(ctx context.Context, e *env, cfg *runConfig) (err error) {
 		opts = append(opts, volga.WithClusterInput(splitCols(cfg.clusterInput)...))
 	}
 	if cfg.mode == volga.Streaming {
-		opts = append(opts, volga.WithMaxOutOfOrder(cfg.maxOutOfOrder), volga.WithAllowedLateness(cfg.allowedLateness),
-			volga.WithWatermarkInterval(cfg.wm.interval), volga.WithWatermarkMaxRows(cfg.wm.maxRows))
+		opts = append(opts, volga.WithMaxOutOfOrder(cfg.maxOutOfOrder), volga.WithAllowedLateness(cfg.allowedLateness))
+		opts = append(opts, cfg.wm.options()...)
 	}
 	// Compile once without the outputs: they are created only once the
 	// query compiled, so that a mistake in it leaves no empty file behind.
@@ -520,7 +541,8 @@ func runPipeline(ctx context.Context, e *env, cfg *runConfig) (err error) {
 	// SIGINT or SIGTERM (ctx done) stops a streaming run, or a run with
 	// checkpoints, gracefully: reading stops, a final checkpoint is taken
 	// when checkpoints are on (without them the rows read so far are all
-	// emitted), the sinks are closed and the command exits 0. A second
+	// emitted), the sinks are closed and the command exits 130, as any
+	// interrupted command: the input was not read to its end. A second
 	// signal kills the process (main restores the default handling). A
 	// batch run without checkpoints is cancelled: its output would be
 	// incomplete.
@@ -544,14 +566,15 @@ func runPipeline(ctx context.Context, e *env, cfg *runConfig) (err error) {
 	if bar != nil {
 		bar.stop()
 	}
+	var stop error
 	select {
 	case <-stopped:
 		if runErr == nil {
-			msg := "volga: stopped by a signal; every row read was emitted"
+			msg := "stopped by a signal; every row read was emitted"
 			if cfg.state.checkpoints != "" {
-				msg = "volga: stopped by a signal after a final checkpoint; run the same command again to resume"
+				msg = "stopped by a signal after a final checkpoint; run the same command again to resume"
 			}
-			fmt.Fprintln(e.stderr, msg)
+			stop = &stoppedError{msg: msg}
 		}
 	default:
 	}
@@ -567,8 +590,17 @@ func runPipeline(ctx context.Context, e *env, cfg *runConfig) (err error) {
 		fmt.Fprintf(e.stderr, "volga: %d late row%s not emitted (at or behind the watermark, the newest event time minus %s); %s\n",
 			st.LateDropped, plural(st.LateDropped), cfg.maxOutOfOrder, where)
 	}
+	if stop != nil {
+		return stop
+	}
 	return runErr
 }
+
+// stoppedError is a run a signal stopped gracefully before its input
+// ended: its message is printed and the command exits 130.
+type stoppedError struct{ msg string }
+
+func (s *stoppedError) Error() string { return s.msg }
 
 func plural(n int64) string {
 	if n == 1 {

@@ -315,6 +315,9 @@ func TestRunErrors(t *testing.T) {
 		{"duration in batch mode", []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--max-out-of-order", "5s"}, 2, `volga: run: --max-out-of-order applies to --mode stream only`},
 		{"watermark interval in batch mode", []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--watermark-interval", "100ms"}, 2, `volga: run: --watermark-interval applies to --mode stream only`},
 		{"watermark max rows in batch mode", []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--watermark-max-rows", "100"}, 2, `volga: run: --watermark-max-rows applies to --mode stream only`},
+		{"idle timeout in batch mode", []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--idle-timeout", "30s"}, 2, `volga: run: --idle-timeout applies to --mode stream only`},
+		{"watermark max rows without interval", []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--mode", "stream", "--watermark-max-rows", "5"}, 2, `volga: run: --watermark-max-rows applies with --watermark-interval only`},
+		{"serve watermark max rows without interval", []string{"serve", "--sql", "q.sql", "--source", "tx=tx.csv", "--listen", "127.0.0.1:0", "--mode", "stream", "--watermark-max-rows", "5"}, 2, `volga: serve: --watermark-max-rows applies with --watermark-interval only`},
 		{"bad mode", []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--mode", "fast"}, 2, `volga: run: invalid value "fast" for flag -mode: want batch or stream (see 'volga help run')`},
 		{"bad parallelism", []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--parallelism", "0"}, 2, `volga: run: --parallelism must be at least 1, got 0`},
 		{"bad sink extension", []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--sink", "out.txt"}, 2, `volga: run: cannot tell the output format of "out.txt" from its extension: use .csv, .jsonl, .ndjson or .parquet, a directory ending in / for Parquet files per checkpoint, or a kafka:// URL`},
@@ -365,7 +368,8 @@ func TestRunNoOutputFileOnQueryError(t *testing.T) {
 
 // TestRunInterrupted checks that a cancelled context (SIGINT or SIGTERM in
 // main) ends a batch run with status 130 and one line, and stops a
-// streaming run gracefully: exit 0, every row read emitted, one line.
+// streaming run gracefully: every row read emitted, one line, and exit
+// 130 (the input was not read to its end).
 func TestRunInterrupted(t *testing.T) {
 	dir := files(t, "q.sql", equivSQL, "tx.csv", randomTx(2000))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -375,8 +379,8 @@ func TestRunInterrupted(t *testing.T) {
 		t.Errorf("batch: exit %d, stderr %q; want %d, %q", code, stderr, exitInterrupted, "volga: interrupted\n")
 	}
 	code, _, stderr = cli(t, ctx, dir, "", "run", "--sql", "q.sql", "--source", "tx=tx.csv", "--mode", "stream", "--batch-size", "10")
-	if want := "volga: stopped by a signal; every row read was emitted\n"; code != exitOK || stderr != want {
-		t.Errorf("stream: exit %d, stderr %q; want 0, %q", code, stderr, want)
+	if want := "volga: stopped by a signal; every row read was emitted\n"; code != exitInterrupted || stderr != want {
+		t.Errorf("stream: exit %d, stderr %q; want %d, %q", code, stderr, exitInterrupted, want)
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 	"github.com/volga-go/volga/request"
 )
 
-const serveSynopsis = "serve --sql FILE --source NAME=PATH --listen ADDR [--mode batch|stream] [--time-order DURATION] [--max-out-of-order DURATION] [--watermark-interval DURATION [--watermark-max-rows N]] [--parallelism N] [--lookup-retention DURATION] [--max-body BYTES] [--checkpoints URL [--checkpoint-interval DURATION]] [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS] [--log-level LEVEL]"
+const serveSynopsis = "serve --sql FILE --source NAME=PATH --listen ADDR [--mode batch|stream] [--time-order DURATION] [--max-out-of-order DURATION] [--watermark-interval DURATION [--watermark-max-rows N]] [--idle-timeout DURATION] [--parallelism N] [--lookup-retention DURATION] [--max-body BYTES] [--checkpoints URL [--checkpoint-interval DURATION]] [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS] [--log-level LEVEL]"
 
 var serveCommand = &command{
 	name:    "serve",
@@ -91,7 +91,10 @@ func parseServeArgs(args []string) (*serveConfig, error) {
 	case cfg.maxBody < 1:
 		return nil, usagef("serve: --max-body must be at least 1, got %d", cfg.maxBody)
 	}
-	if err := streamOnly("serve", cfg.mode, fs, "max-out-of-order", "watermark-interval", "watermark-max-rows"); err != nil {
+	if err := cfg.wm.check("serve", fs); err != nil {
+		return nil, err
+	}
+	if err := streamOnly("serve", cfg.mode, fs, "max-out-of-order", "watermark-interval", "watermark-max-rows", "idle-timeout"); err != nil {
 		return nil, err
 	}
 	if err := cfg.timeOrder.check("serve", cfg.mode); err != nil {
@@ -149,8 +152,8 @@ func serve(ctx context.Context, e *env, cfg *serveConfig, ready func(string)) er
 	}
 	opts = append(opts, cfg.state.options()...)
 	if cfg.mode == volga.Streaming {
-		opts = append(opts, volga.WithMaxOutOfOrder(cfg.maxOutOfOrder),
-			volga.WithWatermarkInterval(cfg.wm.interval), volga.WithWatermarkMaxRows(cfg.wm.maxRows))
+		opts = append(opts, volga.WithMaxOutOfOrder(cfg.maxOutOfOrder))
+		opts = append(opts, cfg.wm.options()...)
 	}
 	p, err := volga.FromPlan(q.plan, opts...)
 	if err != nil {
