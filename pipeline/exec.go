@@ -730,6 +730,7 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 				p = 0
 			}
 		}
+		read := rec.NumRows()
 		prep, err := r.prepare(rec)
 		rec.Release()
 		if err != nil {
@@ -739,9 +740,13 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 			// No row left, or an empty batch (which a source may return
 			// when nothing arrived for a while): a checkpoint due is
 			// still taken, so that the output of a quiet stream is
-			// published, and a watermark held back by the interval is
-			// sent once it is due.
-			if streaming && r.c.timeIdx >= 0 && r.opt.WatermarkInterval > 0 {
+			// published, and a watermark that time alone moved on is
+			// sent once it is due: held back by the interval, or held
+			// by a partition that has since counted as idle.
+			if streaming && r.c.timeIdx >= 0 {
+				if partitioned && read > 0 {
+					comb.Touch(p) // rows came, all filtered out
+				}
 				if wm := comb.Current(); wm > lastWM && wmDue() {
 					lastWM = wm
 					r.stats.watermark.Store(wm)
@@ -842,8 +847,6 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 	return nil
 }
 
-// prepare filters a source batch and adds event time, sequence and the
-// computed columns. It returns nil when no row is left.
 // checkBatchSchema checks that a batch a source returned has the columns
 // its Schema declared, in the same order and of the same types: the
 // engine reads columns by position, so a custom source whose batches

@@ -26,6 +26,7 @@ const (
 const (
 	DefaultBatchSize  = 4096
 	DefaultMaxWait    = 100 * time.Millisecond
+	DefaultIdleWake   = time.Second
 	DefaultSampleSize = 1000
 	DefaultTimeColumn = "event_time"
 	// DefaultSampleTimeout bounds reading the sample for schema inference.
@@ -102,6 +103,14 @@ type Config struct {
 	// Read returns them in a smaller batch (default 100ms), so that a
 	// quiet topic still makes progress.
 	MaxWait time.Duration
+	// IdleWake is how long Read waits with no row to return before it
+	// returns an empty batch (no rows, no partition) instead, so that the
+	// engine does the work that depends on wall-clock time on a quiet
+	// topic: a partition silent for longer than the idle timeout stops
+	// holding the watermark back, and the rows it held go out; a
+	// checkpoint due is taken (default 1s; negative: Read blocks until
+	// there are rows).
+	IdleWake time.Duration
 
 	// StopAtEnd makes the source bounded: each partition is read up to
 	// the high-water mark it had when NewSource ran, then Read returns
@@ -150,6 +159,9 @@ func (c *Config) defaults() error {
 	}
 	if c.MaxWait <= 0 {
 		c.MaxWait = DefaultMaxWait
+	}
+	if c.IdleWake == 0 {
+		c.IdleWake = DefaultIdleWake
 	}
 	if c.SampleSize <= 0 {
 		c.SampleSize = DefaultSampleSize

@@ -14,6 +14,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/volga-go/volga/source"
@@ -527,7 +528,8 @@ func (s *Source) DeadLetters() int64 { return s.dead.Load() }
 // most Config.BatchSize of them, returned once the batch is full or its
 // first row has waited Config.MaxWait. It blocks until there is one, ctx
 // is done (ctx.Err()), or — with Config.StopAtEnd — every partition is
-// read to its end (io.EOF). The caller releases the batch.
+// read to its end (io.EOF); after Config.IdleWake without one it returns
+// an empty batch. The caller releases the batch.
 func (s *Source) Read(ctx context.Context) (rec arrow.RecordBatch, err error) {
 	if s.closed {
 		return nil, ErrClosed
@@ -543,6 +545,7 @@ func (s *Source) Read(ctx context.Context) (rec arrow.RecordBatch, err error) {
 			timer.Stop()
 		}
 	}()
+	start := time.Now()
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -551,7 +554,17 @@ func (s *Source) Read(ctx context.Context) (rec arrow.RecordBatch, err error) {
 			return nil, s.fatal
 		}
 		now := time.Now()
-		if pt, wait := s.ready(now); pt != nil {
+		pt, wait := s.ready(now)
+		if pt == nil && !(s.cfg.StopAtEnd && s.finished()) && s.cfg.IdleWake > 0 {
+			wake := s.cfg.IdleWake - now.Sub(start)
+			if wake <= 0 {
+				return s.emptyBatch(), nil
+			}
+			if wait == 0 || wake < wait {
+				wait = wake
+			}
+		}
+		if pt != nil {
 			rec, err := s.flush(ctx, pt)
 			if err != nil || rec != nil {
 				return rec, err
@@ -589,6 +602,20 @@ func (s *Source) Read(ctx context.Context) (rec arrow.RecordBatch, err error) {
 			timer = nil
 		}
 	}
+}
+
+// emptyBatch is the batch of no rows Read returns after Config.IdleWake.
+func (s *Source) emptyBatch() arrow.RecordBatch {
+	sc := s.Schema()
+	cols := make([]arrow.Array, sc.NumFields())
+	for i, f := range sc.Fields() {
+		cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, f.Type, 0)
+	}
+	rec := array.NewRecordBatch(sc, cols, 0)
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec
 }
 
 // ready returns the partition whose batch is due (full, waited MaxWait, or

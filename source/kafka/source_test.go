@@ -412,6 +412,39 @@ func TestMaxWaitFlushesAQuietTopic(t *testing.T) {
 	}
 }
 
+// TestIdleWake: on a quiet topic Read returns an empty batch (the
+// source's schema, no partition) once Config.IdleWake passed with no row,
+// so that the engine can move time-driven work on; a negative IdleWake
+// blocks until rows come or ctx is done; rows produced later still come.
+func TestIdleWake(t *testing.T) {
+	addrs := newCluster(t, 2, "events")
+	src := open(t, kafka.Config{Brokers: addrs, Topic: "events", Schema: eventSchema, TimeField: "ts", IdleWake: 50 * time.Millisecond, StartOffset: kafka.LastOffset})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rec, err := src.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.NumRows() != 0 || !rec.Schema().Equal(src.Schema()) || src.PartitionOf(rec) != -1 {
+		t.Fatalf("quiet topic: a batch of %d rows, schema %s, partition %d", rec.NumRows(), rec.Schema(), src.PartitionOf(rec))
+	}
+	rec.Release()
+	produce(t, addrs, events("events", 0, 4, 2)...)
+	if got := ids(readRows(t, src, 4)); len(got) != 4 {
+		t.Fatalf("rows after the empty batch: %v", got)
+	}
+
+	blocking := open(t, kafka.Config{Brokers: addrs, Topic: "events", Schema: eventSchema, TimeField: "ts", IdleWake: -1, StartOffset: kafka.LastOffset})
+	short, cancelShort := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancelShort()
+	if rec, err := blocking.Read(short); !errors.Is(err, context.DeadlineExceeded) {
+		if rec != nil {
+			rec.Release()
+		}
+		t.Fatalf("IdleWake -1: Read gave %v, want the deadline", err)
+	}
+}
+
 func TestReadCancelAndCloseLeaveNoGoroutines(t *testing.T) {
 	addrs := newCluster(t, 3, "events")
 	produce(t, addrs, events("events", 0, 3, 3)...)

@@ -1,0 +1,61 @@
+package volga_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/volga-go/volga"
+	"github.com/volga-go/volga/sink"
+	"github.com/volga-go/volga/source/kafka"
+)
+
+// TestIdlePartitionReleasesHeldRows: in a streaming run over a Kafka topic
+// of two partitions, rows held back by a partition that then falls silent
+// go out once it has been silent for the idle timeout, with no further
+// message on any partition: the source's empty batches (Config.IdleWake)
+// let the engine see that time alone moved the watermark on.
+func TestIdlePartitionReleasesHeldRows(t *testing.T) {
+	addrs := newGroupCluster(t, 2, "tx")
+	to := func(part int) kafkago.Balancer {
+		return kafkago.BalancerFunc(func(kafkago.Message, ...int) int { return part })
+	}
+	src, err := kafka.NewSource(kafka.Config{Brokers: addrs, Topic: "tx", Schema: groupSchema, TimeField: "ts", IdleWake: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var emitted atomic.Int64
+	out := sink.NewCallback(func(_ context.Context, rec arrow.RecordBatch) error {
+		emitted.Add(rec.NumRows())
+		return nil
+	})
+	p, err := volga.SQL(groupQuery, volga.WithSource("tx", src), volga.WithSink(out),
+		volga.WithMode(volga.Streaming), volga.WithIdleTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Run(context.Background()) }()
+	defer func() {
+		p.Stop()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+
+	// Event 0 on partition 1, the only partition seen yet: it goes out.
+	produceGroup(t, addrs, "tx", 0, 1, to(1), volga.JSONKey)
+	groupWaitFor(t, "the first row", 15*time.Second, func() bool { return emitted.Load() == 1 })
+	// Events 1-20 on partition 0 are held by partition 1's watermark (event
+	// 0's time) until partition 1 has been silent for a second.
+	produceGroup(t, addrs, "tx", 1, 21, to(0), volga.JSONKey)
+	groupWaitFor(t, "the rows partition 1 held", 15*time.Second, func() bool { return emitted.Load() == 21 })
+	if st := p.Stats(); st.LateDropped != 0 || st.RowsIn != 21 {
+		t.Errorf("stats %+v", st)
+	}
+}
