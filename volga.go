@@ -322,6 +322,28 @@ func Build(b *pipeline.Builder, opts ...Option) (*Pipeline, error) {
 	return FromPlan(plan, append([]Option{WithEventTime(b.EventTimeColumn())}, opts...)...)
 }
 
+// noRowsNote adds to a query's compile error, when its source inferred
+// its schema from no rows at all (an input with a header only, an empty
+// JSON-lines file), that the column types come from there: every column
+// is then utf8, and a query that is right fails on the event-time column.
+func noRowsNote(err error, src source.Source) error {
+	s, ok := src.(interface{ SampledRows() (int, bool) })
+	if !ok {
+		return err
+	}
+	if n, inferred := s.SampledRows(); !inferred || n > 0 {
+		return err
+	}
+	const note = "; note: the source has no data rows, so its column types could not be inferred (each column reads as utf8): give its schema (source.WithSchema), or skip an empty input"
+	var se *pipeline.SQLError
+	if errors.As(err, &se) {
+		c := *se
+		c.Msg += note
+		return &c
+	}
+	return fmt.Errorf("%w%s", err, note)
+}
+
 // validate rejects option values that have no meaning, rather than
 // running with a silent default.
 func (cfg *config) validate() error {
@@ -392,7 +414,7 @@ func FromPlan(plan *pipeline.Plan, opts ...Option) (*Pipeline, error) {
 	}
 	c, err := pipeline.Compile(plan, src.Schema(), cfg.eventTime)
 	if err != nil {
-		return nil, err
+		return nil, noRowsNote(err, cfg.sources[strings.ToLower(plan.Table)])
 	}
 	c = project(plan, src, c, &cfg)
 	if cfg.sink == nil {

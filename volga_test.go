@@ -299,3 +299,26 @@ func TestLookupWhileRunning(t *testing.T) {
 		t.Errorf("KeyColumns = %v", got)
 	}
 }
+
+// TestEmptyInputNote: a query over a text source that inferred its schema
+// from no rows (every column utf8) fails on its event-time column with a
+// note that says why; over the same source with one row it compiles.
+func TestEmptyInputNote(t *testing.T) {
+	const q = "SELECT user_id, count(*) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW) AS n FROM events"
+	empty, err := source.NewCSVReader(strings.NewReader("user_id,ts\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = volga.SQL(q, volga.WithSource("events", empty))
+	var se *pipeline.SQLError
+	if !errors.As(err, &se) || se.Line != 1 || !strings.Contains(se.Msg, `event-time column "ts"`) || !strings.Contains(se.Msg, "the source has no data rows") {
+		t.Errorf("header only: %v", err)
+	}
+	one, err := source.NewCSVReader(strings.NewReader("user_id,ts\n7,1000\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := volga.SQL(q, volga.WithSource("events", one)); err != nil {
+		t.Errorf("one row: %v", err)
+	}
+}

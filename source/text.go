@@ -123,6 +123,14 @@ func (t *textSource) reason(err error) string {
 	return err.Error()
 }
 
+// SampledRows returns how many rows the schema was inferred from, and
+// false when it was given (WithSchema). Zero rows infer every column as
+// utf8: an error about a column's type then comes from the input, not
+// from the query.
+func (t *textSource) SampledRows() (int, bool) {
+	return t.sampled, t.opts.schema == nil
+}
+
 // Schema returns the schema of the batches.
 func (t *textSource) Schema() *arrow.Schema { return t.schema }
 
