@@ -640,6 +640,9 @@ func decodeBatches(mem memory.Allocator, schema *arrow.Schema, data []byte) (_ [
 type mergerState struct {
 	WMs []int64 `json:"wms"`
 	Cur int64   `json:"cur"`
+	// Floors are merger.floors (streaming; absent in older checkpoints,
+	// whose batches then count as on time).
+	Floors [][]int64 `json:"floors,omitempty"`
 }
 
 func (m *merger) checkpoint() ([]byte, error) {
@@ -650,6 +653,15 @@ func (m *merger) checkpoint() ([]byte, error) {
 	st := mergerState{Cur: m.cur, WMs: make([]int64, m.n)}
 	for i := range st.WMs {
 		st.WMs[i] = m.comb.Input(i)
+	}
+	if !m.batch {
+		st.Floors = make([][]int64, m.n)
+		for t, b := range m.bufs {
+			st.Floors[t] = make([]int64, len(b))
+			for k := range b {
+				st.Floors[t][k] = m.floor(t, k)
+			}
+		}
 	}
 	js, err := json.Marshal(st)
 	if err != nil {
@@ -690,6 +702,10 @@ func (m *merger) restore(data []byte) error {
 		return fmt.Errorf("volga: checkpoint: merger part has %d inputs, want %d", len(groups), m.n)
 	}
 	m.bufs = groups
+	m.floors = nil
+	if len(st.Floors) == m.n {
+		m.floors = st.Floors
+	}
 	m.cur = st.Cur
 	for i, wm := range st.WMs {
 		if wm != watermark.None {

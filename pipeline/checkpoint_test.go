@@ -45,12 +45,18 @@ func runToFile(ctx context.Context, t *testing.T, path string, schema *arrow.Sch
 
 func runPipelineToFile(ctx context.Context, t *testing.T, path string, schema *arrow.Schema, batches []arrow.RecordBatch, crashAfter int, cancel context.CancelFunc, opts ...volga.Option) (*volga.Pipeline, error) {
 	t.Helper()
+	return runQueryToFile(ctx, t, ckQuery, path, schema, batches, crashAfter, cancel, opts...)
+}
+
+// runQueryToFile is runPipelineToFile for another query than ckQuery.
+func runQueryToFile(ctx context.Context, t *testing.T, query, path string, schema *arrow.Schema, batches []arrow.RecordBatch, crashAfter int, cancel context.CancelFunc, opts ...volga.Option) (*volga.Pipeline, error) {
+	t.Helper()
 	out, err := sink.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	src := testutil.NewInterrupting(schema, crashAfter, cancel, batches...)
-	p, err := volga.SQL(ckQuery, append([]volga.Option{volga.WithSource("events", src), volga.WithSink(out)}, opts...)...)
+	p, err := volga.SQL(query, append([]volga.Option{volga.WithSource("events", src), volga.WithSink(out)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

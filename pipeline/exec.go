@@ -1882,8 +1882,14 @@ type merger struct {
 	proj          []int
 	out           *arrow.Schema
 	bufs          [][]arrow.RecordBatch // per task, unreleased output
-	pending       int64                 // rows in bufs
-	left          int64                 // rows in bufs after the last drain
+	// floors (streaming) are, per buffered batch, its task's watermark
+	// when it arrived: rows at or behind it are late rows the task applied
+	// (allowed lateness), which go out with the next watermark after it,
+	// as with a single task, not with whichever came first, so that the
+	// output does not depend on the tasks' timing.
+	floors  [][]int64
+	pending int64 // rows in bufs
+	left    int64 // rows in bufs after the last drain
 	// last is, per task, the sequence number of the last row received
 	// (math.MinInt64: none yet; batch mode).
 	last []int64
@@ -1911,6 +1917,20 @@ func (m *merger) add(from int, rec arrow.RecordBatch) {
 	}
 	m.bufs[from] = append(m.bufs[from], rec)
 	m.pending += rec.NumRows()
+	if !m.batch {
+		if m.floors == nil {
+			m.floors = make([][]int64, m.n)
+		}
+		m.floors[from] = append(m.floors[from], m.comb.Input(from))
+	}
+}
+
+// floor returns the floor of batch k of task t (see merger.floors).
+func (m *merger) floor(t, k int) int64 {
+	if t < len(m.floors) && k < len(m.floors[t]) {
+		return m.floors[t][k]
+	}
+	return watermark.None
 }
 
 // drain emits, in batch mode, the buffered rows no task can still send a
@@ -2012,13 +2032,17 @@ func (m *merger) release() {
 	for _, b := range m.bufs {
 		arrowutil.ReleaseAll(b)
 	}
-	m.bufs = nil
+	m.bufs, m.floors = nil, nil
 }
 
 type rowRef struct {
 	ts, seq int64
 	rec     int32
 	row     int32
+	// floor and late order a streaming merge (see merger.floors): a row
+	// at or behind its batch's floor is a late row its task applied.
+	floor int64
+	late  bool
 }
 
 // advance records task from's watermark and passes the rows every task
@@ -2195,6 +2219,7 @@ func (m *merger) collect(w int64) ([]arrow.RecordBatch, error) {
 			}
 		}
 	}()
+	floors := make([][]int64, len(m.bufs))
 	for t := range m.bufs {
 		var keepRecs []arrow.RecordBatch
 		n := int64(0)
@@ -2203,15 +2228,22 @@ func (m *merger) collect(w int64) ([]arrow.RecordBatch, error) {
 		}
 		s := slices.Grow(m.streamBuf[t][:0], int(n))
 		m.streamBuf[t] = nil
-		for _, rec := range m.bufs[t] {
+		for k, rec := range m.bufs[t] {
 			ts := rec.Column(m.tsCol).(*array.Int64).Int64Values()
 			seq := rec.Column(m.seqCol).(*array.Int64).Int64Values()
 			ri := int32(len(recs))
 			used := false
 			kept := false
+			// A row is out at w once w has passed it and the floor of its
+			// batch (late rows wait for the watermark after their arrival).
+			upTo := w
+			f := m.floor(t, k)
+			if f >= w {
+				upTo = watermark.None
+			}
 			for i := range ts {
-				if ts[i] <= w {
-					s = append(s, rowRef{ts: ts[i], seq: seq[i], rec: ri, row: int32(i)})
+				if ts[i] <= upTo {
+					s = append(s, rowRef{ts: ts[i], seq: seq[i], rec: ri, row: int32(i), floor: f, late: ts[i] <= f})
 					used = true
 				} else {
 					kept = true
@@ -2225,13 +2257,14 @@ func (m *merger) collect(w int64) ([]arrow.RecordBatch, error) {
 					rec.Retain()
 				}
 				keepRecs = append(keepRecs, rec)
+				floors[t] = append(floors[t], m.floor(t, k))
 			}
 			// Rows of a kept batch that were released now must not be
 			// released again: filter them out of the kept batch.
 			if used && kept {
 				var idx []int32
 				for i := range ts {
-					if ts[i] > w {
+					if ts[i] > upTo {
 						idx = append(idx, int32(i))
 					}
 				}
@@ -2246,9 +2279,23 @@ func (m *merger) collect(w int64) ([]arrow.RecordBatch, error) {
 		m.bufs[t] = keepRecs
 		streams = append(streams, s)
 	}
+	m.floors = floors
 	defer arrowutil.ReleaseAll(recs)
+	// Streaming output goes as a single task's would: the rows of each
+	// watermark step (by the floor they came after), late rows first in
+	// arrival order (applied as their batches came), then the rows the
+	// step released, by (event time, sequence).
 	byTime := func(a, b rowRef) int {
-		if a.ts != b.ts {
+		if a.floor != b.floor {
+			return cmp64(a.floor, b.floor)
+		}
+		if a.late != b.late {
+			if a.late {
+				return -1
+			}
+			return 1
+		}
+		if !a.late && a.ts != b.ts {
 			return cmp64(a.ts, b.ts)
 		}
 		return cmp64(a.seq, b.seq)

@@ -506,3 +506,36 @@ func TestEvalErrorsAreDeadLetters(t *testing.T) {
 		}
 	}
 }
+
+// TestAllowedLatenessOrderIndependentOfParallelism: with late rows applied
+// (allowed lateness), the streaming output, order included, is the same
+// for every parallelism and every run: a late row goes out with the
+// watermark after its arrival, whatever the tasks' timing.
+func TestAllowedLatenessOrderIndependentOfParallelism(t *testing.T) {
+	const bound = 500 // ms of out-of-orderness promised; the data has up to 3000
+	frame := "OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '2' SECOND PRECEDING AND CURRENT ROW)"
+	query := "SELECT id, ts, sum(amount) " + frame + " AS s, count(*) " + frame + " AS n FROM events"
+	for _, seed := range testutil.Seeds(2) {
+		rng := testutil.Rand(seed)
+		events := testutil.Events(rng, testutil.DefaultEvents(testutil.Scale(600)))
+		tab := events.Subset(testutil.Shuffle(rng, events, "ts", nil, 3000))
+		var first [][]any
+		var applied int64
+		for run_, par := range []int{1, 2, 3, 2, 3} {
+			got, p := run(t, seed, query, tab, volga.WithParallelism(par), volga.WithMode(volga.Streaming),
+				volga.WithMaxOutOfOrder(bound*time.Millisecond), volga.WithAllowedLateness(800*time.Millisecond))
+			st := p.Stats()
+			if run_ == 0 {
+				first, applied = got, st.LateApplied
+				if applied == 0 || st.LateDropped == 0 {
+					t.Fatalf("seed %d: %d late rows applied, %d dropped; the test needs both", seed, st.LateApplied, st.LateDropped)
+				}
+				continue
+			}
+			if st.LateApplied != applied || !slices.EqualFunc(got, first, slices.Equal) {
+				d := testutil.Diff([]string{"id", "ts", "s", "n"}, got, first, func(i int) string { return fmt.Sprint("row ", i) })
+				t.Fatalf("seed %d: parallelism %d (run %d) differs from parallelism 1 (late applied %d vs %d):\n%s", seed, par, run_, st.LateApplied, applied, d)
+			}
+		}
+	}
+}
