@@ -91,10 +91,10 @@ func parseServeArgs(args []string) (*serveConfig, error) {
 	case cfg.maxBody < 1:
 		return nil, usagef("serve: --max-body must be at least 1, got %d", cfg.maxBody)
 	}
-	if err := cfg.wm.check("serve", fs); err != nil {
+	if err := streamOnly("serve", cfg.mode, fs, "max-out-of-order", "watermark-interval", "watermark-max-rows", "idle-timeout"); err != nil {
 		return nil, err
 	}
-	if err := streamOnly("serve", cfg.mode, fs, "max-out-of-order", "watermark-interval", "watermark-max-rows", "idle-timeout"); err != nil {
+	if err := cfg.wm.check("serve", fs); err != nil {
 		return nil, err
 	}
 	if err := cfg.timeOrder.check("serve", cfg.mode); err != nil {
