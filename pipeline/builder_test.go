@@ -92,6 +92,24 @@ func TestBuilderErrors(t *testing.T) {
 	}
 }
 
+// runBuilder runs the pipeline b builds over tab (batches drawn with
+// seed) and returns its output rows.
+func runBuilder(t *testing.T, seed uint64, b *pipeline.Builder, tab *testutil.Table) [][]any {
+	t.Helper()
+	src := testutil.NewSource(tab.Schema, tab.Batches(testutil.Rand(seed), 40)...)
+	defer src.Close()
+	out := sink.NewCollector()
+	defer out.Release()
+	pb, err := volga.Build(b, volga.WithSource("events", src), volga.WithSink(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pb.Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return out.Rows()
+}
+
 // TestDoubleQuotedIdentifiers: "double-quoted" names are identifiers, as in
 // DuckDB and standard SQL (sqlparser alone would read them as strings), in
 // SQL and in builder expressions alike, and give the output of the
@@ -116,18 +134,7 @@ WINDOW "w" AS (PARTITION BY "user_id" ORDER BY "ts" RANGE BETWEEN INTERVAL '2' S
 	b := pipeline.From("events").EventTime("ts").Where(`"amount" > 0 AND "category" <> 'x'`).
 		Select(`"id"`).SelectAs("p2", `"Price" * 2`).
 		Agg("spend", pipeline.Sum("amount"), pipeline.Over("user_id").Range(2*time.Second))
-	src := testutil.NewSource(tab.Schema, tab.Batches(testutil.Rand(7), 40)...)
-	defer src.Close()
-	out := sink.NewCollector()
-	defer out.Release()
-	pb, err := volga.Build(b, volga.WithSource("events", src), volga.WithSink(out))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pb.Run(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if d := testutil.Diff([]string{"id", "p2", "spend"}, want, out.Rows(), testutil.Label(tab, nil, "id")); d != "" {
+	if d := testutil.Diff([]string{"id", "p2", "spend"}, want, runBuilder(t, 7, b, tab), testutil.Label(tab, nil, "id")); d != "" {
 		t.Fatalf("builder with quoted names differs from SQL:\n%s", d)
 	}
 }
@@ -177,18 +184,7 @@ WINDOW w AS (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '2' SECOND 
 	b := pipeline.From("events").EventTime("ts").Where("CAST(price AS INTEGER) >= 0").
 		Select("id").SelectAs("q", "CAST(amount AS DOUBLE) / 4").SelectAs("p", "CAST(price AS BIGINT)").SelectAs("s", "CAST(amount AS TEXT)").
 		Agg("spend", pipeline.Sum("CAST(amount AS DOUBLE)"), pipeline.Over("user_id").Range(2*time.Second))
-	src := testutil.NewSource(tab.Schema, tab.Batches(testutil.Rand(5), 40)...)
-	defer src.Close()
-	out := sink.NewCollector()
-	defer out.Release()
-	pb, err := volga.Build(b, volga.WithSource("events", src), volga.WithSink(out))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pb.Run(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if d := testutil.Diff(cols, want, out.Rows(), testutil.Label(tab, nil, "id")); d != "" {
+	if d := testutil.Diff(cols, want, runBuilder(t, 5, b, tab), testutil.Label(tab, nil, "id")); d != "" {
 		t.Fatalf("builder with DuckDB type names differs from SQL:\n%s", d)
 	}
 }
