@@ -322,20 +322,33 @@ func Build(b *pipeline.Builder, opts ...Option) (*Pipeline, error) {
 	return FromPlan(plan, append([]Option{WithEventTime(b.EventTimeColumn())}, opts...)...)
 }
 
-// noRowsNote adds to a query's compile error, when its source inferred
-// its schema from no rows at all (an input with a header only, an empty
-// JSON-lines file), that the column types come from there: every column
-// is then utf8, and a query that is right fails on the event-time column.
-func noRowsNote(err error, src source.Source) error {
-	s, ok := src.(interface{ SampledRows() (int, bool) })
-	if !ok {
-		return err
+// inferenceNote adds to a query's compile error what the source knows of
+// how it inferred its schema, when that is the likely cause: it inferred
+// it from no rows at all (an input with a header only, an empty JSON-lines
+// file), so every column is utf8; or a column the error names is utf8
+// because of a few values among many of another type (a typo in a column
+// of numbers or times). A query that is right otherwise fails on the
+// column's type and blames itself.
+func inferenceNote(err error, src source.Source) error {
+	note := ""
+	if s, ok := src.(interface{ SampledRows() (int, bool) }); ok {
+		if n, inferred := s.SampledRows(); inferred && n == 0 {
+			note = "; note: the source has no data rows, so its column types could not be inferred (each column reads as utf8): give its schema (source.WithSchema), or skip an empty input"
+		}
 	}
-	if n, inferred := s.SampledRows(); !inferred || n > 0 {
-		return err
-	}
-	const note = "; note: the source has no data rows, so its column types could not be inferred (each column reads as utf8): give its schema (source.WithSchema), or skip an empty input"
 	var se *pipeline.SQLError
+	if s, ok := src.(interface{ InferenceNote(string) string }); ok && note == "" {
+		text := err.Error()
+		for _, f := range src.Schema().Fields() {
+			if n := s.InferenceNote(f.Name); n != "" && strings.Contains(text, f.Name) {
+				note = fmt.Sprintf("; note: column %q was inferred as utf8 because %s: fix that value, or give the schema (source.WithSchema)", f.Name, n)
+				break
+			}
+		}
+	}
+	if note == "" {
+		return err
+	}
 	if errors.As(err, &se) {
 		c := *se
 		c.Msg += note
@@ -414,7 +427,7 @@ func FromPlan(plan *pipeline.Plan, opts ...Option) (*Pipeline, error) {
 	}
 	c, err := pipeline.Compile(plan, src.Schema(), cfg.eventTime)
 	if err != nil {
-		return nil, noRowsNote(err, cfg.sources[strings.ToLower(plan.Table)])
+		return nil, inferenceNote(err, cfg.sources[strings.ToLower(plan.Table)])
 	}
 	c = project(plan, src, c, &cfg)
 	if cfg.sink == nil {

@@ -322,3 +322,32 @@ func TestEmptyInputNote(t *testing.T) {
 		t.Errorf("one row: %v", err)
 	}
 }
+
+// TestInferenceNote: a column inferred as utf8 because of one odd value
+// among numbers or times (CSV and JSON lines) makes the query's error say
+// where that value is.
+func TestInferenceNote(t *testing.T) {
+	const q = "SELECT user_id, sum(amount) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW) AS n FROM events"
+	csv, err := source.NewCSVReader(strings.NewReader("user_id,ts,amount\n1,1000,5\n1,2000,7\n2,3000,n/a\n2,4000,1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonl, err := source.NewJSONLReader(strings.NewReader(`{"user_id":1,"ts":1000,"amount":5}
+{"user_id":1,"ts":"soon","amount":7}
+{"user_id":2,"ts":3000,"amount":2}
+{"user_id":2,"ts":4000,"amount":1}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for src, want := range map[source.Source]string{
+		csv:   `note: column "amount" was inferred as utf8 because line 4 holds "n/a", where 3 of the 4 values sampled are int64`,
+		jsonl: `note: column "ts" was inferred as utf8 because line 2 holds "soon", where 3 of the 4 values sampled are int64`,
+	} {
+		_, err := volga.SQL(q, volga.WithSource("events", src))
+		var se *pipeline.SQLError
+		if !errors.As(err, &se) || se.Line != 1 || !strings.Contains(se.Msg, want) {
+			t.Errorf("got %v, want a positioned error with %q", err, want)
+		}
+	}
+}

@@ -197,6 +197,7 @@ func (c *CSV) readRow() (csvRow, error) {
 // infer reads up to sampleRows rows ahead and derives the schema.
 func (c *CSV) infer() (*arrow.Schema, error) {
 	types := make([]textrow.Inferred, len(c.header))
+	mixes := make([]textrow.Mix, len(c.header))
 	for len(c.ahead) < c.opts.sampleRows {
 		row, err := c.readRow()
 		if err == io.EOF {
@@ -208,7 +209,9 @@ func (c *CSV) infer() (*arrow.Schema, error) {
 		row.raw = bytes.Clone(row.raw)
 		if row.reason == "" {
 			for i, s := range row.fields {
-				types[i] = types[i].Merge(textrow.Classify(textrow.Text, s))
+				t := textrow.Classify(textrow.Text, s)
+				types[i] = types[i].Merge(t)
+				mixes[i].Add(t, s, row.line)
 			}
 			row.fields = append([]string(nil), row.fields...)
 		} else {
@@ -219,6 +222,12 @@ func (c *CSV) infer() (*arrow.Schema, error) {
 	fields := make([]arrow.Field, len(c.header))
 	for i, h := range c.header {
 		fields[i] = arrow.Field{Name: h, Type: types[i].DataType(), Nullable: true}
+		if note := mixes[i].Note(); note != "" {
+			if c.notes == nil {
+				c.notes = map[string]string{}
+			}
+			c.notes[h] = note
+		}
 	}
 	return arrow.NewSchema(fields, nil), nil
 }

@@ -135,9 +135,10 @@ func (j *JSONL) infer() (*arrow.Schema, error) {
 		row := jsonRow{line: string(line), num: num, end: j.next, valid: json.Valid(line)}
 		j.ahead = append(j.ahead, row)
 		if row.valid {
-			in.Object(row.line)
+			in.ObjectAt(row.line, num)
 		}
 	}
+	j.notes = in.Notes()
 	return in.Schema(), nil
 }
 

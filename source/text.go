@@ -65,10 +65,13 @@ type textSource struct {
 	// sampled is the number of rows the schema was inferred from, 0 when
 	// it was given (WithSchema).
 	sampled int
-	pos     position // after the last row consumed
-	start   position // of the first data row
-	done    bool
-	closed  bool
+	// notes explain, by column, a column inferred as utf8 because of a few
+	// values among many of another type (textrow.Mix.Note).
+	notes  map[string]string
+	pos    position // after the last row consumed
+	start  position // of the first data row
+	done   bool
+	closed bool
 	// newest is the greatest value of the WithTimeOrder column read
 	// (seen: there is one), for LowerBound.
 	newest int64
@@ -130,6 +133,12 @@ func (t *textSource) reason(err error) string {
 func (t *textSource) SampledRows() (int, bool) {
 	return t.sampled, t.opts.schema == nil
 }
+
+// InferenceNote explains why column was inferred as utf8 when most of
+// the values sampled are of another type: the line of the first value
+// that is not (`line 4 holds "abc", where 999 of the 1000 values sampled
+// are int64`); "" when the schema was given or there is nothing to say.
+func (t *textSource) InferenceNote(column string) string { return t.notes[column] }
 
 // Schema returns the schema of the batches.
 func (t *textSource) Schema() *arrow.Schema { return t.schema }

@@ -1,6 +1,7 @@
 package textrow
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -103,36 +104,123 @@ func Classify(k Kind, s string) Inferred {
 	return InferString
 }
 
+// Mix counts the kinds of the values sampled for one column and keeps the
+// first of each, so that a column inferred as string because of a few
+// values (a typo among numbers) can say which. The zero value is ready.
+type Mix struct {
+	n     [InferString + 1]int
+	first [InferString + 1]string
+	line  [InferString + 1]int64
+}
+
+// Add records value s, classified t, seen at line. NULLs (InferUnknown)
+// are not counted.
+func (m *Mix) Add(t Inferred, s string, line int64) {
+	if t == InferUnknown {
+		return
+	}
+	if m.n[t] == 0 {
+		if len(s) > 32 {
+			s = s[:32] + "..."
+		}
+		m.first[t], m.line[t] = s, line
+	}
+	m.n[t]++
+}
+
+// Note explains a column that the values sampled make a string although
+// most of them are of one other type (numbers, booleans or times): the
+// first value that is not, its line, and how many are; "" when there is
+// nothing to explain (a column of one type, or mostly strings).
+func (m *Mix) Note() string {
+	// Integers and decimals make one group, the numbers.
+	group := func(t Inferred) Inferred {
+		if t == InferInt {
+			return InferFloat
+		}
+		return t
+	}
+	var n [InferString + 1]int
+	total, groups := 0, 0
+	for t := InferInt; t <= InferString; t++ {
+		if m.n[t] > 0 && n[group(t)] == 0 {
+			groups++
+		}
+		n[group(t)] += m.n[t]
+		total += m.n[t]
+	}
+	best := InferUnknown
+	for t := InferFloat; t < InferString; t++ {
+		if n[t] > 0 && (best == InferUnknown || n[t] > n[best]) {
+			best = t
+		}
+	}
+	if groups < 2 || best == InferUnknown || 2*n[best] <= total {
+		return ""
+	}
+	odd := InferUnknown // the first value outside best's group
+	for t := InferInt; t <= InferString; t++ {
+		if m.n[t] > 0 && group(t) != best && (odd == InferUnknown || m.line[t] < m.line[odd]) {
+			odd = t
+		}
+	}
+	typ := best.DataType()
+	if best == InferFloat && m.n[InferFloat] == 0 {
+		typ = InferInt.DataType()
+	}
+	return fmt.Sprintf("line %d holds %q, where %d of the %d values sampled are %s", m.line[odd], m.first[odd], n[best], total, typ)
+}
+
 // Inference derives a schema from sampled JSON objects: the columns are
 // the keys in the order first seen, each typed by merging the Classify of
 // its values. The zero value is ready to use.
 type Inference struct {
 	names []string
 	types []Inferred
+	mixes []Mix
 	slot  map[string]int
 }
 
 // Object adds the members of the JSON object s, which must be valid JSON.
 // A value that is not an object adds nothing.
-func (in *Inference) Object(s string) {
+func (in *Inference) Object(s string) { in.ObjectAt(s, 0) }
+
+// ObjectAt is Object for the object at line, which Notes quote.
+func (in *Inference) ObjectAt(s string, line int64) {
 	if in.slot == nil {
 		in.slot = map[string]int{}
 	}
 	_ = ScanObject(s, func(key string, k Kind, v string) error {
-		in.add(key, Classify(k, v))
+		in.add(key, Classify(k, v), v, line)
 		return nil
 	})
 }
 
-func (in *Inference) add(key string, t Inferred) {
+func (in *Inference) add(key string, t Inferred, v string, line int64) {
 	i, ok := in.slot[key]
 	if !ok {
 		i = len(in.names)
 		in.slot[key] = i
 		in.names = append(in.names, key)
 		in.types = append(in.types, InferUnknown)
+		in.mixes = append(in.mixes, Mix{})
 	}
 	in.types[i] = in.types[i].Merge(t)
+	in.mixes[i].Add(t, v, line)
+}
+
+// Notes returns Mix.Note of every column that has one, by name.
+func (in *Inference) Notes() map[string]string {
+	var notes map[string]string
+	for i, n := range in.names {
+		if note := in.mixes[i].Note(); note != "" {
+			if notes == nil {
+				notes = map[string]string{}
+			}
+			notes[n] = note
+		}
+	}
+	return notes
 }
 
 // Schema returns the schema inferred so far; every field is nullable.

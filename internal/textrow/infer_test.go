@@ -108,3 +108,30 @@ func TestInference(t *testing.T) {
 		}
 	}
 }
+
+func TestMixNote(t *testing.T) {
+	add := func(vals ...string) *Mix {
+		var m Mix
+		for i, v := range vals {
+			m.Add(Classify(Text, v), v, int64(i+2))
+		}
+		return &m
+	}
+	for _, tt := range []struct {
+		vals []string
+		want string
+	}{
+		{[]string{"1", "2", "x", "4", "5"}, `line 4 holds "x", where 4 of the 5 values sampled are int64`},
+		{[]string{"1.5", "2", "", "n/a", "3"}, `line 5 holds "n/a", where 3 of the 4 values sampled are float64`},
+		{[]string{"2024-01-03T10:00:00Z", "2024-01-03T11:00:00Z", "yesterday"}, `line 4 holds "yesterday", where 2 of the 3 values sampled are timestamp[ms, tz=UTC]`},
+		{[]string{"1", "true", "2", "3"}, `line 3 holds "true", where 3 of the 4 values sampled are int64`},
+		{[]string{"a", "b", "1"}, ""},      // mostly strings: a string column
+		{[]string{"1", "2.5", "3"}, ""},    // numbers only: float64, nothing to say
+		{[]string{"x", "1", "2", "y"}, ""}, // half and half
+		{nil, ""},
+	} {
+		if got := add(tt.vals...).Note(); got != tt.want {
+			t.Errorf("%q: %q, want %q", tt.vals, got, tt.want)
+		}
+	}
+}
