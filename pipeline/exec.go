@@ -931,42 +931,34 @@ func (r *runner) rowsThatEvaluate(rec arrow.RecordBatch) (keep []int32, ok bool)
 	var bads []bad
 	for i := 0; i < int(rec.NumRows()); i++ {
 		one := rec.NewSlice(int64(i), int64(i+1))
-		reason := ""
-		pass := true
+		spine := c.probeIdx > 0 && one.Column(c.probeIdx).(*array.Boolean).Value(0)
+		reason, pass := "", true
 		if c.where != nil {
-			mask, err := c.where.Eval(one)
-			if err != nil {
+			if mask, err := c.where.Eval(one); err != nil {
 				reason = fmt.Sprintf("evaluating WHERE: %v", err)
 			} else {
 				m := mask.(*array.Boolean)
-				pass = m.IsValid(0) && m.Value(0)
+				pass = spine || m.IsValid(0) && m.Value(0)
 				mask.Release()
 			}
 		}
-		if c.probeIdx > 0 && one.Column(c.probeIdx).(*array.Boolean).Value(0) {
-			pass = true
-		}
-		for _, ev := range c.evals {
-			if reason != "" || !pass {
-				break // a row WHERE drops is not evaluated further
+		// A row WHERE drops is not evaluated further.
+		for k := 0; reason == "" && pass && k < len(c.evals); k++ {
+			if a, err := c.evals[k].Eval(one); err != nil {
+				reason = fmt.Sprintf("evaluating %s: %v", c.evals[k].String(), err)
+			} else {
+				a.Release()
 			}
-			a, err := ev.Eval(one)
-			if err != nil {
-				reason = fmt.Sprintf("evaluating %s: %v", ev.String(), err)
-				break
-			}
-			a.Release()
-		}
-		if reason != "" {
-			if c.probeIdx > 0 && one.Column(c.probeIdx).(*array.Boolean).Value(0) {
-				one.Release()
-				return nil, false
-			}
-			bads = append(bads, bad{i, reason})
-		} else {
-			keep = append(keep, int32(i))
 		}
 		one.Release()
+		switch {
+		case reason == "":
+			keep = append(keep, int32(i))
+		case spine:
+			return nil, false
+		default:
+			bads = append(bads, bad{i, reason})
+		}
 	}
 	for _, b := range bads {
 		r.deadLetter(rec, b.row, b.reason)
@@ -2039,11 +2031,13 @@ type rowRef struct {
 	ts, seq int64
 	rec     int32
 	row     int32
-	// floor and late order a streaming merge (see merger.floors): a row
-	// at or behind its batch's floor is a late row its task applied.
+	// floor orders a streaming merge (see merger.floors): a row at or
+	// behind its batch's floor is a late row its task applied.
 	floor int64
-	late  bool
 }
+
+// late reports whether the row is a late row its task applied.
+func (r rowRef) late() bool { return r.ts <= r.floor }
 
 // advance records task from's watermark and passes the rows every task
 // has now released to emit, in order, in batches of at most mergeChunk
@@ -2243,7 +2237,7 @@ func (m *merger) collect(w int64) ([]arrow.RecordBatch, error) {
 			}
 			for i := range ts {
 				if ts[i] <= upTo {
-					s = append(s, rowRef{ts: ts[i], seq: seq[i], rec: ri, row: int32(i), floor: f, late: ts[i] <= f})
+					s = append(s, rowRef{ts: ts[i], seq: seq[i], rec: ri, row: int32(i), floor: f})
 					used = true
 				} else {
 					kept = true
@@ -2257,7 +2251,7 @@ func (m *merger) collect(w int64) ([]arrow.RecordBatch, error) {
 					rec.Retain()
 				}
 				keepRecs = append(keepRecs, rec)
-				floors[t] = append(floors[t], m.floor(t, k))
+				floors[t] = append(floors[t], f)
 			}
 			// Rows of a kept batch that were released now must not be
 			// released again: filter them out of the kept batch.
@@ -2289,13 +2283,14 @@ func (m *merger) collect(w int64) ([]arrow.RecordBatch, error) {
 		if a.floor != b.floor {
 			return cmp64(a.floor, b.floor)
 		}
-		if a.late != b.late {
-			if a.late {
+		al, bl := a.late(), b.late()
+		if al != bl {
+			if al {
 				return -1
 			}
 			return 1
 		}
-		if !a.late && a.ts != b.ts {
+		if !al && a.ts != b.ts {
 			return cmp64(a.ts, b.ts)
 		}
 		return cmp64(a.seq, b.seq)
