@@ -193,8 +193,9 @@ func WithLateSink(s sink.Sink) Option { return func(c *config) { c.run.Late = s 
 
 // WithDeadLetters receives rows the engine cannot process, such as a NULL
 // event time or an expression that fails on the row (a CAST of text that
-// is not a number, an integer overflow); the run goes on without them. Sources have dead-letter options of their own for records
-// they cannot decode.
+// is not a number, an integer overflow); the run goes on without them.
+// Sources have dead-letter options of their own for records they cannot
+// decode.
 func WithDeadLetters(f source.DeadLetterFunc) Option {
 	return func(c *config) { c.run.DeadLetters = f }
 }
@@ -361,6 +362,16 @@ func inferenceNote(err error, src source.Source) error {
 // running with a silent default.
 func (cfg *config) validate() error {
 	r := &cfg.run
+	switch {
+	case r.Parallelism < 0:
+		return fmt.Errorf("volga: parallelism must be positive, got %d", r.Parallelism)
+	case r.Checkpoints != nil && cfg.ckptURL == "" && r.Checkpoints.Bucket == nil:
+		return errors.New("volga: checkpoint options need a bucket: use volga.WithCheckpoints or volga.WithCheckpointBucket")
+	case r.PageRows < 0:
+		return fmt.Errorf("volga: row paging needs a positive page size, got %d", r.PageRows)
+	case r.MemoryBudget < 0:
+		return fmt.Errorf("volga: memory budget must not be negative, got %d", r.MemoryBudget)
+	}
 	if r.Mode != pipeline.Batch && r.Mode != pipeline.Streaming {
 		return fmt.Errorf("volga: unknown mode %d: use volga.Batch or volga.Streaming", int(r.Mode))
 	}
@@ -403,18 +414,6 @@ func FromPlan(plan *pipeline.Plan, opts ...Option) (*Pipeline, error) {
 			names = append(names, n)
 		}
 		return nil, plan.ErrorAt(plan.Table, "no source bound to table %q (bound: %s); use volga.WithSource", plan.Table, strings.Join(names, ", "))
-	}
-	if cfg.run.Parallelism < 0 {
-		return nil, fmt.Errorf("volga: parallelism must be positive, got %d", cfg.run.Parallelism)
-	}
-	if ck := cfg.run.Checkpoints; ck != nil && cfg.ckptURL == "" && ck.Bucket == nil {
-		return nil, errors.New("volga: checkpoint options need a bucket: use volga.WithCheckpoints or volga.WithCheckpointBucket")
-	}
-	if cfg.run.PageRows < 0 {
-		return nil, fmt.Errorf("volga: row paging needs a positive page size, got %d", cfg.run.PageRows)
-	}
-	if cfg.run.MemoryBudget < 0 {
-		return nil, fmt.Errorf("volga: memory budget must not be negative, got %d", cfg.run.MemoryBudget)
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, err
