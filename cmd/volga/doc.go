@@ -20,7 +20,7 @@
 //	          [--time-order DURATION] [--clustered-by COLS | --cluster-input COLS]
 //	          [--max-out-of-order DURATION]
 //	          [--watermark-interval DURATION [--watermark-max-rows N]]
-//	          [--parallelism N] [--sink PATH]
+//	          [--idle-timeout DURATION] [--parallelism N] [--sink PATH]
 //	          [--checkpoints URL [--checkpoint-interval DURATION]]
 //	          [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS]
 //
@@ -78,7 +78,10 @@
 // keys costs much less CPU per row. A step holds at most
 // --watermark-max-rows rows read (default 131072; -1 for no bound): a
 // backlog read faster than it is processed is released every that many
-// rows rather than piling up for the whole interval.
+// rows rather than piling up for the whole interval. Over a Kafka topic
+// the watermark is the minimum of the partitions'; --idle-timeout 30s lets
+// a partition that has delivered nothing for 30 s stop holding it back, so
+// that an empty or quiet partition does not hold the output.
 //
 // # Checkpoints and state
 //
@@ -117,7 +120,7 @@
 //	volga serve --sql FILE --source NAME=PATH --listen ADDR [--mode batch|stream]
 //	            [--time-order DURATION] [--max-out-of-order DURATION]
 //	            [--watermark-interval DURATION [--watermark-max-rows N]]
-//	            [--parallelism N] [--max-body BYTES]
+//	            [--idle-timeout DURATION] [--parallelism N] [--max-body BYTES]
 //	            [--checkpoints URL [--checkpoint-interval DURATION]]
 //	            [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS]
 //

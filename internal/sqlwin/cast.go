@@ -39,25 +39,28 @@ func castRewrites(toks []Token) []replacement {
 		if !ok {
 			continue
 		}
-		// The ')' must close a CAST( opened before the AS.
-		depth := 0
-		for j := i - 2; j > 0; j-- {
-			switch toks[j].Type {
-			case ')':
-				depth++
-			case '(':
-				if depth > 0 {
-					depth--
-					continue
-				}
-				if toks[j-1].Is("cast") {
-					out = append(out, replacement{start: t.Start, end: t.End, text: to})
-				}
-				j = 0 // stop
-			}
+		if closesCast(toks, i+1) {
+			out = append(out, replacement{start: t.Start, end: t.End, text: to})
 		}
 	}
 	return out
+}
+
+// closesCast reports whether the ')' at toks[close] closes a CAST(.
+func closesCast(toks []Token, close int) bool {
+	depth := 0
+	for j := close - 1; j > 0; j-- {
+		switch toks[j].Type {
+		case ')':
+			depth++
+		case '(':
+			if depth == 0 {
+				return toks[j-1].Is("cast")
+			}
+			depth--
+		}
+	}
+	return false
 }
 
 // ExprSQL returns an expression (as the Go builder takes them, without
