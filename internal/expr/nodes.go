@@ -168,69 +168,51 @@ type arithOp struct {
 func (a *arithOp) dtype() arrow.DataType { return a.typ }
 func (a *arithOp) String() string        { return a.text }
 func (a *arithOp) eval(ev *evalCtx) (arrow.Array, error) {
-	if a.typ.ID() == arrow.FLOAT64 {
-		return binaryLoop[float64, float64, *array.Float64](ev, a.l, a.r, array.NewFloat64Builder(ev.mem),
-			func(x, y float64) (float64, bool, error) {
-				if a.op == "/" {
-					return x / y, true, nil
-				}
-				return math.Mod(x, y), true, nil
-			})
-	}
-	return binaryLoop[int64, int64, *array.Int64](ev, a.l, a.r, array.NewInt64Builder(ev.mem),
-		func(x, y int64) (int64, bool, error) {
-			switch {
-			case y == 0:
-				return 0, false, nil
-			case x == math.MinInt64 && y == -1:
-				// Go defines MinInt64 % -1 as 0 and MinInt64 / -1 as
-				// MinInt64; DuckDB reports both as an overflow.
-				return 0, false, &Error{Kind: ErrEval, Msg: "integer overflow in division of -9223372036854775808 by -1", Text: a.text}
-			case a.op == "%":
-				return x % y, true, nil
-			}
-			return x / y, true, nil
-		})
-}
-
-// valueArray is a typed Arrow array of values of type T.
-type valueArray[T any] interface {
-	arrow.Array
-	Value(int) T
-}
-
-// valueBuilder builds a typed Arrow array of values of type T.
-type valueBuilder[T any] interface {
-	array.Builder
-	UnsafeAppend(T)
-}
-
-// binaryLoop evaluates l and r (arrays of type A) and builds, with b, the
-// result row by row: NULL where either side is NULL or f says !ok, f's
-// value elsewhere; an error of f fails the evaluation. It releases b.
-func binaryLoop[T, R any, A valueArray[T], B valueBuilder[R]](ev *evalCtx, l, r node, b B, f func(x, y T) (R, bool, error)) (arrow.Array, error) {
-	defer b.Release()
-	arrs, err := evalAll(ev, []node{l, r})
+	arrs, err := evalAll(ev, []node{a.l, a.r})
 	if err != nil {
 		return nil, err
 	}
 	defer releaseAll(arrs)
-	x, y := arrs[0].(A), arrs[1].(A)
+	if a.typ.ID() == arrow.FLOAT64 {
+		l, r := arrs[0].(*array.Float64), arrs[1].(*array.Float64)
+		b := array.NewFloat64Builder(ev.mem)
+		defer b.Release()
+		b.Reserve(ev.n)
+		for i := 0; i < ev.n; i++ {
+			if l.IsNull(i) || r.IsNull(i) {
+				b.UnsafeAppendBoolToBitmap(false)
+				continue
+			}
+			x, y := l.Value(i), r.Value(i)
+			switch a.op {
+			case "/":
+				b.UnsafeAppend(x / y)
+			default:
+				b.UnsafeAppend(math.Mod(x, y))
+			}
+		}
+		return b.NewArray(), nil
+	}
+	l, r := arrs[0].(*array.Int64), arrs[1].(*array.Int64)
+	b := array.NewInt64Builder(ev.mem)
+	defer b.Release()
 	b.Reserve(ev.n)
 	for i := 0; i < ev.n; i++ {
-		if x.IsNull(i) || y.IsNull(i) {
+		if l.IsNull(i) || r.IsNull(i) || r.Value(i) == 0 {
 			b.UnsafeAppendBoolToBitmap(false)
 			continue
 		}
-		v, ok, err := f(x.Value(i), y.Value(i))
-		if err != nil {
-			return nil, err
+		x, y := l.Value(i), r.Value(i)
+		if x == math.MinInt64 && y == -1 {
+			// Go defines MinInt64 % -1 as 0 and MinInt64 / -1 as
+			// MinInt64; DuckDB reports both as an overflow.
+			return nil, &Error{Kind: ErrEval, Msg: "integer overflow in division of -9223372036854775808 by -1", Text: a.text}
 		}
-		if !ok {
-			b.UnsafeAppendBoolToBitmap(false)
-			continue
+		if a.op == "%" {
+			b.UnsafeAppend(x % y)
+		} else {
+			b.UnsafeAppend(x / y)
 		}
-		b.UnsafeAppend(v)
 	}
 	return b.NewArray(), nil
 }
@@ -248,14 +230,27 @@ type intArithNode struct {
 func (a *intArithNode) dtype() arrow.DataType { return tInt64 }
 func (a *intArithNode) String() string        { return a.text }
 func (a *intArithNode) eval(ev *evalCtx) (arrow.Array, error) {
-	return binaryLoop[int64, int64, *array.Int64](ev, a.l, a.r, array.NewInt64Builder(ev.mem),
-		func(x, y int64) (int64, bool, error) {
-			v, ok := checkedInt(a.op, x, y)
-			if !ok {
-				return 0, false, &Error{Kind: ErrEval, Msg: fmt.Sprintf("integer overflow in %d %s %d", x, a.op, y), Text: a.text}
-			}
-			return v, true, nil
-		})
+	arrs, err := evalAll(ev, []node{a.l, a.r})
+	if err != nil {
+		return nil, err
+	}
+	defer releaseAll(arrs)
+	l, r := arrs[0].(*array.Int64), arrs[1].(*array.Int64)
+	b := array.NewInt64Builder(ev.mem)
+	defer b.Release()
+	b.Reserve(ev.n)
+	for i := 0; i < ev.n; i++ {
+		if l.IsNull(i) || r.IsNull(i) {
+			b.UnsafeAppendBoolToBitmap(false)
+			continue
+		}
+		v, ok := checkedInt(a.op, l.Value(i), r.Value(i))
+		if !ok {
+			return nil, &Error{Kind: ErrEval, Msg: fmt.Sprintf("integer overflow in %d %s %d", l.Value(i), a.op, r.Value(i)), Text: a.text}
+		}
+		b.UnsafeAppend(v)
+	}
+	return b.NewArray(), nil
 }
 
 // checkedInt computes x op y, reporting false on int64 overflow.
@@ -292,8 +287,23 @@ type floatCmpNode struct {
 func (c *floatCmpNode) dtype() arrow.DataType { return tBool }
 func (c *floatCmpNode) String() string        { return c.text }
 func (c *floatCmpNode) eval(ev *evalCtx) (arrow.Array, error) {
-	return binaryLoop[float64, bool, *array.Float64](ev, c.l, c.r, array.NewBooleanBuilder(ev.mem),
-		func(x, y float64) (bool, bool, error) { return cmpResult(c.op, compareFloat(x, y)), true, nil })
+	arrs, err := evalAll(ev, []node{c.l, c.r})
+	if err != nil {
+		return nil, err
+	}
+	defer releaseAll(arrs)
+	l, r := arrs[0].(*array.Float64), arrs[1].(*array.Float64)
+	b := array.NewBooleanBuilder(ev.mem)
+	defer b.Release()
+	b.Reserve(ev.n)
+	for i := 0; i < ev.n; i++ {
+		if l.IsNull(i) || r.IsNull(i) {
+			b.UnsafeAppendBoolToBitmap(false)
+			continue
+		}
+		b.UnsafeAppend(cmpResult(c.op, compareFloat(l.Value(i), r.Value(i))))
+	}
+	return b.NewArray(), nil
 }
 
 // compareFloat orders x and y with NaN above everything, equal to itself.
