@@ -139,9 +139,15 @@ func (c *callNode) eval(ev *evalCtx) (arrow.Array, error) {
 		owned = append(owned, arr)
 		datums[i] = compute.NewDatumWithoutOwning(arr)
 	}
-	out, err := compute.CallFunction(ev.ctx, c.fn, nil, datums...)
+	return callKernel(ev, c.fn, c.text, datums...)
+}
+
+// callKernel calls the arrow compute function fn on datums and returns its
+// result as an array of ev.n rows (a scalar result broadcast).
+func callKernel(ev *evalCtx, fn, text string, datums ...compute.Datum) (arrow.Array, error) {
+	out, err := compute.CallFunction(ev.ctx, fn, nil, datums...)
 	if err != nil {
-		return nil, &Error{Kind: ErrEval, Msg: fmt.Sprintf("%s failed: %v", c.fn, err), Text: c.text}
+		return nil, &Error{Kind: ErrEval, Msg: fmt.Sprintf("%s failed: %v", fn, err), Text: text}
 	}
 	defer out.Release()
 	switch d := out.(type) {
@@ -150,7 +156,7 @@ func (c *callNode) eval(ev *evalCtx) (arrow.Array, error) {
 	case *compute.ScalarDatum:
 		return scalar.MakeArrayFromScalar(d.Value, ev.n, ev.mem)
 	}
-	return nil, &Error{Kind: ErrEval, Msg: fmt.Sprintf("%s returned %s", c.fn, out.Kind()), Text: c.text}
+	return nil, &Error{Kind: ErrEval, Msg: fmt.Sprintf("%s returned %s", fn, out.Kind()), Text: text}
 }
 
 // arithOp is a division or remainder, with DuckDB's rules for a zero
@@ -293,6 +299,12 @@ func (c *floatCmpNode) eval(ev *evalCtx) (arrow.Array, error) {
 	}
 	defer releaseAll(arrs)
 	l, r := arrs[0].(*array.Float64), arrs[1].(*array.Float64)
+	if !hasNaN(l.Float64Values()) && !hasNaN(r.Float64Values()) {
+		// Without NaN, IEEE 754 order is DuckDB's: arrow's kernel, which
+		// is several times faster than the loop below.
+		return callKernel(ev, compareFuncs[c.op], c.text,
+			compute.NewDatumWithoutOwning(l), compute.NewDatumWithoutOwning(r))
+	}
 	b := array.NewBooleanBuilder(ev.mem)
 	defer b.Release()
 	b.Reserve(ev.n)
@@ -304,6 +316,17 @@ func (c *floatCmpNode) eval(ev *evalCtx) (arrow.Array, error) {
 		b.UnsafeAppend(cmpResult(c.op, compareFloat(l.Value(i), r.Value(i))))
 	}
 	return b.NewArray(), nil
+}
+
+// hasNaN reports whether vs holds a NaN (in a NULL slot too, which only
+// costs the slower path).
+func hasNaN(vs []float64) bool {
+	for _, v := range vs {
+		if v != v {
+			return true
+		}
+	}
+	return false
 }
 
 // compareFloat orders x and y with NaN above everything, equal to itself.
