@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -657,11 +658,16 @@ func (c *Checkpointer) read(ctx context.Context, ref ObjectRef, w io.Writer) err
 	}
 	defer r.Close()
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(w, h), r)
+	// A byte more than recorded is enough to tell that the object is
+	// too long: a replaced object is never read whole into memory.
+	n, err := io.Copy(io.MultiWriter(w, h), io.LimitReader(r, max(ref.Size, 0)+1))
 	if err != nil {
 		return fmt.Errorf("read %s: %w", ref.Key, err)
 	}
-	if n != ref.Size {
+	switch {
+	case n > ref.Size:
+		return fmt.Errorf("%w: object %s has more than %d bytes, the manifest says %d", errCorrupt, ref.Key, ref.Size, ref.Size)
+	case n != ref.Size:
 		return fmt.Errorf("%w: object %s has %d bytes, the manifest says %d", errCorrupt, ref.Key, n, ref.Size)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != ref.SHA256 {
@@ -731,10 +737,13 @@ func (c *Checkpointer) loadState(ctx context.Context, db *Badger, s StateRef) er
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		err := db.load(pr)
+		err := db.load(&frameReader{r: pr, size: s.Size})
+		// Drain what Load left (all the rest when it failed), so that the
+		// checksum covers the whole object and damage is reported as
+		// such rather than as whatever Load made of it.
+		_, derr := io.Copy(io.Discard, pr)
 		if err == nil {
-			// Drain what Load left, so the checksum covers the whole object.
-			_, err = io.Copy(io.Discard, pr)
+			err = derr
 		}
 		pr.CloseWithError(err)
 		done <- err
@@ -749,6 +758,53 @@ func (c *Checkpointer) loadState(ctx context.Context, db *Badger, s StateRef) er
 		return fmt.Errorf("load state backup of epoch %d: %w", s.Epoch, loadErr)
 	}
 	return nil
+}
+
+// frameReader passes a state backup to Badger's Load, checking its
+// framing on the way: every record's 8-byte length must fit in what is
+// left of the object (size bytes, as the manifest records). Load
+// allocates what a record's length says before reading it, so a damaged
+// length would otherwise make it ask for exabytes (a panic that no
+// caller can recover, in Load's goroutine) before the checksum at the
+// end of the object could tell.
+type frameReader struct {
+	r    io.Reader
+	size int64   // the object's size
+	off  int64   // bytes passed on so far
+	hdr  [8]byte // the record length being read
+	nhdr int     // bytes of hdr read
+	body int64   // bytes of the current record still to pass on
+	err  error
+}
+
+func (f *frameReader) Read(p []byte) (int, error) {
+	if f.err != nil {
+		return 0, f.err
+	}
+	n, err := f.r.Read(p)
+	for i := 0; i < n; {
+		if f.body > 0 {
+			k := min(int64(n-i), f.body)
+			f.body -= k
+			i += int(k)
+			continue
+		}
+		f.hdr[f.nhdr] = p[i]
+		f.nhdr++
+		i++
+		if f.nhdr < len(f.hdr) {
+			continue
+		}
+		f.nhdr = 0
+		sz := binary.LittleEndian.Uint64(f.hdr[:])
+		if left := f.size - (f.off + int64(i)); left < 0 || sz > uint64(left) {
+			f.err = fmt.Errorf("%w: a record at byte %d of the state backup claims %d bytes, %d are left", errCorrupt, f.off+int64(i)-8, sz, max(left, 0))
+			return 0, f.err
+		}
+		f.body = int64(sz)
+	}
+	f.off += int64(n)
+	return n, err
 }
 
 // clearDir removes what dir holds, keeping dir itself.
