@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -44,7 +45,10 @@ type GroupConfig struct {
 	// CheckpointURL (gocloud.dev/blob: file://, s3://, ...) or
 	// CheckpointBucket (opened and closed by the caller) holds the
 	// checkpoints, one prefix per partition ("p0003/"): every member of
-	// the group must use the same bucket. One is required.
+	// the group must use the same bucket. One is required. The path of
+	// an s3://, gs:// or azblob:// URL is a prefix in the bucket:
+	// s3://ckpt/features is s3://ckpt?prefix=features/ (the drivers
+	// themselves ignore it); give it as a path or as prefix=, not both.
 	CheckpointURL    string
 	CheckpointBucket *blob.Bucket
 	// CheckpointInterval is the time between checkpoints of each
@@ -271,6 +275,13 @@ func NewGroup(query string, cfg GroupConfig, opts ...Option) (*Group, error) {
 	case (cfg.CheckpointURL == "") == (cfg.CheckpointBucket == nil):
 		return nil, errors.New("volga: a Group needs one of GroupConfig.CheckpointURL and CheckpointBucket: partitions move between members through checkpoints")
 	}
+	if cfg.CheckpointURL != "" {
+		u, err := checkpointBucketURL(cfg.CheckpointURL)
+		if err != nil {
+			return nil, err
+		}
+		cfg.CheckpointURL = u
+	}
 	var probe config
 	probe.sources = map[string]source.Source{}
 	for _, o := range opts {
@@ -346,6 +357,35 @@ func NewGroup(query string, cfg GroupConfig, opts ...Option) (*Group, error) {
 	}
 	g.client = &kafkago.Client{Addr: kafkago.TCP(sc.Brokers...), Transport: groupTransport(sc.Dialer)}
 	return g, nil
+}
+
+// checkpointBucketURL returns the URL to open for a checkpoint bucket
+// URL. The object-store drivers (s3://, gs://, azblob://) take the
+// bucket from the URL's host and ignore its path, so that s3://ckpt/a and
+// s3://ckpt/b would be one place, the root of the bucket ckpt, where the
+// groups configured so would restore each other's partitions: the path
+// becomes the prefix parameter instead.
+func checkpointBucketURL(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw, nil // blob.OpenBucket says what is wrong with it
+	}
+	switch u.Scheme {
+	case "s3", "gs", "azblob":
+	default:
+		return raw, nil
+	}
+	path := strings.Trim(u.Path, "/")
+	if path == "" {
+		return raw, nil
+	}
+	q := u.Query()
+	if q.Has("prefix") {
+		return "", fmt.Errorf("volga: the checkpoint bucket %s has a path and a prefix parameter: give the prefix once", raw)
+	}
+	q.Set("prefix", path+"/")
+	u.Path, u.RawPath, u.RawQuery = "", "", q.Encode()
+	return u.String(), nil
 }
 
 // shardKey returns the columns the state is sharded by: the PARTITION BY
