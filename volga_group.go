@@ -23,6 +23,7 @@ import (
 
 	"github.com/volga-go/volga/internal/values"
 	"github.com/volga-go/volga/pipeline"
+	"github.com/volga-go/volga/request"
 	"github.com/volga-go/volga/sink"
 	"github.com/volga-go/volga/source"
 	"github.com/volga-go/volga/source/kafka"
@@ -922,7 +923,9 @@ func (g *Group) route(ctx context.Context, key map[string]any) (*Pipeline, error
 	}
 	o, err := g.owner(ctx, p)
 	if err != nil {
-		return nil, err
+		// The coordinator did not say who owns it: a lookup to try again,
+		// as during a rebalance, not a bad one.
+		return nil, request.Unavailable(err)
 	}
 	return nil, &NotOwnerError{Partition: p, Owner: o.addr, Member: o.member}
 }
@@ -930,7 +933,8 @@ func (g *Group) route(ctx context.Context, key map[string]any) (*Pipeline, error
 // Lookup is Pipeline.Lookup for the group: the features of key as of at,
 // answered by the pipeline of the key's partition (see PartitionOf) when
 // this member owns it; otherwise a *NotOwnerError names the member that
-// does, from the group's description (DescribeGroups).
+// does, from the group's description (DescribeGroups). When that
+// description cannot be read the error matches request.ErrUnavailable.
 func (g *Group) Lookup(ctx context.Context, key map[string]any, at time.Time, row map[string]any) (LookupResult, error) {
 	if g.lookupOK != nil {
 		return LookupResult{}, g.lookupOK

@@ -32,6 +32,8 @@ func (s groupService) Lookup(ctx context.Context, key map[string]any, at time.Ti
 	switch {
 	case errors.As(err, &noe):
 		return request.Features{}, request.Unavailable(err)
+	case errors.Is(err, request.ErrUnavailable):
+		return request.Features{}, err // the owner could not be asked for
 	case err != nil:
 		return request.Features{}, request.Invalid(err)
 	}

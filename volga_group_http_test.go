@@ -1,0 +1,117 @@
+package volga_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"gocloud.dev/blob/memblob"
+
+	"github.com/volga-go/volga"
+	"github.com/volga-go/volga/request"
+)
+
+// A member asked for a key of a partition it does not own while the
+// group's coordinator cannot say who owns it (DescribeGroups fails) has
+// no answer yet: 503, try again, as during a rebalance. It is no fault
+// of the request (400 told the client not to retry a lookup any other
+// member would have answered).
+func TestGroupLookupOwnerUnknown(t *testing.T) {
+	const parts = 2
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(parts, "tx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	addrs := c.ListenAddrs()
+	produceGroup(t, addrs, "tx", 0, 48, &kafkago.Hash{}, volga.RawKey)
+	bucket := memblob.OpenBucket(nil)
+	defer bucket.Close()
+	a := startGroup(t, groupQuery, rawKeyGroupConfig(addrs, "unknown-owner", bucket, "http://a.example:8080"))
+	b := startGroup(t, groupQuery, rawKeyGroupConfig(addrs, "unknown-owner", bucket, "http://b.example:8080"))
+	groupWaitFor(t, "the two members to share the partitions", 20*time.Second, func() bool {
+		return ownership([]*runningGroup{a, b}, parts) && len(a.g.Owned()) == 1
+	})
+	// A user whose partition b owns.
+	var key map[string]any
+	for u := range groupUsers {
+		k := map[string]any{"user_id": groupUser(u)}
+		p, err := a.g.PartitionOf(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(b.g.Owned(), p) {
+			key = k
+			break
+		}
+	}
+	if key == nil {
+		t.Fatal("no user in b's partition")
+	}
+
+	var failing atomic.Bool
+	failing.Store(true)
+	c.ControlKey(kmsg.DescribeGroups.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if !failing.Load() {
+			return nil, nil, false
+		}
+		dreq := req.(*kmsg.DescribeGroupsRequest)
+		resp := dreq.ResponseKind().(*kmsg.DescribeGroupsResponse)
+		resp.SetVersion(dreq.GetVersion())
+		for _, id := range dreq.Groups {
+			g := kmsg.NewDescribeGroupsResponseGroup()
+			g.Group, g.ErrorCode = id, kerr.CoordinatorNotAvailable.Code
+			resp.Groups = append(resp.Groups, g)
+		}
+		return resp, nil, true
+	})
+
+	ctx := context.Background()
+	at := groupBase.Add(time.Minute)
+	if _, err := a.g.Lookup(ctx, key, at, nil); err == nil || !errors.Is(err, request.ErrUnavailable) {
+		t.Fatalf("Lookup while the coordinator does not answer: %v, want an error marked request.ErrUnavailable", err)
+	}
+	srv := httptest.NewServer(a.g.Handler())
+	defer srv.Close()
+	body := fmt.Sprintf(`{"key": {"user_id": %q}, "at": %q}`, key["user_id"], at.Format(time.RFC3339))
+	resp, err := http.Post(srv.URL+"/v1/features", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("HTTP lookup while the coordinator does not answer: status %d, want 503", resp.StatusCode)
+	}
+
+	// Once it answers again, the member names the owner.
+	failing.Store(false)
+	resp, err = http.Post(srv.URL+"/v1/features", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMisdirectedRequest || resp.Header.Get("X-Volga-Owner") != "http://b.example:8080" {
+		t.Fatalf("HTTP lookup once the coordinator answers: status %d, owner %q; want 421 naming b", resp.StatusCode, resp.Header.Get("X-Volga-Owner"))
+	}
+	// A key missing its column is the request's fault.
+	resp, err = http.Post(srv.URL+"/v1/features", "application/json", strings.NewReader(`{"key": {"nope": 1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("HTTP lookup of a key without its column: status %d, want 400", resp.StatusCode)
+	}
+}
