@@ -316,10 +316,14 @@ func (c *Column) Gather(from int, perm []int32) {
 	}
 }
 
-// Float returns value i as float64 (numeric kinds only).
+// Float returns value i as float64 (numeric kinds only); a uint64 value,
+// held bit for bit in I64, is read as unsigned.
 func (c *Column) Float(i int) float64 {
 	if c.Kind == KindFloat64 {
 		return c.F64[i]
+	}
+	if _, ok := c.Type.(*arrow.Uint64Type); ok {
+		return float64(uint64(c.I64[i]))
 	}
 	return float64(c.I64[i])
 }
