@@ -18,21 +18,25 @@ var _ = register(&Def{
 		if err != nil {
 			return nil, err
 		}
-		return &avgFunc{col: args[0].Col, float: k == KindFloat64}, nil
+		return &avgFunc{col: args[0].Col, float: k == KindFloat64, unsigned: isUnsigned64(args[0].Type)}, nil
 	},
 })
 
 type avgFunc struct {
-	col   int
-	float bool
+	col      int
+	float    bool
+	unsigned bool // uint64 x: values from 2^63 up are not negative
 }
 
 func (f *avgFunc) Name() string               { return "avg" }
 func (f *avgFunc) ResultType() arrow.DataType { return arrow.PrimitiveTypes.Float64 }
 func (f *avgFunc) Retractable() bool          { return true }
 func (f *avgFunc) NewState() State {
-	if f.float {
+	switch {
+	case f.float:
 		return &avgFloatState{col: f.col}
+	case f.unsigned:
+		return &avgUintState{avgIntState{col: f.col}}
 	}
 	return &avgIntState{col: f.col}
 }
@@ -40,8 +44,11 @@ func (f *avgFunc) NewState() State {
 // NewWindow holds the state in the window's own allocation (see
 // newOwnRetractWindow).
 func (f *avgFunc) NewWindow() Window {
-	if f.float {
+	switch {
+	case f.float:
 		return newOwnRetractWindow[avgFloatState](avgFloatState{col: f.col})
+	case f.unsigned:
+		return newOwnRetractWindow[avgUintState](avgUintState{avgIntState{col: f.col}})
 	}
 	return newOwnRetractWindow[avgIntState](avgIntState{col: f.col})
 }
@@ -107,6 +114,28 @@ func (s *avgIntState) UnmarshalBinary(data []byte) error {
 	s.n, s.sum = n, int128{hi, lo}
 	return nil
 }
+
+// avgUintState is avgIntState over uint64 values (held bit for bit in
+// Column.I64), summed as unsigned; results and encoding are avgIntState's.
+type avgUintState struct{ avgIntState }
+
+func (s *avgUintState) Add(r *Rows, a int64) {
+	c := &r.Cols[s.col]
+	if i := a - r.Base; !c.Null[i] {
+		s.n++
+		s.sum.addU(uint64(c.I64[i]))
+	}
+}
+
+func (s *avgUintState) Retract(r *Rows, a int64) {
+	c := &r.Cols[s.col]
+	if i := a - r.Base; !c.Null[i] {
+		s.n--
+		s.sum.subU(uint64(c.I64[i]))
+	}
+}
+
+func (s *avgUintState) Merge(o State) { s.avgIntState.Merge(&o.(*avgUintState).avgIntState) }
 
 // avgFloatState averages floats from a compensated sum.
 type avgFloatState struct {

@@ -3,7 +3,7 @@ package agg
 // AddRange implementations (RangeAdder) of the standard states: each is
 // its Add's loop over the rows' positions, in row order, so that the
 // floating-point sums round exactly as they would row by row (integer
-// sums, exact in any order, are taken by sumInts).
+// sums, exact in any order, are taken by sumInts and sumUints).
 
 // positions returns the positions in r's slices of rows [lo, hi).
 func positions(r *Rows, lo, hi int64) (int, int) {
@@ -33,6 +33,14 @@ func (s *sumIntState) AddRange(r *Rows, lo, hi int64) {
 	s.sum.addWide(sum)
 }
 
+func (s *sumUintState) AddRange(r *Rows, lo, hi int64) {
+	i, j := positions(r, lo, hi)
+	c := &r.Cols[s.col]
+	n, sum := sumUints(c.I64[i:j], c.Null[i:j])
+	s.n += n
+	s.sum.addWide(sum)
+}
+
 func (s *sumFloatState) AddRange(r *Rows, lo, hi int64) {
 	i, j := positions(r, lo, hi)
 	c := &r.Cols[s.col]
@@ -51,6 +59,14 @@ func (s *avgIntState) AddRange(r *Rows, lo, hi int64) {
 	i, j := positions(r, lo, hi)
 	c := &r.Cols[s.col]
 	n, sum := sumInts(c.I64[i:j], c.Null[i:j])
+	s.n += n
+	s.sum.addWide(sum)
+}
+
+func (s *avgUintState) AddRange(r *Rows, lo, hi int64) {
+	i, j := positions(r, lo, hi)
+	c := &r.Cols[s.col]
+	n, sum := sumUints(c.I64[i:j], c.Null[i:j])
 	s.n += n
 	s.sum.addWide(sum)
 }
@@ -115,6 +131,12 @@ func (s *varianceState) AddRange(r *Rows, lo, hi int64) {
 }
 
 func (s *varianceIntState) AddRange(r *Rows, lo, hi int64) {
+	for a := lo; a < hi; a++ {
+		s.Add(r, a)
+	}
+}
+
+func (s *varianceUintState) AddRange(r *Rows, lo, hi int64) {
 	for a := lo; a < hi; a++ {
 		s.Add(r, a)
 	}

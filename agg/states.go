@@ -40,19 +40,25 @@ func (f *countFunc) NewStates(dst []State) {
 }
 
 func (f *sumFunc) NewStates(dst []State) {
-	if f.float {
+	switch {
+	case f.float:
 		newStates[sumFloatState](dst, sumFloatState{col: f.col})
-		return
+	case f.unsigned:
+		newStates[sumUintState](dst, sumUintState{sumIntState{col: f.col}})
+	default:
+		newStates[sumIntState](dst, sumIntState{col: f.col})
 	}
-	newStates[sumIntState](dst, sumIntState{col: f.col})
 }
 
 func (f *avgFunc) NewStates(dst []State) {
-	if f.float {
+	switch {
+	case f.float:
 		newStates[avgFloatState](dst, avgFloatState{col: f.col})
-		return
+	case f.unsigned:
+		newStates[avgUintState](dst, avgUintState{avgIntState{col: f.col}})
+	default:
+		newStates[avgIntState](dst, avgIntState{col: f.col})
 	}
-	newStates[avgIntState](dst, avgIntState{col: f.col})
 }
 
 func (f *extremumFunc[T]) NewStates(dst []State) {

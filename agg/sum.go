@@ -19,7 +19,7 @@ var _ = register(&Def{
 		if err != nil {
 			return nil, err
 		}
-		return &sumFunc{col: args[0].Col, float: k == KindFloat64}, nil
+		return &sumFunc{col: args[0].Col, float: k == KindFloat64, unsigned: isUnsigned64(args[0].Type)}, nil
 	},
 })
 
@@ -36,8 +36,9 @@ func numericArg(d *Def, a Arg) (Kind, error) {
 }
 
 type sumFunc struct {
-	col   int
-	float bool
+	col      int
+	float    bool
+	unsigned bool // uint64 x: values from 2^63 up are not negative
 }
 
 func (f *sumFunc) Name() string { return "sum" }
@@ -49,8 +50,11 @@ func (f *sumFunc) ResultType() arrow.DataType {
 }
 func (f *sumFunc) Retractable() bool { return true }
 func (f *sumFunc) NewState() State {
-	if f.float {
+	switch {
+	case f.float:
 		return &sumFloatState{col: f.col}
+	case f.unsigned:
+		return &sumUintState{sumIntState{col: f.col}}
 	}
 	return &sumIntState{col: f.col}
 }
@@ -58,8 +62,11 @@ func (f *sumFunc) NewState() State {
 // NewWindow holds the state in the window's own allocation (see
 // newOwnRetractWindow): one object, one cache miss, per key visit.
 func (f *sumFunc) NewWindow() Window {
-	if f.float {
+	switch {
+	case f.float:
 		return newOwnRetractWindow[sumFloatState](sumFloatState{col: f.col})
+	case f.unsigned:
+		return newOwnRetractWindow[sumUintState](sumUintState{sumIntState{col: f.col}})
 	}
 	return newOwnRetractWindow[sumIntState](sumIntState{col: f.col})
 }
@@ -150,6 +157,34 @@ func (s *sumIntState) UnmarshalBinary(data []byte) error {
 	s.n, s.sum = n, sum
 	return nil
 }
+
+// sumUintState is sumIntState over uint64 values (held bit for bit in
+// Column.I64): it adds them as unsigned, as DuckDB sums UBIGINT into a
+// HUGEINT, so a value from 2^63 up counts as itself, not as a negative
+// one. Such a sum never fits in the int64 result: it is NULL, as any
+// integer sum beyond BIGINT. Results and the encoding are sumIntState's,
+// so a checkpoint holds the same form for signed and unsigned sums.
+type sumUintState struct{ sumIntState }
+
+func (s *sumUintState) Add(r *Rows, a int64) {
+	c := &r.Cols[s.col]
+	i := a - r.Base
+	if !c.Null[i] {
+		s.n++
+		s.sum.addU(uint64(c.I64[i]))
+	}
+}
+
+func (s *sumUintState) Retract(r *Rows, a int64) {
+	c := &r.Cols[s.col]
+	i := a - r.Base
+	if !c.Null[i] {
+		s.n--
+		s.sum.subU(uint64(c.I64[i]))
+	}
+}
+
+func (s *sumUintState) Merge(o State) { s.sumIntState.Merge(&o.(*sumUintState).sumIntState) }
 
 // sumFloatState sums floats with Neumaier's compensation, so that adding
 // and later retracting a value leaves (almost exactly) no trace: sliding

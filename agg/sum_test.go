@@ -324,6 +324,12 @@ func FuzzSumIntCodec(f *testing.F) {
 	f.Add(int64(3), int64(-1), uint64(1<<63-1))
 	f.Add(int64(maxI), int64(maxI), uint64(1<<64-1))
 	f.Add(int64(1), int64(-1), uint64(1<<64-1))
+	// Sums of uint64 values (sumUintState shares the codec): 2^64-1,
+	// 2·(2^64-1), 7·(2^64-1) and 3·2^63.
+	f.Add(int64(1), int64(0), uint64(1<<64-1))
+	f.Add(int64(2), int64(1), uint64(1<<64-2))
+	f.Add(int64(7), int64(6), uint64(1<<64-7))
+	f.Add(int64(3), int64(1), uint64(1<<63))
 	f.Fuzz(func(t *testing.T, n, hi int64, lo uint64) {
 		if n < 0 {
 			n = ^n // states hold a count
@@ -358,7 +364,7 @@ func TestSumInts(t *testing.T) {
 			}
 		}
 		for _, chunk := range []int{1, 2, 7, 64, math.MaxInt32} {
-			k, sum := sumIntsChunked(vals, nulls, chunk)
+			k, sum := sumIntsChunked(vals, nulls, chunk, false)
 			got := new(big.Int).Lsh(big.NewInt(sum.hi), 64)
 			got.Add(got, new(big.Int).SetUint64(sum.lo))
 			if k != cnt || got.Cmp(want) != 0 {

@@ -37,23 +37,27 @@ func registerVariance(name string, k varKind, doc string, aliases ...string) *De
 			if err != nil {
 				return nil, err
 			}
-			return &varianceFunc{name: d.Name, col: args[0].Col, kind: k, ints: kind == KindInt64}, nil
+			return &varianceFunc{name: d.Name, col: args[0].Col, kind: k, ints: kind == KindInt64, unsigned: isUnsigned64(args[0].Type)}, nil
 		},
 	}, aliases...)
 }
 
 type varianceFunc struct {
-	name string
-	col  int
-	kind varKind
-	ints bool // integer argument: exact arithmetic
+	name     string
+	col      int
+	kind     varKind
+	ints     bool // integer argument: exact arithmetic
+	unsigned bool // uint64 argument: values from 2^63 up are not negative
 }
 
 func (f *varianceFunc) Name() string               { return f.name }
 func (f *varianceFunc) ResultType() arrow.DataType { return arrow.PrimitiveTypes.Float64 }
 func (f *varianceFunc) Retractable() bool          { return true }
 func (f *varianceFunc) NewState() State {
-	if f.ints {
+	switch {
+	case f.unsigned:
+		return &varianceUintState{varianceIntState{col: f.col, kind: f.kind}}
+	case f.ints:
 		return &varianceIntState{col: f.col, kind: f.kind}
 	}
 	return &varianceState{col: f.col, kind: f.kind}
@@ -306,11 +310,7 @@ func (s *varianceIntState) Add(r *Rows, a int64) {
 		v := c.I64[i]
 		s.n++
 		s.s1.add(v)
-		hi, lo := square(v)
-		var cy uint64
-		s.s2[0], cy = bits.Add64(s.s2[0], lo, 0)
-		s.s2[1], cy = bits.Add64(s.s2[1], hi, cy)
-		s.s2[2] += cy
+		s.addSquare(square(v))
 	}
 }
 
@@ -320,12 +320,24 @@ func (s *varianceIntState) Retract(r *Rows, a int64) {
 		v := c.I64[i]
 		s.n--
 		s.s1.sub(v)
-		hi, lo := square(v)
-		var br uint64
-		s.s2[0], br = bits.Sub64(s.s2[0], lo, 0)
-		s.s2[1], br = bits.Sub64(s.s2[1], hi, br)
-		s.s2[2] -= br
+		s.subSquare(square(v))
 	}
+}
+
+// addSquare adds the 128-bit square (hi, lo) to Σx².
+func (s *varianceIntState) addSquare(hi, lo uint64) {
+	var cy uint64
+	s.s2[0], cy = bits.Add64(s.s2[0], lo, 0)
+	s.s2[1], cy = bits.Add64(s.s2[1], hi, cy)
+	s.s2[2] += cy
+}
+
+// subSquare subtracts the 128-bit square (hi, lo) from Σx².
+func (s *varianceIntState) subSquare(hi, lo uint64) {
+	var br uint64
+	s.s2[0], br = bits.Sub64(s.s2[0], lo, 0)
+	s.s2[1], br = bits.Sub64(s.s2[1], hi, br)
+	s.s2[2] -= br
 }
 
 func (s *varianceIntState) Merge(o State) {
@@ -393,6 +405,36 @@ func (s *varianceIntState) UnmarshalBinary(data []byte) error {
 	}
 	s.n, s.s1, s.s2 = n, s1, s2
 	return nil
+}
+
+// varianceUintState is varianceIntState over uint64 values (held bit for
+// bit in Column.I64), read as unsigned: Σx < 2^127 and Σx² < 2^191 for
+// fewer than 2^63 values, so the 128- and 192-bit sums and the 256-bit
+// numerator stay exact. Results and encoding are varianceIntState's.
+type varianceUintState struct{ varianceIntState }
+
+func (s *varianceUintState) Add(r *Rows, a int64) {
+	c := &r.Cols[s.col]
+	if i := a - r.Base; !c.Null[i] {
+		v := uint64(c.I64[i])
+		s.n++
+		s.s1.addU(v)
+		s.addSquare(bits.Mul64(v, v))
+	}
+}
+
+func (s *varianceUintState) Retract(r *Rows, a int64) {
+	c := &r.Cols[s.col]
+	if i := a - r.Base; !c.Null[i] {
+		v := uint64(c.I64[i])
+		s.n--
+		s.s1.subU(v)
+		s.subSquare(bits.Mul64(v, v))
+	}
+}
+
+func (s *varianceUintState) Merge(o State) {
+	s.varianceIntState.Merge(&o.(*varianceUintState).varianceIntState)
 }
 
 // mul256 multiplies little-endian 256-bit unsigned numbers modulo 2^256.
