@@ -225,6 +225,8 @@ func TestResultBuilderSameResults(t *testing.T) {
 		{"sum_cate", []Arg{colArg(colInt), cat}, true},
 		{"sum_cate", []Arg{colArg(colBig), cat}, true}, // NULL sums beyond int64
 		{"sum_cate", []Arg{colArg(colBig), colArg(colCatInt)}, true},
+		{"sum_cate", []Arg{colArg(colUBig), cat}, true}, // uint64: unsigned
+		{"avg_cate", []Arg{colArg(colUBig), colArg(colCatInt)}, true},
 		{"count_cate", []Arg{colArg(colInt), cat}, true},
 		{"avg_cate", []Arg{colArg(colFloat), cat}, true},
 		{"avg_cate", []Arg{colArg(colInt), cat}, true},

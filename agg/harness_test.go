@@ -29,6 +29,7 @@ const (
 	colCatInt        // int64 category, 5 values
 	colDrift         // float64 drifting upwards (stress for variance)
 	colBig           // int64, a quarter of them near ±2^62: sums leave int64
+	colUBig          // uint64 clustered near 0, 2^63 and 2^64-1, some anywhere
 	numCols
 )
 
@@ -45,6 +46,7 @@ var colTypes = [numCols]arrow.DataType{
 	arrow.PrimitiveTypes.Int64,
 	arrow.PrimitiveTypes.Float64,
 	arrow.PrimitiveTypes.Int64,
+	arrow.PrimitiveTypes.Uint64,
 }
 
 func colArg(c int) Arg   { return Arg{Type: colTypes[c], Col: c} }
@@ -84,11 +86,15 @@ func randRows(rng *rand.Rand, n int) *Rows {
 	// colBig draws from a generator of its own, so that adding it left
 	// the other columns and the callers' later draws as they were.
 	bigRng := rand.New(rand.NewPCG(uint64(n), uint64(r.Base)))
+	ubigRng := rand.New(rand.NewPCG(uint64(n), uint64(r.Base)^0x75626967)) // "ubig"
 	for c := range numCols {
 		col, _ := NewColumn(colTypes[c])
 		rng := rng
-		if c == colBig {
+		switch c {
+		case colBig:
 			rng = bigRng
+		case colUBig:
+			rng = ubigRng
 		}
 		for range n {
 			if rng.Float64() < nullP {
@@ -140,6 +146,21 @@ func randRows(rng *rand.Rand, n int) *Rows {
 					}
 				}
 				col.I64 = append(col.I64, v)
+			case colUBig:
+				// Duplicates within each cluster; sums of the small ones
+				// and those just below 2^63 fit in int64 or just do not.
+				var v uint64
+				switch rng.IntN(10) {
+				case 0, 1, 2, 3:
+					v = rng.Uint64N(20)
+				case 4, 5:
+					v = 1<<63 - 10 + rng.Uint64N(20)
+				case 6, 7, 8:
+					v = math.MaxUint64 - rng.Uint64N(20)
+				default:
+					v = rng.Uint64()
+				}
+				col.I64 = append(col.I64, int64(v))
 			}
 		}
 		r.Cols = append(r.Cols, col)

@@ -186,7 +186,7 @@ func oraclePercentile(c int, q float64) func(r *Rows, rows []int64) any {
 
 func mlCases() []aggCase {
 	var cases []aggCase
-	for _, c := range []int{colInt, colFloat, colStr, colBool, colTs, colU64} {
+	for _, c := range []int{colInt, colFloat, colStr, colBool, colTs, colU64, colUBig} {
 		for _, k := range []int{1, 3} {
 			cases = append(cases,
 				aggCase{name: "top", args: []Arg{colArg(c), constArg(int64(k))}, oracle: oracleTop(c, k)},
@@ -207,6 +207,10 @@ func mlCases() []aggCase {
 		aggCase{name: "avg_where", args: []Arg{colArg(colFloat), colArg(colCond)}, oracle: oracleWhere(oracleAvg(colFloat), colCond)},
 		aggCase{name: "min_where", args: []Arg{colArg(colInt), colArg(colCond)}, oracle: oracleWhere(oracleExtremum(colInt, false), colCond)},
 		aggCase{name: "max_where", args: []Arg{colArg(colStr), colArg(colCond)}, oracle: oracleWhere(oracleExtremum(colStr, true), colCond)},
+		aggCase{name: "sum_where", args: []Arg{colArg(colUBig), colArg(colCond)}, oracle: oracleWhere(oracleSum(colUBig), colCond)},
+		aggCase{name: "avg_where", args: []Arg{colArg(colUBig), colArg(colCond)}, oracle: oracleWhere(oracleAvg(colUBig), colCond)},
+		aggCase{name: "min_where", args: []Arg{colArg(colUBig), colArg(colCond)}, oracle: oracleWhere(oracleExtremum(colUBig, false), colCond)},
+		aggCase{name: "max_where", args: []Arg{colArg(colUBig), colArg(colCond)}, oracle: oracleWhere(oracleExtremum(colUBig, true), colCond)},
 	)
 	for _, g := range []int{colCat, colCatInt, colBool} {
 		for _, cond := range []int{-1, colCond} {
@@ -224,10 +228,19 @@ func mlCases() []aggCase {
 				aggCase{name: "avg" + suffix, args: args(colFloat), oracle: oracleCate(oracleAvg(colFloat), colFloat, g, cond)},
 				aggCase{name: "min" + suffix, args: args(colFloat), oracle: oracleCate(oracleExtremum(colFloat, false), colFloat, g, cond)},
 				aggCase{name: "max" + suffix, args: args(colTs), oracle: oracleCate(oracleExtremum(colTs, true), colTs, g, cond)},
+				aggCase{name: "sum" + suffix, args: args(colUBig), oracle: oracleCate(oracleSum(colUBig), colUBig, g, cond)},
+				aggCase{name: "avg" + suffix, args: args(colUBig), oracle: oracleCate(oracleAvg(colUBig), colUBig, g, cond)},
+				aggCase{name: "min" + suffix, args: args(colUBig), oracle: oracleCate(oracleExtremum(colUBig, false), colUBig, g, cond)},
+				aggCase{name: "max" + suffix, args: args(colUBig), oracle: oracleCate(oracleExtremum(colUBig, true), colUBig, g, cond)},
 			)
 		}
 	}
-	for _, c := range []int{colInt, colFloat} {
+	// uint64 categories, keys in unsigned order.
+	cases = append(cases,
+		aggCase{name: "sum_cate", args: []Arg{colArg(colInt), colArg(colUBig)}, oracle: oracleCate(oracleSum(colInt), colInt, colUBig, -1)},
+		aggCase{name: "max_cate_where", args: []Arg{colArg(colUBig), colArg(colCond), colArg(colUBig)}, oracle: oracleCate(oracleExtremum(colUBig, true), colUBig, colUBig, colCond)},
+	)
+	for _, c := range []int{colInt, colFloat, colU64, colUBig} {
 		for _, alpha := range []float64{0.1, 0.5, 1} {
 			cases = append(cases, aggCase{name: "ew_avg", args: []Arg{colArg(c), constArg(alpha)}, oracle: oracleEwAvg(c, alpha), ordered: true})
 		}

@@ -29,6 +29,8 @@ func floats(vals []any) []float64 {
 		switch v := v.(type) {
 		case int64:
 			out[i] = float64(v)
+		case uint64:
+			out[i] = float64(v)
 		case float64:
 			out[i] = v
 		}
@@ -75,18 +77,42 @@ func oracleCountDistinct(c int) func(r *Rows, rows []int64) any {
 	}
 }
 
+// bigInts returns vals as exact integers when they are the Go values of
+// an integer column (int64, or uint64 for UBIGINT).
+func bigInts(vals []any) ([]*big.Int, bool) {
+	out := make([]*big.Int, 0, len(vals))
+	for _, v := range vals {
+		switch x := v.(type) {
+		case int64:
+			out = append(out, big.NewInt(x))
+		case uint64:
+			out = append(out, new(big.Int).SetUint64(x))
+		default:
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// bigSum is the exact sum of vals.
+func bigSum(vals []*big.Int) *big.Int {
+	s := new(big.Int)
+	for _, v := range vals {
+		s.Add(s, v)
+	}
+	return s
+}
+
 func oracleSum(c int) func(r *Rows, rows []int64) any {
 	return func(r *Rows, rows []int64) any {
 		vals := nonNull(r, c, rows)
 		if len(vals) == 0 {
 			return nil
 		}
-		if _, ok := vals[0].(int64); ok {
-			// Exact, as DuckDB sums BIGINT into HUGEINT; NULL beyond int64.
-			s := new(big.Int)
-			for _, v := range vals {
-				s.Add(s, big.NewInt(v.(int64)))
-			}
+		if ints, ok := bigInts(vals); ok {
+			// Exact, as DuckDB sums BIGINT and UBIGINT into HUGEINT; NULL
+			// beyond int64.
+			s := bigSum(ints)
 			if !s.IsInt64() {
 				return nil
 			}
@@ -102,6 +128,12 @@ func oracleSum(c int) func(r *Rows, rows []int64) any {
 
 func oracleAvg(c int) func(r *Rows, rows []int64) any {
 	return func(r *Rows, rows []int64) any {
+		if ints, ok := bigInts(nonNull(r, c, rows)); ok && len(ints) > 0 {
+			// Exact, then rounded once.
+			q := new(big.Rat).SetFrac(bigSum(ints), big.NewInt(int64(len(ints))))
+			f, _ := q.Float64()
+			return f
+		}
 		vals := floats(nonNull(r, c, rows))
 		if len(vals) == 0 {
 			return nil
@@ -126,9 +158,12 @@ func oracleExtremum(c int, isMax bool) func(r *Rows, rows []int64) any {
 	}
 }
 
-// oracleVariance is the two-pass formula.
+// oracleVariance is the two-pass formula, exact for integers.
 func oracleVariance(c int, samp, sqrt bool) func(r *Rows, rows []int64) any {
 	return func(r *Rows, rows []int64) any {
+		if ints, ok := bigInts(nonNull(r, c, rows)); ok {
+			return exactVariance(ints, samp, sqrt)
+		}
 		vals := floats(nonNull(r, c, rows))
 		n := float64(len(vals))
 		if n == 0 || samp && n == 1 {
@@ -155,6 +190,32 @@ func oracleVariance(c int, samp, sqrt bool) func(r *Rows, rows []int64) any {
 	}
 }
 
+// exactVariance is the variance (its square root when sqrt) of integers,
+// computed exactly as (nΣx² - (Σx)²) / (n·(n-1)) (n·n for the population)
+// and rounded once (the square root of the rounded variance).
+func exactVariance(vals []*big.Int, samp, sqrt bool) any {
+	n := int64(len(vals))
+	if n == 0 || samp && n == 1 {
+		return nil
+	}
+	s1, s2 := new(big.Int), new(big.Int)
+	for _, v := range vals {
+		s1.Add(s1, v)
+		s2.Add(s2, new(big.Int).Mul(v, v))
+	}
+	num := new(big.Int).Mul(s2, big.NewInt(n))
+	num.Sub(num, new(big.Int).Mul(s1, s1))
+	den := n * n
+	if samp {
+		den = n * (n - 1)
+	}
+	v, _ := new(big.Rat).SetFrac(num, big.NewInt(den)).Float64()
+	if sqrt {
+		v = math.Sqrt(v)
+	}
+	return v
+}
+
 func oracleEdge(c int, last bool) func(r *Rows, rows []int64) any {
 	return func(r *Rows, rows []int64) any {
 		if len(rows) == 0 {
@@ -177,8 +238,13 @@ func standardCases() []aggCase {
 		{name: "avg", args: []Arg{colArg(colInt)}, oracle: oracleAvg(colInt)},
 		{name: "avg", args: []Arg{colArg(colFloat)}, oracle: oracleAvg(colFloat)},
 		{name: "avg", args: []Arg{colArg(colDrift)}, oracle: oracleAvg(colDrift)},
+		// uint64 values are unsigned: values from 2^63 up are not negative.
+		{name: "sum", args: []Arg{colArg(colU64)}, oracle: oracleSum(colU64)},
+		{name: "sum", args: []Arg{colArg(colUBig)}, oracle: oracleSum(colUBig)},
+		{name: "avg", args: []Arg{colArg(colU64)}, oracle: oracleAvg(colU64)},
+		{name: "avg", args: []Arg{colArg(colUBig)}, oracle: oracleAvg(colUBig)},
 	}
-	for _, c := range []int{colInt, colFloat, colStr, colBool, colTs, colI32, colU64} {
+	for _, c := range []int{colInt, colFloat, colStr, colBool, colTs, colI32, colU64, colUBig} {
 		cases = append(cases,
 			aggCase{name: "count", args: []Arg{colArg(c)}, oracle: oracleCount(c)},
 			aggCase{name: "count_distinct", args: []Arg{colArg(c)}, oracle: oracleCountDistinct(c)},
@@ -188,7 +254,7 @@ func standardCases() []aggCase {
 			aggCase{name: "last_value", args: []Arg{colArg(c)}, oracle: oracleEdge(c, true), ordered: true},
 		)
 	}
-	for _, c := range []int{colInt, colFloat, colI32, colDrift} {
+	for _, c := range []int{colInt, colFloat, colI32, colDrift, colU64, colUBig} {
 		cases = append(cases,
 			aggCase{name: "var_samp", args: []Arg{colArg(c)}, oracle: oracleVariance(c, true, false)},
 			aggCase{name: "var_pop", args: []Arg{colArg(c)}, oracle: oracleVariance(c, false, false)},
