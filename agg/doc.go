@@ -52,14 +52,22 @@
 // last_value. Retractable: count, count_distinct, sum, avg and the
 // variance family; mergeable only: min, max, first_value, last_value.
 //
-// Numerics: integer sums are exact in int64 (sum) or 128 bits (avg);
-// float sums use Neumaier compensation with NaN and infinities counted
+// Numerics: integer sums are exact in 128 bits (sum, avg), and a sum
+// that does not fit in sum's int64 result is NULL; float sums use Neumaier compensation with NaN and infinities counted
 // apart, so retracting them restores a finite sum. The variance of
 // integers is computed exactly (Σx in 128 bits, Σx² in 192 bits, the
 // numerator in 256 bits); the variance of floats keeps shifted sums of
 // x-K and (x-K)² in double-double arithmetic (~106 bits), K being the
 // first value added since the state was last empty, and reports exactly
 // 0 for frames of equal values.
+//
+// uint64 (DuckDB's UBIGINT) values, held bit for bit in [Column].I64,
+// are read as unsigned throughout: sum, avg and the variance family take
+// them exactly as DuckDB does in its HUGEINT arithmetic (so sum of uint64
+// is int64, as of any integer, and NULL from 2^63 up), min, max, top,
+// topn_frequency and the _cate keys order them as unsigned, and
+// [Column.Float] (ew_avg, drawdown, approx_percentile) converts them as
+// unsigned.
 //
 // The ML-oriented aggregates of the engine (top, topn_frequency,
 // top1_ratio, the _where and _cate families, ew_avg, drawdown,
