@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -74,7 +75,7 @@ func (s pipelineService) Lookup(ctx context.Context, key map[string]any, at time
 				typed[col] = v
 				continue
 			}
-			tv, err := values.Coerce(v, f.Type)
+			tv, err := coerce(v, f.Type)
 			if err != nil {
 				return request.Features{}, request.Invalid(fmt.Errorf("key column %q: %v", col, err))
 			}
@@ -89,7 +90,7 @@ func (s pipelineService) Lookup(ctx context.Context, key map[string]any, at time
 			if !ok {
 				return request.Features{}, request.Invalid(fmt.Errorf("candidate row has unknown column %q; the source columns are %s", col, columnNames(schema)))
 			}
-			tv, err := values.Coerce(v, f.Type)
+			tv, err := coerce(v, f.Type)
 			if err != nil {
 				return request.Features{}, request.Invalid(fmt.Errorf("candidate row column %q: %v", col, err))
 			}
@@ -127,7 +128,8 @@ func keyTyped(schema *arrow.Schema, key map[string]any) bool {
 		}
 		switch f.Type.ID() {
 		case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
-			ok = isType[int64](v)
+			n, isInt := v.(int64)
+			ok = isInt && intFits(n, f.Type.ID())
 		case arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64:
 			ok = isType[float64](v)
 		case arrow.STRING, arrow.LARGE_STRING:
@@ -145,6 +147,42 @@ func keyTyped(schema *arrow.Schema, key map[string]any) bool {
 }
 
 func isType[T any](v any) bool { _, ok := v.(T); return ok }
+
+// coerce is values.Coerce, refusing an integer its column's type cannot
+// hold (a negative value for an unsigned column, 2^40 for an int32 one):
+// the engine would fail on it (a 500), or look up a key no row can have.
+func coerce(v any, dt arrow.DataType) (any, error) {
+	tv, err := values.Coerce(v, dt)
+	if err != nil {
+		return nil, err
+	}
+	if n, ok := tv.(int64); ok && !intFits(n, dt.ID()) {
+		return nil, fmt.Errorf("value %d does not fit the column's type %s", n, dt)
+	}
+	return tv, nil
+}
+
+// intFits reports whether n is in the range of the integer type id (any
+// other type: true).
+func intFits(n int64, id arrow.Type) bool {
+	switch id {
+	case arrow.INT8:
+		return n >= math.MinInt8 && n <= math.MaxInt8
+	case arrow.INT16:
+		return n >= math.MinInt16 && n <= math.MaxInt16
+	case arrow.INT32:
+		return n >= math.MinInt32 && n <= math.MaxInt32
+	case arrow.UINT8:
+		return n >= 0 && n <= math.MaxUint8
+	case arrow.UINT16:
+		return n >= 0 && n <= math.MaxUint16
+	case arrow.UINT32:
+		return n >= 0 && n <= math.MaxUint32
+	case arrow.UINT64:
+		return n >= 0
+	}
+	return true
+}
 
 // requestValue converts the sink.Value form of a feature to the
 // request.Features form: maps become []request.MapEntry, recursively.
