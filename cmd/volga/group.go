@@ -9,6 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -120,10 +123,52 @@ func parseGroupArgs(args []string) (*groupConfig, error) {
 			return nil, usagef("group: --source %s=%s: want a Kafka topic, kafka://HOST:PORT/TOPIC?group=G&time_field=ts", b.name, b.path)
 		}
 	}
-	if err := cfg.state.check("group", fs); err != nil {
+	// A member's --state-dir holds a state store per partition (p0003),
+	// each emptied when its partition starts: volga run's check (the
+	// directory is a store, or empty) would refuse it once a member ran.
+	stateDir := cfg.state.stateDir
+	cfg.state.stateDir = ""
+	err := cfg.state.check("group", fs)
+	cfg.state.stateDir = stateDir
+	if err != nil {
 		return nil, err
 	}
+	if stateDir != "" {
+		if err := checkGroupStateDir(stateDir); err != nil {
+			return nil, usagef("group: --state-dir %s: %v", stateDir, err)
+		}
+	}
 	return cfg, nil
+}
+
+// partitionDir matches the name of a partition's state directory under
+// a member's --state-dir.
+var partitionDir = regexp.MustCompile(`^p[0-9]{4,}$`)
+
+// checkGroupStateDir refuses a --state-dir that holds anything but the
+// partitions' state stores (pNNNN, each a store or empty): a member
+// empties those, so a mistyped directory must not be one of other files.
+func checkGroupStateDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return err
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !partitionDir.MatchString(e.Name()) {
+			return fmt.Errorf("holds %s, not a partition's state store (p0003); a member empties those, so name a new or empty directory, or one a member ran with", e.Name())
+		}
+		if err := checkStateDir(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("%s: %v", e.Name(), err)
+		}
+	}
+	return nil
 }
 
 // groupMain is volga group. ready, when not nil, is called with the
