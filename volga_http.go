@@ -26,7 +26,8 @@ import (
 // values converted to the types of their source columns first: a
 // timestamp may be a time.Time, an RFC 3339 string or epoch
 // milliseconds, an integral float64 is an integer. A value that does not
-// fit its column, an unknown candidate column, a candidate whose key
+// fit its column, an unknown candidate column or one given twice (in two
+// spellings: columns match case-insensitively), a candidate whose key
 // columns differ from the key or a time older than the state kept is a
 // request.ErrInvalid error; a lookup before the pipeline
 // started is request.ErrUnavailable; a pipeline that cannot serve lookups
@@ -89,6 +90,19 @@ func (s pipelineService) Lookup(ctx context.Context, key map[string]any, at time
 			f, ok := fieldFold(schema, col)
 			if !ok {
 				return request.Features{}, request.Invalid(fmt.Errorf("candidate row has unknown column %q; the source columns are %s", col, columnNames(schema)))
+			}
+			if _, dup := cand[f.Name]; dup {
+				// Two spellings of one column: which value would count
+				// depended on the map's order.
+				other := ""
+				for c := range row {
+					if g, _ := fieldFold(schema, c); c != col && g.Name == f.Name {
+						other = c
+						break
+					}
+				}
+				a, b := min(col, other), max(col, other)
+				return request.Features{}, request.Invalid(fmt.Errorf("candidate row gives column %q twice, as %q and %q", f.Name, a, b))
 			}
 			tv, err := coerce(v, f.Type)
 			if err != nil {

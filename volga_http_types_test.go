@@ -89,3 +89,21 @@ func TestHandlerNarrowColumns(t *testing.T) {
 		}
 	}
 }
+
+// TestHandlerCandidateColumnTwice: a candidate row that gives a column
+// twice, in two spellings (columns match case-insensitively), is refused
+// with 400 naming both, every time; one of the two values was taken at
+// random (Go's map order), so the same request got different features.
+func TestHandlerCandidateColumnTwice(t *testing.T) {
+	srv := narrowPipeline(t)
+	for range 20 {
+		status, b := post(t, srv.URL+request.FeaturesPath, `{"key": {"shop": 7}, "at": 2000, "row": {"qty": 5, "QTY": 500}}`)
+		var e struct{ Error string }
+		if err := json.Unmarshal(b, &e); err != nil {
+			t.Fatalf("status %d, %s: not a JSON error", status, b)
+		}
+		if status != http.StatusBadRequest || !strings.Contains(e.Error, `"qty"`) || !strings.Contains(e.Error, `"QTY"`) {
+			t.Fatalf("status %d, error %q; want 400 naming \"qty\" and \"QTY\"", status, e.Error)
+		}
+	}
+}
