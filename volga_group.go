@@ -141,7 +141,9 @@ func RawKey(key []any) ([]byte, error) {
 }
 
 // NotOwnerError is returned by Group.Lookup for a key whose partition
-// another member owns (or nobody, during a rebalance).
+// another member owns (or nobody, during a rebalance; or this member,
+// whose pipeline of the partition is starting or stopping: Member is ""
+// then, try again).
 type NotOwnerError struct {
 	// Partition is the key's partition.
 	Partition int
@@ -231,7 +233,8 @@ type Group struct {
 	owned  map[int]*member
 	gen    int32 // the generation of owned, -1 when none
 	owners map[int]ownerInfo
-	ownGen int32 // the generation owners were read in
+	ownGen int32  // the generation owners were read in
+	self   string // this member's ID in the group, from its last generation
 }
 
 // member is the pipeline of one partition this member owns.
@@ -568,6 +571,9 @@ func (g *Group) runGeneration(ctx context.Context, gen *kafkago.Generation, buck
 	defer close(release)
 	g.log.Info("volga: group generation", "generation", gen.ID, "member", gen.MemberID, "partitions", parts)
 
+	g.mu.Lock()
+	g.self = gen.MemberID
+	g.mu.Unlock()
 	finished := make(chan *member, len(parts))
 	var running []*member
 	for _, p := range parts {
@@ -916,7 +922,7 @@ func (g *Group) route(ctx context.Context, key map[string]any) (*Pipeline, error
 		return nil, err
 	}
 	g.mu.Lock()
-	m := g.owned[p]
+	m, self := g.owned[p], g.self
 	g.mu.Unlock()
 	if m != nil {
 		return m.p, nil
@@ -926,6 +932,11 @@ func (g *Group) route(ctx context.Context, key map[string]any) (*Pipeline, error
 		// The coordinator did not say who owns it: a lookup to try again,
 		// as during a rebalance, not a bad one.
 		return nil, request.Unavailable(err)
+	}
+	if o.member != "" && o.member == self {
+		// This member is starting the partition's pipeline (or stopping
+		// it): no other member to send the lookup to, try again.
+		return nil, &NotOwnerError{Partition: p}
 	}
 	return nil, &NotOwnerError{Partition: p, Owner: o.addr, Member: o.member}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/volga-go/volga"
 	"github.com/volga-go/volga/request"
+	"github.com/volga-go/volga/sink"
 )
 
 // A member asked for a key of a partition it does not own while the
@@ -113,5 +114,66 @@ func TestGroupLookupOwnerUnknown(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("HTTP lookup of a key without its column: status %d, want 400", resp.StatusCode)
+	}
+}
+
+// While a member starts the pipeline of a partition the group assigned
+// to it (here: its sink takes a while to open), a lookup of a key of that
+// partition is to be tried again (503), not redirected to the member
+// itself (421 naming its own address, which a client following the
+// redirect asks again and again).
+func TestGroupLookupOwnPartitionStarting(t *testing.T) {
+	const parts = 2
+	addrs := newGroupCluster(t, parts, "tx")
+	produceGroup(t, addrs, "tx", 0, 48, &kafkago.Hash{}, volga.RawKey)
+	bucket := memblob.OpenBucket(nil)
+	defer bucket.Close()
+	opening, release := make(chan struct{}), make(chan struct{})
+	var once atomic.Bool
+	cfg := rawKeyGroupConfig(addrs, "starting", bucket, "http://a.example:8080")
+	cfg.Sink = func(p int) (sink.Sink, error) {
+		if p == 1 && once.CompareAndSwap(false, true) {
+			close(opening)
+			<-release
+		}
+		return sink.NewCollector(), nil
+	}
+	a := startGroup(t, groupQuery, cfg)
+	select {
+	case <-opening:
+	case <-time.After(20 * time.Second):
+		t.Fatal("partition 1's sink was not opened")
+	}
+	defer close(release)
+	var key map[string]any
+	for u := range groupUsers {
+		k := map[string]any{"user_id": groupUser(u)}
+		if p, err := a.g.PartitionOf(k); err != nil {
+			t.Fatal(err)
+		} else if p == 1 {
+			key = k
+			break
+		}
+	}
+	if key == nil {
+		t.Fatal("no user in partition 1")
+	}
+	at := groupBase.Add(time.Minute)
+	_, err := a.g.Lookup(context.Background(), key, at, nil)
+	var noe *volga.NotOwnerError
+	if !errors.As(err, &noe) || noe.Partition != 1 || noe.Member != "" || noe.Owner != "" {
+		t.Fatalf("Lookup of a key of the partition the member is starting: %v (%+v), want a NotOwnerError naming no owner", err, noe)
+	}
+	srv := httptest.NewServer(a.g.Handler())
+	defer srv.Close()
+	body := fmt.Sprintf(`{"key": {"user_id": %q}, "at": %q}`, key["user_id"], at.Format(time.RFC3339))
+	resp, err := http.Post(srv.URL+"/v1/features", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("HTTP lookup of a key of the partition the member is starting: status %d (owner %q), want 503",
+			resp.StatusCode, resp.Header.Get("X-Volga-Owner"))
 	}
 }
