@@ -17,6 +17,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -817,9 +818,12 @@ func copyParquet(fw *pqarrow.FileWriter, schema *arrow.Schema, src string, limit
 	return nil
 }
 
-// conform returns rec with the types of schema: what pqarrow reads back
-// differs from what was written only in names and metadata of nested
-// fields.
+// conform returns rec with the types of schema. What pqarrow reads back
+// differs from what was written in names and metadata of nested fields,
+// and, for the types Parquet cannot hold as they are, in type: it writes
+// timestamp[s] as milliseconds, time32[s] as time32[ms] and date64 as
+// date32, and reads them back so. Those values are cast back, exactly
+// (SafeCastOptions).
 func conform(rec arrow.RecordBatch, schema *arrow.Schema) (arrow.RecordBatch, error) {
 	if rec.Schema().Equal(schema) {
 		rec.Retain()
@@ -828,49 +832,74 @@ func conform(rec arrow.RecordBatch, schema *arrow.Schema) (arrow.RecordBatch, er
 	if rec.Schema().NumFields() != schema.NumFields() {
 		return nil, fmt.Errorf("staged schema %s does not match %s", rec.Schema(), schema)
 	}
-	cols := make([]arrow.Array, rec.NumCols())
-	for i, c := range rec.Columns() {
-		d := retype(c.Data(), schema.Field(i).Type)
-		cols[i] = array.MakeFromData(d)
-		d.Release()
-	}
+	cols := make([]arrow.Array, 0, rec.NumCols())
 	defer func() {
 		for _, c := range cols {
 			c.Release()
 		}
 	}()
+	for i, c := range rec.Columns() {
+		d, err := retype(c.Data(), schema.Field(i).Type)
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", schema.Field(i).Name, err)
+		}
+		cols = append(cols, array.MakeFromData(d))
+		d.Release()
+	}
 	return array.NewRecordBatch(schema, cols, rec.NumRows()), nil
 }
 
-// retype returns d with the data type t (same layout, other names or
-// metadata of nested fields).
-func retype(d arrow.ArrayData, t arrow.DataType) arrow.ArrayData {
-	if d.DataType().ID() == arrow.DICTIONARY || t.ID() == arrow.DICTIONARY {
+// retype returns d as data of type t: the same buffers where the types
+// differ only in names or metadata of nested fields, the values cast to
+// t where a leaf type differs (see conform).
+func retype(d arrow.ArrayData, t arrow.DataType) (arrow.ArrayData, error) {
+	dt := d.DataType()
+	if dt.ID() == arrow.DICTIONARY && t.ID() == arrow.DICTIONARY {
 		d.Retain()
-		return d
+		return d, nil
 	}
-	var children []arrow.ArrayData
-	if nt, ok := t.(arrow.NestedType); ok {
-		fields := nt.Fields()
-		for i, c := range d.Children() {
-			if i < len(fields) {
-				children = append(children, retype(c, fields[i].Type))
-			} else {
-				c.Retain()
-				children = append(children, c)
-			}
+	nt, nested := t.(arrow.NestedType)
+	if !nested || dt.ID() != t.ID() {
+		if !arrow.TypeEqual(dt, t) {
+			return castData(d, t)
 		}
+		return array.NewData(t, d.Len(), d.Buffers(), d.Children(), d.NullN(), d.Offset()), nil
 	}
-	if len(children) == 0 {
-		children = d.Children()
-	}
-	out := array.NewData(t, d.Len(), d.Buffers(), children, d.NullN(), d.Offset())
-	if _, ok := t.(arrow.NestedType); ok {
+	fields := nt.Fields()
+	children := make([]arrow.ArrayData, 0, len(d.Children()))
+	defer func() {
 		for _, c := range children {
 			c.Release()
 		}
+	}()
+	for i, c := range d.Children() {
+		if i >= len(fields) {
+			c.Retain()
+			children = append(children, c)
+			continue
+		}
+		rc, err := retype(c, fields[i].Type)
+		if err != nil {
+			return nil, err
+		}
+		children = append(children, rc)
 	}
-	return out
+	return array.NewData(t, d.Len(), d.Buffers(), children, d.NullN(), d.Offset()), nil
+}
+
+// castData returns the values of d cast to t, refusing a cast that
+// would change a value.
+func castData(d arrow.ArrayData, t arrow.DataType) (arrow.ArrayData, error) {
+	a := array.MakeFromData(d)
+	defer a.Release()
+	out, err := compute.CastArray(context.Background(), a, compute.SafeCastOptions(t))
+	if err != nil {
+		return nil, fmt.Errorf("read back as %s, not %s: %w", d.DataType(), t, err)
+	}
+	defer out.Release()
+	od := out.Data()
+	od.Retain()
+	return od, nil
 }
 
 // Close ends the sink. Without checkpoints it writes the file footer and
