@@ -295,17 +295,34 @@ type discard struct{}
 func (discard) Write(b []byte) (int, error) { return len(b), nil }
 
 // checkSchema fails if pqarrow cannot write schema with the options;
-// path names the output in the error.
-func (o parquetOptions) checkSchema(path string, schema *arrow.Schema) (err error) {
+// path names the output in the error, and the error names the first
+// column pqarrow refuses (a type Parquet cannot hold, such as a duration
+// or a string view) and its type.
+func (o parquetOptions) checkSchema(path string, schema *arrow.Schema) error {
+	err := o.tryWriter(schema)
+	if err == nil {
+		return nil
+	}
+	for _, f := range schema.Fields() {
+		if ferr := o.tryWriter(arrow.NewSchema([]arrow.Field{f}, nil)); ferr != nil {
+			return fmt.Errorf("sink: parquet %s: column %q of type %s: %w", path, f.Name, f.Type, ferr)
+		}
+	}
+	return fmt.Errorf("sink: parquet %s: %w", path, err)
+}
+
+// tryWriter makes and closes a pqarrow writer of schema with the options,
+// writing nowhere.
+func (o parquetOptions) tryWriter(schema *arrow.Schema) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("sink: parquet %s: %v", path, r)
+			err = fmt.Errorf("%v", r)
 		}
 	}()
 	props, aprops := o.props()
 	fw, err := pqarrow.NewFileWriter(schema, discard{}, props, aprops)
 	if err != nil {
-		return fmt.Errorf("sink: parquet %s: %w", path, err)
+		return err
 	}
 	return fw.Close()
 }
@@ -428,6 +445,9 @@ func (p *Parquet) Write(ctx context.Context, rec arrow.RecordBatch) (err error) 
 		return err
 	}
 	if p.schema == nil {
+		if err := p.opts.checkSchema(p.path, rec.Schema()); err != nil {
+			return err
+		}
 		p.schema = rec.Schema()
 	}
 	if !rec.Schema().Equal(p.schema) {

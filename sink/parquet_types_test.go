@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -136,5 +137,54 @@ func TestParquetSinkCheckpointsCoercedTypes(t *testing.T) {
 	}
 	if got := readParquet(t, ckpt); got != want {
 		t.Fatalf("after the restart:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestParquetSinksUnsupportedType: a column of a type Parquet cannot hold
+// is refused with an error naming the column and its type, whether the
+// schema is given or comes with the first batch, and no file appears.
+func TestParquetSinksUnsupportedType(t *testing.T) {
+	ctx := context.Background()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "wait", Type: arrow.FixedWidthTypes.Duration_ms, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	b.Field(0).(*array.Int64Builder).Append(1)
+	b.Field(1).(*array.DurationBuilder).Append(1500)
+	rec := b.NewRecordBatch()
+	b.Release()
+	defer rec.Release()
+	check := func(what string, err error) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), `column "wait" of type duration[ms]`) {
+			t.Errorf("%s: %v, want an error naming column wait and its type", what, err)
+		}
+	}
+	dir := t.TempDir()
+	file, parts := filepath.Join(dir, "out.parquet"), filepath.Join(dir, "parts")
+	_, err := NewParquet(file, schema)
+	check("NewParquet", err)
+	_, err = NewParquetDir(parts, schema)
+	check("NewParquetDir", err)
+	s, err := NewParquet(file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("Parquet.Write", s.Write(ctx, rec))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewParquetDir(parts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("ParquetDir.Write", d.Write(ctx, rec))
+	d.Close()
+	if _, err := os.Stat(file); err == nil {
+		t.Errorf("%s written", file)
+	}
+	if ps, _ := filepath.Glob(filepath.Join(parts, "*.parquet")); len(ps) > 0 {
+		t.Errorf("files written: %v", ps)
 	}
 }

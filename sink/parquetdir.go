@@ -367,6 +367,9 @@ func (p *ParquetDir) Write(ctx context.Context, rec arrow.RecordBatch) (err erro
 		return err
 	}
 	if p.schema == nil {
+		if err := p.opts.checkSchema(p.path, rec.Schema()); err != nil {
+			return err
+		}
 		p.schema = rec.Schema()
 	}
 	if !rec.Schema().Equal(p.schema) {
