@@ -34,6 +34,20 @@ var serveCommand = &command{
 // after SIGINT or SIGTERM.
 const shutdownTimeout = 10 * time.Second
 
+// serverTimeouts bound how long the lookup server of serve and group
+// waits on a client, so that clients that stall (sending a body a byte at
+// a time, never reading the answer, keeping a connection open idle) do
+// not hold connections and goroutines for ever: the request's headers
+// (readHeader), the whole request (read), the answer from the end of the
+// headers (write: a lookup, or a batch of them, takes far less) and an
+// idle keep-alive connection (idle). Tests shorten them.
+var serverTimeouts = struct{ readHeader, read, write, idle time.Duration }{
+	readHeader: 10 * time.Second,
+	read:       time.Minute,
+	write:      2 * time.Minute,
+	idle:       2 * time.Minute,
+}
+
 type serveConfig struct {
 	sqlFile       string
 	sources       bindings
@@ -226,7 +240,10 @@ func newLookupServer(reg *prometheus.Registry, logger *slog.Logger, maxBody int6
 	}))
 	return &http.Server{
 		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: serverTimeouts.readHeader,
+		ReadTimeout:       serverTimeouts.read,
+		WriteTimeout:      serverTimeouts.write,
+		IdleTimeout:       serverTimeouts.idle,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}, nil
 }
