@@ -533,7 +533,9 @@ func (cr *checkpointRun) inject(st readerState, final bool) (uint64, error) {
 func (cr *checkpointRun) addPart(epoch uint64, name string, b []byte) {
 	cr.mu.Lock()
 	defer cr.mu.Unlock()
-	cr.inflight[epoch].parts[name] = b
+	if fl := cr.inflight[epoch]; fl != nil {
+		fl.parts[name] = b
+	}
 }
 
 // taskDone records the part of a window task for checkpoint epoch, once

@@ -272,6 +272,11 @@ type msg struct {
 	// output, behind the same checkpoint barriers, so that the late-row
 	// sink ends each epoch where the sink does.
 	late bool
+	// appliedLate marks rec as rows the sending task applied late
+	// (allowed lateness) while at watermark floor; a task of a later
+	// stage holds them until it can apply them in order (lateHold).
+	appliedLate bool
+	floor       int64
 }
 
 // release releases what m holds.
@@ -1354,13 +1359,27 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 	comb := watermark.NewCombiner(senders)
 	cur := watermark.None
 	var wait releaseWait
-	forward := func(recs []arrow.RecordBatch) error {
+	// A later stage of a streaming run with allowed lateness holds the
+	// rows an earlier stage applied late (lateHold).
+	holding := s > 0 && r.opt.Mode != Batch && r.opt.AllowedLateness > 0
+	var hold lateHold
+	defer hold.discard()
+	if holding && r.ck != nil && r.ck.restored != nil {
+		if b, ok := r.ck.restored[partHeld(s, id)]; ok {
+			if err := hold.restore(r.opt.Mem, st.in, b); err != nil {
+				return &operatorError{op: "window", stage: s, task: id, err: fmt.Errorf("volga: restoring checkpoint %d: %w", r.ck.epoch, err)}
+			}
+		}
+	}
+	// forward passes output rows on; lateAt, when not watermark.None,
+	// marks them as rows applied late while the operator was at lateAt.
+	forward := func(recs []arrow.RecordBatch, lateAt int64) error {
 		for k, rec := range recs {
 			var err error
 			if next == nil {
 				err = send(ctx, final, msg{rec: rec, wm: watermark.None, from: id})
 			} else if len(next) == 1 {
-				err = send(ctx, next[0], msg{rec: rec, wm: watermark.None, from: id})
+				err = send(ctx, next[0], msg{rec: rec, wm: watermark.None, from: id, appliedLate: lateAt != watermark.None, floor: lateAt})
 			} else {
 				var parts []arrow.RecordBatch
 				parts, err = r.split(rec, r.c.stages[s+1].keyCols(), len(next))
@@ -1372,7 +1391,7 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 						}
 						continue
 					}
-					err = send(ctx, next[i], msg{rec: p, wm: watermark.None, from: id})
+					err = send(ctx, next[i], msg{rec: p, wm: watermark.None, from: id, appliedLate: lateAt != watermark.None, floor: lateAt})
 				}
 			}
 			if err != nil {
@@ -1406,6 +1425,14 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 	barrier := func(m msg) error {
 		if !al.arrive(m.from) {
 			return nil
+		}
+		if len(hold.floors) > 0 {
+			b, err := hold.checkpoint(st.in)
+			if err != nil {
+				return &operatorError{op: "window", stage: s, task: id, err: fmt.Errorf("volga: checkpoint %d: %w", m.barrier, err)}
+			}
+			r.ck.addPart(m.barrier, partHeld(s, id), b)
+			heldPartEpoch.Store(m.barrier)
 		}
 		err := tc.begin(ctx, m.barrier, m.final)
 		if err != nil {
@@ -1452,7 +1479,7 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 		if advanceFunc != nil {
 			var ferr error
 			err := advanceFunc.AdvanceFunc(ctx, wm, func(rec arrow.RecordBatch) error {
-				ferr = forward([]arrow.RecordBatch{rec})
+				ferr = forward([]arrow.RecordBatch{rec}, watermark.None)
 				return ferr
 			})
 			if ferr != nil {
@@ -1467,7 +1494,83 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 		if err != nil {
 			return r.windowErr(s, id, err)
 		}
-		return forward(outs)
+		return forward(outs, watermark.None)
+	}
+	// step moves the task to watermark wm and passes wm on.
+	step := func(wm int64) error {
+		cur = wm
+		wait = releaseWait{}
+		r.noteRelease(s, wm)
+		if err := advance(wm); err != nil {
+			return err
+		}
+		if err := fins.forward(); err != nil {
+			return err
+		}
+		var err error
+		if next == nil {
+			err = send(ctx, final, msg{wm: wm, from: id})
+		} else {
+			for _, ch := range next {
+				if err = send(ctx, ch, msg{wm: wm, from: id}); err != nil {
+					break
+				}
+			}
+		}
+		return err
+	}
+	// pushed passes on what a push returned: rows applied late, at the
+	// operator's watermark, and rows too late to apply.
+	pushed := func(outs []arrow.RecordBatch, lateRec arrow.RecordBatch) error {
+		if r.resMerge && (len(outs) > 0 || lateRec != nil) {
+			// Batch runs have no late rows (see batchTimes).
+			arrowutil.ReleaseAll(outs)
+			if lateRec != nil {
+				lateRec.Release()
+			}
+			return fmt.Errorf("volga: internal error: window task %d of a batch run emitted rows as they came", id)
+		}
+		if lateRec != nil {
+			if err := sendLate(lateRec); err != nil {
+				arrowutil.ReleaseAll(outs)
+				return err
+			}
+		}
+		if len(outs) == 0 {
+			return nil
+		}
+		at := cur
+		if w, ok := op.(interface{ Watermark() int64 }); ok {
+			at = w.Watermark() // cur is None after a restore
+		}
+		return forward(outs, at)
+	}
+	// applyHeld applies the held late rows of the floors below limit,
+	// which every sender has passed, each floor's at that watermark.
+	applyHeld := func(limit int64) error {
+		for {
+			f, ok := hold.next()
+			if !ok || f >= limit {
+				return nil
+			}
+			if f > cur {
+				if err := step(f); err != nil {
+					return err
+				}
+			}
+			rec, err := hold.take(r.opt.Mem, st.in, st.cfg.SeqCol)
+			if err != nil {
+				return err
+			}
+			outs, lateRec, err := op.Push(rec)
+			rec.Release()
+			if err != nil {
+				return r.windowErr(s, id, err)
+			}
+			if err := pushed(outs, lateRec); err != nil {
+				return err
+			}
+		}
 	}
 	handle := func(m msg) error {
 		if m.barrier != 0 {
@@ -1475,6 +1578,10 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 		}
 		if m.late {
 			return sendLate(m.rec)
+		}
+		if m.rec != nil && m.appliedLate && holding {
+			hold.add(m.floor, m.rec)
+			m.rec = nil
 		}
 		if m.rec != nil && m.split && rowsOp == nil {
 			own, err := ownRows(r.opt.Mem, &hasher, m.rec, st.keyCols(), id, r.n)
@@ -1502,21 +1609,7 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 			if err != nil {
 				return r.windowErr(s, id, err)
 			}
-			if r.resMerge && (len(outs) > 0 || lateRec != nil) {
-				// Batch runs have no late rows (see batchTimes).
-				arrowutil.ReleaseAll(outs)
-				if lateRec != nil {
-					lateRec.Release()
-				}
-				return fmt.Errorf("volga: internal error: window task %d of a batch run emitted rows as they came", id)
-			}
-			if lateRec != nil {
-				if err := sendLate(lateRec); err != nil {
-					arrowutil.ReleaseAll(outs)
-					return err
-				}
-			}
-			if err := forward(outs); err != nil {
+			if err := pushed(outs, lateRec); err != nil {
 				return err
 			}
 		}
@@ -1541,33 +1634,24 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 		if m.wm != watermark.None {
 			wm := comb.Update(m.from, m.wm)
 			if wm > cur && (r.releasedByPeer(s, cur, wm) || !r.deferRelease(op, wm, &wait)) {
-				cur = wm
-				wait = releaseWait{}
-				r.noteRelease(s, wm)
-				if err := advance(wm); err != nil {
+				if err := applyHeld(wm); err != nil {
 					return err
 				}
-				if err := fins.forward(); err != nil {
-					return err
-				}
-				if next == nil {
-					err = send(ctx, final, msg{wm: wm, from: id})
-				} else {
-					for _, ch := range next {
-						if err = send(ctx, ch, msg{wm: wm, from: id}); err != nil {
-							break
-						}
+				if wm > cur {
+					if err := step(wm); err != nil {
+						return err
 					}
-				}
-				if err != nil {
-					return err
 				}
 			}
 		}
-		d, a := op.Late()
-		r.stats.late.Add(d - dropped)
-		r.stats.lateApplied.Add(a - applied)
-		dropped, applied = d, a
+		if s == 0 {
+			// Later stages apply the first stage's late rows again
+			// (lateHold); no row is late there otherwise.
+			d, a := op.Late()
+			r.stats.late.Add(d - dropped)
+			r.stats.lateApplied.Add(a - applied)
+			dropped, applied = d, a
+		}
 		return nil
 	}
 	dispatch = func(m msg) error {

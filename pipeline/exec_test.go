@@ -539,3 +539,42 @@ func TestAllowedLatenessOrderIndependentOfParallelism(t *testing.T) {
 		}
 	}
 }
+
+// TestAllowedLatenessTwoStagesIndependentOfParallelism: as
+// TestAllowedLatenessOrderIndependentOfParallelism, for a query with OVER
+// windows over two PARTITION BY sets (two stages): a late row that the
+// first stage applied is applied by the second as with one task, after
+// the rows the watermark it came after released and before later ones,
+// whatever the tasks' timing.
+func TestAllowedLatenessTwoStagesIndependentOfParallelism(t *testing.T) {
+	const bound = 500
+	byUser := "OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '2' SECOND PRECEDING AND CURRENT ROW)"
+	byMerchant := "OVER (PARTITION BY merchant ORDER BY ts RANGE BETWEEN INTERVAL '3' SECOND PRECEDING AND CURRENT ROW)"
+	byMerchantRows := "OVER (PARTITION BY merchant ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW)"
+	query := "SELECT id, ts, sum(amount) " + byUser + " AS s, count(*) " + byMerchant + " AS n, " +
+		"sum(amount) " + byMerchant + " AS ms, max(id) " + byMerchantRows + " AS mr FROM events"
+	cols := []string{"id", "ts", "s", "n", "ms", "mr"}
+	for _, seed := range testutil.Seeds(3) {
+		rng := testutil.Rand(seed)
+		events := testutil.Events(rng, testutil.DefaultEvents(testutil.Scale(600)))
+		tab := events.Subset(testutil.Shuffle(rng, events, "ts", nil, 3000))
+		var first [][]any
+		var applied int64
+		for run_, par := range []int{1, 2, 3, 2, 3, 2} {
+			got, p := run(t, seed, query, tab, volga.WithParallelism(par), volga.WithMode(volga.Streaming),
+				volga.WithMaxOutOfOrder(bound*time.Millisecond), volga.WithAllowedLateness(800*time.Millisecond))
+			st := p.Stats()
+			if run_ == 0 {
+				first, applied = got, st.LateApplied
+				if applied == 0 || st.LateDropped == 0 {
+					t.Fatalf("seed %d: %d late rows applied, %d dropped; the test needs both", seed, st.LateApplied, st.LateDropped)
+				}
+				continue
+			}
+			if !slices.EqualFunc(got, first, slices.Equal) {
+				d := testutil.Diff(cols, got, first, func(i int) string { return fmt.Sprint("row ", i) })
+				t.Fatalf("seed %d: parallelism %d (run %d) differs from parallelism 1 (late applied %d vs %d):\n%s", seed, par, run_, st.LateApplied, applied, d)
+			}
+		}
+	}
+}

@@ -86,3 +86,7 @@ func SetResultPool(a memory.Allocator) (undo func()) {
 	resultPool = a
 	return func() { resultPool = old }
 }
+
+// HeldPartEpoch returns the epoch of the last checkpoint that took late
+// rows a task of a later stage held (lateHold), 0 for none.
+func HeldPartEpoch() uint64 { return heldPartEpoch.Load() }
