@@ -85,7 +85,7 @@ func newServeFlags(cfg *serveConfig) *flag.FlagSet {
 func printServeUsage(w io.Writer) {
 	var cfg serveConfig
 	printCommandUsage(w, serveSynopsis,
-		"Ingests the file bound to the query's table to its end, then serves the query's\nwindowed features as of any time over HTTP: POST /v1/features with\n{\"key\": {...}, \"at\": \"RFC 3339 time\"}, GET /healthz, and Prometheus metrics\non GET /metrics. SIGINT or SIGTERM\nstops the server gracefully (exit status 0).",
+		"Ingests the file bound to the query's table to its end, then serves the query's\nwindowed features as of any time over HTTP: POST /v1/features with\n{\"key\": {...}, \"at\": \"RFC 3339 time\"}, GET /healthz, and Prometheus metrics\non GET /metrics. A Kafka topic in stream mode, which never ends, is\nserved as it is read. SIGINT or SIGTERM stops the server gracefully (exit\nstatus 0).",
 		newServeFlags(&cfg), "volga serve --sql spend.sql --source tx=tx.csv --listen :8080")
 	fmt.Fprint(w, "\n"+checkpointHelp+"  Restarted after ingesting its input, serve restores the state from the\n  final checkpoint instead of reading the input again.\n")
 }
@@ -183,6 +183,9 @@ func serve(ctx context.Context, e *env, cfg *serveConfig, ready func(string)) er
 	}
 	defer ln.Close()
 
+	if cfg.mode == volga.Streaming && unboundedSource(q.table.path) {
+		return serveWhileRunning(ctx, e, cfg, q.table.path, p, ln, reg, logger, dead, ready)
+	}
 	if err := p.Run(ctx); err != nil {
 		return err
 	}
@@ -211,6 +214,75 @@ func serve(ctx context.Context, e *env, cfg *serveConfig, ready func(string)) er
 	}
 	if err := shutdown(srv); err != nil {
 		return fmt.Errorf("serve: shutting down: %w", err)
+	}
+	fmt.Fprintln(e.stderr, "volga: server stopped")
+	return nil
+}
+
+// unboundedSource reports whether path names a source that never ends:
+// a Kafka topic read in stream mode without stop_at_end=true.
+func unboundedSource(path string) bool {
+	if !isKafka(path) {
+		return false
+	}
+	kc, err := kafkaSourceConfig(path, false)
+	return err == nil && !kc.StopAtEnd
+}
+
+// serveWhileRunning is serve over a source that never ends (a Kafka topic
+// in stream mode), which it cannot ingest to its end before serving:
+// the server starts at once and answers from the live state as the
+// pipeline reads (503 until the pipeline has started; each answer's
+// watermark says up to when it is complete). SIGINT or SIGTERM (ctx)
+// stops the pipeline gracefully (a final checkpoint with --checkpoints),
+// then the server, with exit status 0.
+func serveWhileRunning(ctx context.Context, e *env, cfg *serveConfig, path string, p *volga.Pipeline, ln net.Listener, reg *prometheus.Registry, logger *slog.Logger, dead *deadLetters, ready func(string)) error {
+	srv, err := newLookupServer(reg, logger, cfg.maxBody, p.Handler)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	ran := make(chan error, 1)
+	go func() { ran <- p.Run(context.WithoutCancel(ctx)) }()
+	addr := ln.Addr().String()
+	fmt.Fprintf(e.stderr, "volga: reading %s until stopped, serving on %s\n", path, addr)
+	if ready != nil {
+		ready(addr)
+	}
+	running := true
+	var runErr, serveErr error
+	for running {
+		select {
+		case runErr = <-ran:
+			// The source failed (or ended after all): keep serving what
+			// was read unless it failed.
+			if runErr == nil {
+				ran = nil
+				continue
+			}
+		case serveErr = <-served:
+		case <-ctx.Done():
+		}
+		running = false
+	}
+	if ran != nil && runErr == nil {
+		p.Stop()
+		runErr = <-ran
+	}
+	shutErr := shutdown(srv)
+	dead.summary()
+	if st := p.Stats(); st.LateDropped > 0 {
+		fmt.Fprintf(e.stderr, "volga: %d late row%s not ingested (more than --max-out-of-order %s behind the newest event time)\n",
+			st.LateDropped, plural(st.LateDropped), cfg.maxOutOfOrder)
+	}
+	switch {
+	case serveErr != nil:
+		return fmt.Errorf("serve: %w", serveErr)
+	case runErr != nil:
+		return runErr
+	case shutErr != nil:
+		return fmt.Errorf("serve: shutting down: %w", shutErr)
 	}
 	fmt.Fprintln(e.stderr, "volga: server stopped")
 	return nil

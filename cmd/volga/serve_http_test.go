@@ -4,15 +4,20 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/volga-go/volga/request"
 )
@@ -179,4 +184,89 @@ func TestServeShutdownFinishesInFlight(t *testing.T) {
 	if code := <-stopped; code != exitOK {
 		t.Errorf("exit status %d, want 0; stderr:\n%s", code, stderr)
 	}
+}
+
+// TestServeKafkaStream: serve over a Kafka topic in stream mode (an
+// in-process kfake cluster on loopback), which never ends, serves while it
+// reads: it used to ingest "to the end" first and so never served. The
+// lookups answer the features of the rows read, messages produced after
+// the start included; SIGINT stops it with exit status 0.
+func TestServeKafkaStream(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "tx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("tx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	produce := func(lines ...string) {
+		t.Helper()
+		var recs []*kgo.Record
+		for _, l := range lines {
+			recs = append(recs, &kgo.Record{Value: []byte(l)})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var msgs []string
+	for _, r := range parseTx(t, txCSV) {
+		msgs = append(msgs, fmt.Sprintf(`{"user_id":%q,"ts":%q,"amount":%.1f}`, r.user, r.ts.Format(time.RFC3339), r.amount)) // 10.0: a float column
+	}
+	produce(msgs[:3]...)
+
+	dir := files(t, "q.sql", spendSQL)
+	stderr := &lockedBuffer{}
+	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: stderr}
+	sctx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	addrc := make(chan string, 1)
+	done := make(chan int, 1)
+	go func() {
+		done <- serveMain(sctx, e, []string{"--listen", "127.0.0.1:0", "--sql", filepath.Join(dir, "q.sql"),
+			"--source", fmt.Sprintf("tx=kafka://%s/tx?time_field=ts", addr), "--mode", "stream", "--max-out-of-order", "0s"},
+			func(addr string) { addrc <- addr })
+	}()
+	var url string
+	select {
+	case a := <-addrc:
+		url = "http://" + a
+	case code := <-done:
+		t.Fatalf("serve exited with %d before serving: %s", code, stderr)
+	case <-time.After(20 * time.Second):
+		interrupt()
+		<-done
+		t.Fatalf("serve over a Kafka stream did not start serving; stderr:\n%s", stderr)
+	}
+	defer func() {
+		interrupt()
+		if code := <-done; code != exitOK {
+			t.Errorf("exit status %d after SIGINT, want 0; stderr:\n%s", code, stderr)
+		}
+		if log := stderr.String(); !strings.Contains(log, "serving on 127.0.0.1:") || !strings.HasSuffix(log, "volga: server stopped\n") {
+			t.Errorf("stderr:\n%s", log)
+		}
+	}()
+	// The rest of the input, and a later row of another user that moves
+	// the watermark past all of them.
+	produce(append(msgs[3:], `{"user_id":"u9","ts":"2024-01-01T05:00:00Z","amount":1.0}`)...)
+	want := `"features":{"spend_1h":4.5,"n_1h":2,"max_1h":3}`
+	var last string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		status, body := postJSON(t, url+"/v1/features", `{"key": {"user_id": "u1"}, "at": "2024-01-01T02:00:00Z"}`)
+		last = fmt.Sprint(status, " ", body)
+		if status == http.StatusOK && strings.Contains(body, want) {
+			return
+		}
+		if status != http.StatusOK && status != http.StatusServiceUnavailable {
+			t.Fatalf("lookup: %s", last)
+		}
+	}
+	t.Fatalf("the lookup never saw the rows read: last answer %s, want %s", last, want)
 }
