@@ -31,7 +31,9 @@ type CheckpointInfo = pipeline.CheckpointInfo
 //
 // A bounded input ends with a final checkpoint: started again with the
 // same bucket, a finished run reads nothing twice. Use a bucket (or
-// prefix) per pipeline. The run keeps its working state in a Badger store
+// prefix) per pipeline: the path of an s3://, gs:// or azblob:// URL is
+// a prefix in the bucket (s3://ckpt/features is
+// s3://ckpt?prefix=features/), given as a path or as prefix=, not both. The run keeps its working state in a Badger store
 // in WithStateDir (default: a temporary directory).
 func WithCheckpoints(bucketURL string, interval time.Duration) Option {
 	return func(c *config) {
@@ -94,7 +96,11 @@ func (c *config) openCheckpointBucket(ctx context.Context) (func(), error) {
 	if c.ckptURL == "" {
 		return func() {}, nil
 	}
-	b, err := blob.OpenBucket(ctx, c.ckptURL)
+	u, err := checkpointBucketURL(c.ckptURL)
+	if err != nil {
+		return nil, err
+	}
+	b, err := blob.OpenBucket(ctx, u)
 	if err != nil {
 		return nil, fmt.Errorf("volga: opening the checkpoint bucket %s: %w", c.ckptURL, err)
 	}
