@@ -11,7 +11,7 @@ import (
 var _ = register(&Def{
 	Name:      "avg",
 	Signature: "avg(x integer|float)",
-	Doc:       "Mean of the non-NULL values as float64; NULL when there are none.",
+	Doc:       "Mean of the non-NULL values as float64 (uint64 values as unsigned); NULL when there are none.",
 	MinArgs:   1, MaxArgs: 1,
 	Bind: func(d *Def, args []Arg) (Func, error) {
 		k, err := numericArg(d, args[0])
