@@ -177,7 +177,10 @@ var errGroupRan = errors.New("volga: a group runs once; create it again to rerun
 // shared bucket. Window state is thereby sharded by partition, which is
 // sharding by key as long as the producers key messages by the query's
 // PARTITION BY columns (every window of the query must partition by the
-// same columns).
+// same columns). The topic's partition count must therefore stay: a
+// member assigned a partition the topic did not have when NewGroup read
+// it stops Run with an error, since producers then place keys on other
+// partitions than the one holding their state.
 //
 // When the group rebalances (a member joins, stops or fails), every
 // member stops its partitions' pipelines, each with a final checkpoint,
@@ -562,6 +565,11 @@ func (g *Group) runGeneration(ctx context.Context, gen *kafkago.Generation, buck
 		parts = append(parts, pa.ID)
 	}
 	slices.Sort(parts)
+	if len(parts) > 0 && parts[len(parts)-1] >= g.nparts {
+		// Producers place a key by the partition count: with more
+		// partitions, keys move to partitions without their state.
+		return false, fmt.Errorf("volga: the topic %s now has more than the %d partitions it had when the group started (partition %d was assigned): keys now placed on other partitions would lose their window state; start the group's features afresh (another checkpoint location) or keep the topic's partition count", topic, g.nparts, parts[len(parts)-1])
+	}
 	ended, release := make(chan struct{}), make(chan struct{})
 	gen.Start(func(gctx context.Context) {
 		<-gctx.Done()
