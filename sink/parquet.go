@@ -109,6 +109,11 @@ type Parquet struct {
 	committed []pqPart  // staged epochs after base, committed
 	prepared  []pqPart  // staged epochs not committed
 	through   uint64    // highest epoch committed
+	// first is the first epoch prepared; final is set once an epoch is
+	// committed (or restored by Recover): only then does Close write the
+	// file.
+	first uint64
+	final bool
 
 	closed bool
 	err    error // sticky
@@ -534,6 +539,9 @@ func (p *Parquet) PrepareCommit(ctx context.Context, epoch uint64) (state []byte
 			p.prepared = append(p.prepared, pqPart{Epoch: epoch, Token: p.tok(), Rows: rows, Size: fi.Size()})
 		}
 	}
+	if !p.hasLast {
+		p.first = epoch
+	}
 	p.last, p.hasLast = epoch, true
 	st := parquetState{Format: parquetStateFormat, Run: p.run, Epoch: epoch, BaseRows: p.base.rows()}
 	if p.base != nil {
@@ -563,6 +571,7 @@ func (p *Parquet) Commit(ctx context.Context, epoch uint64) error {
 	p.prepared = append([]pqPart(nil), p.prepared[n:]...)
 	if p.hasLast {
 		p.through = max(p.through, min(epoch, p.last))
+		p.final = p.final || epoch >= p.first
 	}
 	return nil
 }
@@ -664,7 +673,7 @@ func (p *Parquet) recover(epoch uint64, state []byte) error {
 		return err
 	}
 	p.base = t
-	p.last, p.hasLast, p.through = epoch, true, epoch
+	p.last, p.hasLast, p.through, p.final = epoch, true, epoch, true
 	return nil
 }
 
@@ -922,12 +931,6 @@ func castData(d arrow.ArrayData, t arrow.DataType) (arrow.ArrayData, error) {
 	return od, nil
 }
 
-// Close ends the sink. Without checkpoints it writes the file footer and
-// moves the file into place. Under checkpoints it drops the rows written
-// after the last PrepareCommit (a restart replays them) and writes the
-// final file from the file already there (if Recover found one of this
-// run) and the committed epochs; with no committed epoch the file is left
-// as it is. Prepared, uncommitted epochs stay staged for Recover.
 // Abandon ends a sink under checkpoints without writing the final file:
 // the engine calls it instead of Close when the run lost its checkpoints
 // to another run (a consumer group member the group dropped while it ran,
@@ -954,6 +957,12 @@ func (p *Parquet) Abandon() error {
 	return err
 }
 
+// Close ends the sink. Without checkpoints it writes the file footer and
+// moves the file into place. Under checkpoints it drops the rows written
+// after the last PrepareCommit (a restart replays them) and writes the
+// final file from the file already there (if Recover found one of this
+// run) and the committed epochs; with no committed epoch the file is left
+// as it is. Prepared, uncommitted epochs stay staged for Recover.
 func (p *Parquet) Close() (err error) {
 	if p.closed {
 		return nil
@@ -977,8 +986,8 @@ func (p *Parquet) Close() (err error) {
 			return err
 		}
 	}
-	if len(p.committed) == 0 && (p.base != nil || p.schema == nil) {
-		return p.rmdir()
+	if !p.final || len(p.committed) == 0 && (p.base != nil || p.schema == nil) {
+		return p.rmdir() // no epoch committed: the file is left as it is
 	}
 	t := &pqTarget{Through: p.through}
 	var srcs []string

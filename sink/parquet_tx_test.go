@@ -276,3 +276,46 @@ func TestFileSinksSync(t *testing.T) {
 		synced = nil
 	}
 }
+
+// TestParquetSinkCloseWithoutCommit: a checkpointed run that ends before
+// any epoch is committed (its first checkpoint failed) leaves the file
+// already at the path as it is, rather than replacing it by an empty
+// one; its prepared epoch stays staged, and a restart from that epoch
+// writes it.
+func TestParquetSinkCloseWithoutCommit(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	b := txBatches(mem, 2)
+	defer arrowutil.ReleaseAll(b)
+	path := filepath.Join(t.TempDir(), parquetKind.file)
+	if err := os.WriteFile(path, []byte("old output\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	s, err := parquetKind.open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, s, b[0])
+	st1 := mustPrepare(t, s, 1) // its checkpoint fails: no Commit
+	mustWrite(t, s, b[1])
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "old output\n" {
+		t.Fatalf("the file changed with no epoch committed: %.40q", got)
+	}
+	stagedEpoch(t, stagingDir(path), 1, parquetExt)
+
+	s, err = parquetKind.open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Recover(ctx, 1, st1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkFile(t, parquetKind, path, expectText(t, parquetKind, b[0]), "after Recover(1) and Close")
+}
