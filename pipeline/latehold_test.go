@@ -33,15 +33,13 @@ type gated struct {
 }
 
 func (g *gated) Read(ctx context.Context) (arrow.RecordBatch, error) {
-	if g.reads == g.gate {
-		for !g.open() {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			time.Sleep(time.Millisecond)
-			g.empty.Retain()
-			return g.empty, nil
+	if g.reads == g.gate && !g.open() {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
+		time.Sleep(time.Millisecond)
+		g.empty.Retain()
+		return g.empty, nil
 	}
 	g.reads++
 	return g.Memory.Read(ctx)
