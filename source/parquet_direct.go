@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -194,7 +195,7 @@ func (p *Parquet) decodeGroup(run *pqRun, j pqJob) error {
 	if len(pl.slow) > 0 {
 		var err error
 		if rr, err = j.pf.fr.GetRecordReader(context.Background(), pl.slow, []int{j.rg}); err != nil {
-			return err
+			return p.slowError(pl, err)
 		}
 		defer rr.Release()
 	}
@@ -211,7 +212,7 @@ func (p *Parquet) decodeGroup(run *pqRun, j pqJob) error {
 			for slow == nil {
 				if !rr.Next() {
 					if err := rr.Err(); err != nil && err != io.EOF {
-						return err
+						return p.slowError(pl, err)
 					}
 					return fmt.Errorf("row group %d: %d rows missing", j.rg, left)
 				}
@@ -264,6 +265,22 @@ func (p *Parquet) decodeGroup(run *pqRun, j pqJob) error {
 		left -= n
 	}
 	return nil
+}
+
+// slowError names the columns pqarrow decodes in an error of pqarrow's,
+// which does not say which column it is about (an INT96 timestamp out of
+// the nanosecond range, a corrupt page).
+func (p *Parquet) slowError(pl *pqPlan, err error) error {
+	var names []string
+	for k, c := range pl.cols {
+		if c.kind == pqArrow {
+			names = append(names, p.schema.Field(k).Name)
+		}
+	}
+	if len(names) == 1 {
+		return fmt.Errorf("column %s: %w", names[0], err)
+	}
+	return fmt.Errorf("one of the columns %s: %w", strings.Join(names, ", "), err)
 }
 
 // columnReader returns the decoder of column c of row group rg, of Arrow
