@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -366,4 +367,131 @@ func TestHTTPEqualsInProcessLookup(t *testing.T) {
 	if f1.SumV != json.Number(strconv.FormatInt(bigV+bigV+2-4, 10)) || f2.SumV != json.Number(strconv.FormatInt(7-bigV+1, 10)) {
 		t.Errorf("sum_v of the big keys: %s and %s, want %d and %d", f1.SumV, f2.SumV, bigV+bigV+2-4, 7-bigV+1)
 	}
+}
+
+// TestHTTPLookupsDuringIngest: lookups over a loopback listener from
+// several goroutines while a streaming pipeline ingests (run with -race)
+// answer 503 before it starts, then, for every time at or before the
+// watermark an answer reports, exactly the features of every row up to
+// that time.
+func TestHTTPLookupsDuringIngest(t *testing.T) {
+	evs := httpEvents(4000)
+	p, err := volga.SQL(httpQuery, volga.WithSource("tx", httpSource(t, evs)), volga.WithMode(volga.Streaming),
+		volga.WithMaxOutOfOrder(time.Second), volga.WithParallelism(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p.Handler())
+	defer srv.Close()
+	url := srv.URL + request.FeaturesPath
+	if status, b := post(t, url, `{"key": {"user_id": 1}, "at": 0}`); status != http.StatusServiceUnavailable {
+		t.Fatalf("before the run: %d %s", status, b)
+	}
+	ran := make(chan error, 1)
+	go func() { ran <- p.Run(context.Background()) }()
+	type outcome struct{ checked, during int }
+	results := make(chan outcome, 4)
+	errs := make(chan string, 100)
+	// lookup posts one lookup and returns the status, the result and the
+	// watermark it reports (MinInt64 for none, MaxInt64 for +inf).
+	lookup := func(user, at int64) (int, wireResult, int64, string) {
+		body := fmt.Sprintf(`{"key": {"user_id": %d}, "at": %d}`, user, at)
+		resp, err := http.Post(url, "application/json", strings.NewReader(body))
+		if err != nil {
+			return 0, wireResult{}, 0, err.Error()
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var res wireResult
+		if resp.StatusCode != http.StatusOK {
+			return resp.StatusCode, res, 0, fmt.Sprintf("%s: %d %s", body, resp.StatusCode, b)
+		}
+		if err := json.Unmarshal(b, &res); err != nil {
+			return 0, res, 0, fmt.Sprintf("%s: %v", b, err)
+		}
+		w := int64(math.MinInt64)
+		if x, ok := res.Watermark.(string); ok {
+			if x == "+inf" {
+				w = math.MaxInt64
+			} else if tm, err := time.Parse(time.RFC3339Nano, x); err == nil {
+				w = tm.UnixMilli()
+			}
+		}
+		return resp.StatusCode, res, w, body
+	}
+	far := t0 + 365*24*3_600_000 // never too old: it tells the watermark
+	for g := range 4 {
+		go func() {
+			var o outcome
+			defer func() { results <- o }()
+			user := int64(1 + g%3)
+			for i := 0; ; i++ {
+				time.Sleep(time.Millisecond) // leave the ingest some CPU
+				running := true
+				select {
+				case err := <-ran:
+					ran <- err // for the others and the test
+					running = false
+				default:
+				}
+				status, _, w, msg := lookup(user, far)
+				if status == http.StatusServiceUnavailable {
+					continue // not started yet
+				}
+				if status != http.StatusOK {
+					errs <- msg
+					return
+				}
+				if w == math.MinInt64 {
+					continue // no row yet
+				}
+				at := min(w, newestOf(evs, user)) - int64((i*7919)%600_000)
+				status, res, w2, msg := lookup(user, at)
+				if status == http.StatusBadRequest && strings.Contains(msg, "older than the state kept") {
+					continue // the user's newest row is over an hour behind the watermark
+				}
+				if status != http.StatusOK {
+					errs <- msg
+					return
+				}
+				if at > w2 {
+					errs <- fmt.Sprintf("%s: watermark went back from %d to %d", msg, w, w2)
+					return
+				}
+				want := bruteFeatures(evs, user, at, nil)
+				var got map[string]any
+				json.Unmarshal(res.Features, &got)
+				for k, name := range httpFeatures {
+					if !approxEqual(got[name], want[k]) {
+						errs <- fmt.Sprintf("%s (watermark %v): %s = %v, want %v", msg, res.Watermark, name, got[name], want[k])
+						return
+					}
+				}
+				o.checked++
+				if running {
+					o.during++
+				}
+				if w == math.MaxInt64 {
+					return
+				}
+			}
+		}()
+	}
+	total := outcome{}
+	for range 4 {
+		o := <-results
+		total.checked += o.checked
+		total.during += o.during
+	}
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if total.checked == 0 {
+		t.Fatal("no answer was checked")
+	}
+	t.Logf("%d answers checked, %d while the pipeline ran", total.checked, total.during)
 }
