@@ -116,7 +116,7 @@ func (s pipelineService) Lookup(ctx context.Context, key map[string]any, at time
 	case err == nil:
 	case errors.Is(err, pipeline.ErrNotRunning):
 		return request.Features{}, request.Unavailable(err)
-	case errors.Is(err, window.ErrTooOld), errors.Is(err, pipeline.ErrCandidateKey):
+	case errors.Is(err, window.ErrTooOld), errors.Is(err, pipeline.ErrCandidateKey), errors.Is(err, pipeline.ErrCandidate):
 		return request.Features{}, request.Invalid(err)
 	case errors.Is(err, window.ErrUnboundedLookup), errors.Is(err, pipeline.ErrNoLookup), errors.Is(err, window.ErrKeyDropped):
 		return request.Features{}, request.Unsupported(err)

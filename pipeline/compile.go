@@ -35,6 +35,7 @@ type Compiled struct {
 	timeIdx   int // in Source, -1 when none
 	where     expr.Expr
 	evals     []expr.Expr // computed columns appended after ts and seq
+	evalText  []string    // each one's text as the query wrote it, for errors
 	prep      *arrow.Schema
 	stages    []*stage
 	outIdx    []int // columns of the last stage's output, one per item
@@ -149,6 +150,11 @@ func (b *binder) compute(e *Expr) (int, arrow.DataType, error) {
 	i := len(b.fields)
 	b.fields = append(b.fields, arrow.Field{Name: fmt.Sprintf("__volga_c%d", len(b.c.evals)), Type: ev.Type(), Nullable: true})
 	b.c.evals = append(b.c.evals, ev)
+	text := e.Text
+	if text == "" {
+		text = ev.String()
+	}
+	b.c.evalText = append(b.c.evalText, text)
 	b.byText[key] = i
 	return i, ev.Type(), nil
 }

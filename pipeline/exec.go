@@ -950,7 +950,7 @@ func (r *runner) rowsThatEvaluate(rec arrow.RecordBatch) (keep []int32, ok bool)
 		// A row WHERE drops is not evaluated further.
 		for k := 0; reason == "" && pass && k < len(c.evals); k++ {
 			if a, err := c.evals[k].Eval(one); err != nil {
-				reason = fmt.Sprintf("evaluating %s: %v", c.evals[k].String(), err)
+				reason = fmt.Sprintf("evaluating %s: %v", c.evalText[k], err)
 			} else {
 				a.Release()
 			}
@@ -1038,10 +1038,10 @@ func (r *runner) prepareBatch(rec arrow.RecordBatch) (arrow.RecordBatch, error) 
 	cols = append(cols, rec.Columns()...)
 	var owned []arrow.Array
 	defer func() { arrowutil.ReleaseAll(owned) }()
-	for _, ev := range c.evals {
+	for i, ev := range c.evals {
 		a, err := ev.Eval(rec)
 		if err != nil {
-			return nil, &evalError{what: ev.String(), err: err}
+			return nil, &evalError{what: c.evalText[i], err: err}
 		}
 		owned = append(owned, a)
 	}

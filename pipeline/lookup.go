@@ -32,6 +32,13 @@ var ErrNotRunning = errors.New("volga: lookup before the pipeline started")
 // belong to another key's frames.
 var ErrCandidateKey = errors.New("volga: the candidate row's key differs from the lookup key")
 
+// ErrCandidate is matched (errors.Is) by Live.Lookup's errors about the
+// candidate row itself: a column the source does not have, a value its
+// column cannot hold, or an expression of the query (WHERE, a computed
+// column) that fails on the row, as a CAST of text that is not a number.
+// The lookup's key and time are not at fault.
+var ErrCandidate = errors.New("volga: candidate row")
+
 // ErrNoLookup is returned by Live.Lookup for a pipeline without sliding
 // windows (a stateless or tumble/hop query).
 var ErrNoLookup = errors.New("volga: this pipeline has no sliding-window features to look up")
@@ -442,7 +449,7 @@ func (c *Compiled) checkCandidateColumns(row map[string]any) error {
 			for i, f := range c.Source.Fields() {
 				names[i] = f.Name
 			}
-			return fmt.Errorf("volga: candidate row has unknown column %q; the source columns are %s", name, strings.Join(names, ", "))
+			return fmt.Errorf("%w has unknown column %q; the source columns are %s", ErrCandidate, name, strings.Join(names, ", "))
 		}
 	}
 	return nil
@@ -509,7 +516,7 @@ func (c *Compiled) candidate(row map[string]any) (arrow.RecordBatch, error) {
 	for i, f := range c.Source.Fields() {
 		v, _ := lookupValue(row, f.Name)
 		if err := values.Append(b.Field(i), v); err != nil {
-			return nil, fmt.Errorf("volga: candidate row column %q: %w", f.Name, err)
+			return nil, fmt.Errorf("%w column %q: %w", ErrCandidate, f.Name, err)
 		}
 	}
 	src := b.NewRecordBatch()
@@ -517,7 +524,7 @@ func (c *Compiled) candidate(row map[string]any) (arrow.RecordBatch, error) {
 	if c.where != nil {
 		mask, err := c.where.Eval(src)
 		if err != nil {
-			return nil, fmt.Errorf("volga: candidate row: evaluating WHERE: %w", err)
+			return nil, fmt.Errorf("%w: evaluating WHERE: %w", ErrCandidate, err)
 		}
 		m, ok := mask.(*array.Boolean)
 		pass := ok && m.IsValid(0) && m.Value(0)
@@ -535,10 +542,10 @@ func (c *Compiled) candidate(row map[string]any) (arrow.RecordBatch, error) {
 	cols = append(cols, z, z)
 	var owned []arrow.Array
 	defer func() { arrowutil.ReleaseAll(owned) }()
-	for _, ev := range c.evals {
+	for i, ev := range c.evals {
 		a, err := ev.Eval(src)
 		if err != nil {
-			return nil, fmt.Errorf("volga: candidate row: %w", err)
+			return nil, fmt.Errorf("%w: evaluating %s: %w", ErrCandidate, c.evalText[i], err)
 		}
 		owned = append(owned, a)
 		cols = append(cols, a)
