@@ -325,5 +325,11 @@ func newLookupServer(reg *prometheus.Registry, logger *slog.Logger, maxBody int6
 func shutdown(srv *http.Server) error {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
-	return srv.Shutdown(ctx)
+	if err := srv.Shutdown(ctx); err != nil {
+		// Requests still running past the timeout: close their
+		// connections rather than leave them open.
+		_ = srv.Close()
+		return err
+	}
+	return nil
 }
