@@ -89,7 +89,8 @@
 // pipeline's state and of the input position every --checkpoint-interval
 // (default 10s) into a bucket: file:///DIR (or just a directory path,
 // created when missing), s3://BUCKET?region=REGION (also endpoint=,
-// use_path_style=true and disable_https=true for S3-compatible stores) or
+// use_path_style=true and disable_https=true for S3-compatible stores; a
+// path, s3://BUCKET/PATH, is a prefix in the bucket) or
 // mem:// (within the process only). Started again with the same URL, query,
 // input and --parallelism, after a crash or an interrupt, the command
 // resumes from the latest complete checkpoint; --log-level info logs
@@ -125,11 +126,16 @@
 //	            [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS]
 //
 // Ingests the bound file to its end, logs "volga: ingested N rows, serving
-// on ADDR" on standard error, then serves POST /v1/features and GET
-// /healthz (package request documents the JSON). SIGINT or SIGTERM shuts
-// the server down gracefully, letting requests in flight finish, with exit
-// status 0. --time-order promises the order of a CSV or JSON-lines input as
-// for volga run.
+// on ADDR" on standard error, then serves POST /v1/features, GET /healthz
+// (package request documents the JSON) and GET /metrics. A Kafka topic in
+// stream mode, which never ends, is served while it is read: 503 until the
+// pipeline has started, then answers as of its watermark. SIGINT or
+// SIGTERM stops the pipeline, then shuts the server down gracefully,
+// letting requests in flight finish (for up to 10s), with exit status 0.
+// The server drops a client that takes over a minute to send its request,
+// over two to read the answer, or leaves its connection idle for two.
+// --time-order promises the order of a CSV or JSON-lines input as for
+// volga run.
 //
 // # volga group
 //
