@@ -94,6 +94,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if p == http.ErrAbortHandler {
+			if !rw.wrote {
+				rw.status = StatusAborted // for the metrics: not a 200
+			}
 			panic(p)
 		}
 		h.log.Error("request: panic serving a lookup", "path", r.URL.Path, "panic", fmt.Sprint(p))

@@ -21,7 +21,8 @@ import (
 //
 // handler is the path served (FeaturesPath or HealthPath) or "other" for
 // any other path, so that the label stays bounded whatever clients send;
-// code is the HTTP status answered.
+// code is the HTTP status answered (StatusAborted for a request the
+// service aborted before answering).
 type Metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
@@ -64,6 +65,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 func WithMetrics(m *Metrics) HandlerOption { return func(h *handler) { h.metrics = m } }
 
 // observe records one answered request.
+// StatusAborted is the code the request metrics count a request under
+// when the service aborted it (a panic with http.ErrAbortHandler) before
+// answering: 499, the code nginx logs for a request closed before its
+// answer.
+const StatusAborted = 499
+
 func (m *Metrics) observe(path string, code int, d time.Duration) {
 	switch path {
 	case FeaturesPath, HealthPath:

@@ -73,3 +73,39 @@ func TestNewMetricsErrors(t *testing.T) {
 		t.Fatalf("the request counter of the failed NewMetrics is still registered: %v", err)
 	}
 }
+
+// aborter is a Service whose lookups abort the request.
+type aborter struct{}
+
+func (aborter) KeyColumns() []string { return []string{"k"} }
+func (aborter) Lookup(context.Context, map[string]any, time.Time, map[string]any) (Features, error) {
+	panic(http.ErrAbortHandler)
+}
+
+// TestMetricsCountAbortsAs499: a request the service aborts (net/http's
+// ErrAbortHandler, passed on) is counted under StatusAborted, not as the
+// 200 that nothing written would count as.
+func TestMetricsCountAbortsAs499(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := NewHandler(aborter{}, WithMetrics(m))
+	func() {
+		defer func() {
+			if p := recover(); p != http.ErrAbortHandler {
+				t.Errorf("panic %v, want http.ErrAbortHandler passed on", p)
+			}
+		}()
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, FeaturesPath, strings.NewReader(`{"key": {"k": 1}, "at": 0}`)))
+	}()
+	const want = `
+# HELP volga_http_requests_total HTTP requests answered by the lookup handler, by path and status code.
+# TYPE volga_http_requests_total counter
+volga_http_requests_total{code="499",handler="/v1/features"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "volga_http_requests_total"); err != nil {
+		t.Error(err)
+	}
+}
