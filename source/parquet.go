@@ -170,13 +170,21 @@ func NewParquetFiles(paths []string, opts ...Option) (p *Parquet, err error) {
 // open opens file i, checking its columns against the source's schema
 // (which the first file opened sets).
 func (p *Parquet) open(i int) (pf *pqFile, err error) {
+	osf, err := os.Open(p.paths[i])
+	if err != nil {
+		return nil, fmt.Errorf("source: parquet %s: %w", p.paths[i], err)
+	}
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("source: parquet %s: %v", p.paths[i], r)
+			// A damaged file can make the reader panic: the file is ours
+			// to close.
+			osf.Close()
+			pf, err = nil, fmt.Errorf("source: parquet %s: %v", p.paths[i], r)
 		}
 	}()
-	f, err := file.OpenParquetFile(p.paths[i], false, file.WithReadProps(pqReadProps()))
+	f, err := file.NewParquetReader(osf, file.WithReadProps(pqReadProps()))
 	if err != nil {
+		osf.Close()
 		return nil, fmt.Errorf("source: parquet %s: %w", p.paths[i], err)
 	}
 	fr, err := pqarrow.NewFileReader(f, pqarrow.ArrowReadProperties{BatchSize: int64(p.decodeRows())}, p.opts.mem)
