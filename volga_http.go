@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -166,6 +167,11 @@ func isType[T any](v any) bool { _, ok := v.(T); return ok }
 // hold (a negative value for an unsigned column, 2^40 for an int32 one):
 // the engine would fail on it (a 500), or look up a key no row can have.
 func coerce(v any, dt arrow.DataType) (any, error) {
+	if f, ok := v.(float64); ok && arrow.IsInteger(dt.ID()) && math.Abs(f) > 1<<53 {
+		// Parsed as a float (a fraction or an exponent was written), the
+		// value may already be another integer than the one written.
+		return nil, fmt.Errorf("value %s is beyond 2^53 and was written with a fraction or an exponent, which float64 cannot hold exactly: write it as an integer", strconv.FormatFloat(f, 'g', -1, 64))
+	}
 	tv, err := values.Coerce(v, dt)
 	if err != nil {
 		return nil, err

@@ -75,3 +75,50 @@ func TestCandidateExpressionFails(t *testing.T) {
 		srv.Close()
 	}
 }
+
+// TestHTTPIntegerKeyWrittenAsFloat: an integer key written with a
+// fraction or an exponent is taken when float64 holds it exactly (1.0,
+// 1e0) and refused with a 400 beyond 2^53, where it may already be
+// another integer than the one written (1152921504606846977.0 parses as
+// 1152921504606846976): before, the neighbouring key was looked up.
+func TestHTTPIntegerKeyWrittenAsFloat(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "user_id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "ts", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "amount", Type: arrow.PrimitiveTypes.Int64},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	for i, user := range []int64{1, 1152921504606846976, 1152921504606846977} {
+		b.Field(0).(*array.Int64Builder).Append(user)
+		b.Field(1).(*array.Int64Builder).Append(1000)
+		b.Field(2).(*array.Int64Builder).Append(int64(10 * (i + 1)))
+	}
+	rec := b.NewRecordBatch()
+	p, err := volga.SQL(`SELECT user_id, sum(amount) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW) AS s FROM tx`,
+		volga.WithSource("tx", source.NewMemory(schema, rec)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p.Handler())
+	defer srv.Close()
+	for _, tc := range []struct {
+		key    string
+		status int
+		want   string
+	}{
+		{"1.0", http.StatusOK, `"s":10`},
+		{"1e0", http.StatusOK, `"s":10`},
+		{"1152921504606846977", http.StatusOK, `"s":30`},
+		{"1152921504606846977.0", http.StatusBadRequest, "beyond 2^53"},
+		{"1.152921504606846977e18", http.StatusBadRequest, "write it as an integer"},
+	} {
+		status, body := post(t, srv.URL+request.FeaturesPath, `{"key": {"user_id": `+tc.key+`}, "at": 5000}`)
+		if status != tc.status || !strings.Contains(string(body), tc.want) {
+			t.Errorf("key %s: status %d, %s; want %d with %s", tc.key, status, body, tc.status, tc.want)
+		}
+	}
+}
