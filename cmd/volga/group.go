@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -149,15 +148,8 @@ var partitionDir = regexp.MustCompile(`^p[0-9]{4,}$`)
 // partitions' state stores (pNNNN, each a store or empty): a member
 // empties those, so a mistyped directory must not be one of other files.
 func checkGroupStateDir(dir string) error {
-	entries, err := os.ReadDir(dir)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil
-	case err != nil:
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
+	entries, err := readStateDir(dir)
+	if err != nil {
 		return err
 	}
 	for _, e := range entries {

@@ -150,18 +150,9 @@ func bucketURL(v string) (string, error) {
 // does not hold a state store: a mistyped --state-dir must not wipe a
 // directory of other files.
 func checkStateDir(dir string) error {
-	entries, err := os.ReadDir(dir)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil
-	case err != nil:
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
+	entries, err := readStateDir(dir)
+	if err != nil || len(entries) == 0 {
 		return err
-	case len(entries) == 0:
-		return nil
 	}
 	for _, e := range entries {
 		if isStoreFile(e.Name()) {
@@ -169,6 +160,23 @@ func checkStateDir(dir string) error {
 		}
 	}
 	return errors.New("is not empty and holds no state store; the run empties it, so name a new or empty directory")
+}
+
+// readStateDir lists a state directory: none when it does not exist yet,
+// and an error without the path, which the caller's message names.
+func readStateDir(dir string) ([]os.DirEntry, error) {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, err
+	}
+	return entries, nil
 }
 
 // isStoreFile reports whether name is one of the files Badger keeps in its
