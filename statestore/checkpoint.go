@@ -41,6 +41,15 @@ const (
 // no complete checkpoint.
 var ErrNoCheckpoint = errors.New("statestore: no complete checkpoint")
 
+// ErrFenced is returned, wrapped, by a commit that finds another
+// writer's work in its way: a complete checkpoint at or above the epoch
+// it writes that this Checkpointer neither wrote nor found when it first
+// read the bucket, or a manifest of its epoch written meanwhile. Another
+// writer is active on the prefix (a consumer group member the group went
+// on without, or the member that took its partition over): the commit is
+// refused and deletes nothing of the other writer's.
+var ErrFenced = errors.New("statestore: another writer is writing the checkpoints")
+
 // errCorrupt marks a checkpoint that is incomplete or damaged, as opposed
 // to a bucket that could not be read.
 var errCorrupt = errors.New("checkpoint incomplete or corrupt")
@@ -55,7 +64,9 @@ type Manifest struct {
 	// Epoch is the checkpoint's number, chosen by the caller of Write.
 	Epoch uint64 `json:"epoch"`
 	// ID is random, different for every checkpoint written, so that a
-	// rewrite of an epoch is never mistaken for the original.
+	// rewrite of an epoch is never mistaken for the original. It names
+	// the directory of the checkpoint's objects, so that two writers of
+	// one epoch never overwrite each other's.
 	ID string `json:"id"`
 	// Created is when the checkpoint was written, in UTC.
 	Created time.Time `json:"created"`
@@ -175,12 +186,33 @@ func WithSpoolDir(dir string) CheckpointOption {
 // One Checkpointer, in one process, writes a prefix; Latest and Restore
 // may be used by any number of readers. Its methods are safe for
 // concurrent use (writes and restores are serialized).
+//
+// A writer deletes only what it knows to be no other writer's work: the
+// checkpoints and objects it wrote, and those it found when it first read
+// the bucket (its first Latest, Restore or commit). Should another
+// writer's checkpoint appear at or above the epoch it writes, the commit
+// fails with ErrFenced and leaves it alone (see FORMAT.md, "Writers").
 type Checkpointer struct {
 	bucket *blob.Bucket
 	cfg    checkpointConfig
 
 	mu      sync.Mutex
-	pending bool // a Prepare awaits its Commit or Abort
+	pending bool                       // a Prepare awaits its Commit or Abort
+	own     map[uint64]map[string]bool // epoch -> ids of the checkpoints this one began there
+	warned  bool                       // the store refused a conditional write once
+
+	openMu sync.Mutex
+	opened bool
+	// found is what the prefix held when this Checkpointer first read
+	// it, by epoch. Set under openMu before opened; then read and
+	// pruned under mu only, by callers of open.
+	found map[uint64]*foundEpoch
+}
+
+// foundEpoch is an epoch directory as a Checkpointer first found it.
+type foundEpoch struct {
+	id   string          // the id of its intact manifest, "" for none
+	dirs map[string]bool // the checkpoint ids that had objects in it
 }
 
 // NewCheckpointer returns a Checkpointer writing to bucket. The caller
@@ -208,12 +240,31 @@ const (
 	partsDir       = "parts/"
 )
 
-// epochDir is the directory, relative to the prefix, of an epoch's objects.
+// epochDir is the directory, relative to the prefix, of an epoch.
 func epochDir(epoch uint64) string { return fmt.Sprintf("%s%020d/", checkpointsDir, epoch) }
 
-// partKey is the key, relative to the prefix, of a part of an epoch.
-func partKey(epoch uint64, name string) string {
-	return epochDir(epoch) + partsDir + url.PathEscape(name)
+// objectDir is the directory, relative to the prefix, of the objects of
+// checkpoint id of an epoch. (Format 1 checkpoints written before the id
+// was in the keys have their objects in the epoch directory itself.)
+func objectDir(epoch uint64, id string) string { return epochDir(epoch) + id + "/" }
+
+// partKey is the key, relative to the prefix, of a part of checkpoint id.
+func partKey(epoch uint64, id, name string) string {
+	return objectDir(epoch, id) + partsDir + url.PathEscape(name)
+}
+
+// idLen is the length of a checkpoint id (newID).
+const idLen = 16
+
+// keyOwner returns the checkpoint id whose object directory holds rest,
+// a key relative to an epoch directory, or "" for the manifest and the
+// objects of the earlier layout.
+func keyOwner(rest string) string {
+	id, _, ok := strings.Cut(rest, "/")
+	if !ok || len(id) != idLen || strings.Trim(id, "0123456789abcdef") != "" {
+		return ""
+	}
+	return id
 }
 
 // Write takes a checkpoint of db numbered epoch, with the given parts,
@@ -308,8 +359,14 @@ func (p *Pending) Kind() string { return p.kind }
 // Epochs should increase. Committing an epoch at or below existing ones
 // supersedes them: their manifests are deleted first, as after a restore
 // from an older checkpoint the newer ones describe an abandoned history.
-// After the manifest is written, checkpoints no longer retained (see
-// WithRetain) are deleted; a failure there is logged, not returned.
+// Only the checkpoints this Checkpointer wrote, or found when it first
+// read the bucket, are superseded: finding another one there, written
+// since by another writer, fails the commit with ErrFenced before it
+// changes anything; so does a manifest of the epoch written by another
+// writer while this commit uploaded its objects (where the bucket
+// supports conditional writes). After the manifest is written,
+// checkpoints no longer retained (see WithRetain) are deleted, none newer
+// than this one; a failure there is logged, not returned.
 func (p *Pending) Commit(ctx context.Context, parts map[string][]byte) (*Manifest, error) {
 	return p.CommitFenced(ctx, parts, nil)
 }
@@ -322,7 +379,9 @@ func (p *Pending) Commit(ctx context.Context, parts map[string][]byte) (*Manifes
 // error from it aborts the commit with that error (errors.Is finds it).
 // A commit fenced at the manifest leaves its uploaded objects without a
 // manifest, which is no checkpoint: they are deleted when a later commit
-// supersedes or retires that epoch.
+// supersedes or retires that epoch. A fence is asked before it acts, so a
+// writer paused in between acts on a stale answer: what the commit may
+// delete or replace is bounded as Commit says, whatever the fence said.
 func (p *Pending) CommitFenced(ctx context.Context, parts map[string][]byte, fence func(context.Context) error) (*Manifest, error) {
 	c := p.c
 	c.mu.Lock()
@@ -370,6 +429,9 @@ func (p *Pending) commit(ctx context.Context, parts map[string][]byte, fence fun
 			return nil, err
 		}
 	}
+	if err := c.open(ctx); err != nil {
+		return nil, err
+	}
 	if fence != nil {
 		if err := fence(ctx); err != nil {
 			return nil, fmt.Errorf("refused by the fence: %w", err)
@@ -382,6 +444,13 @@ func (p *Pending) commit(ctx context.Context, parts map[string][]byte, fence fun
 	if err != nil {
 		return nil, err
 	}
+	if c.own == nil {
+		c.own = map[uint64]map[string]bool{}
+	}
+	if c.own[p.epoch] == nil {
+		c.own[p.epoch] = map[string]bool{}
+	}
+	c.own[p.epoch][id] = true
 	m := &Manifest{
 		Format:    FormatVersion,
 		Epoch:     p.epoch,
@@ -394,7 +463,7 @@ func (p *Pending) commit(ctx context.Context, parts map[string][]byte, fence fun
 		Parts:     make(map[string]ObjectRef, len(parts)),
 	}
 
-	ref, err := c.put(ctx, epochDir(p.epoch)+stateName, func(w io.Writer) error {
+	ref, err := c.put(ctx, objectDir(p.epoch, id)+stateName, false, func(w io.Writer) error {
 		if _, err := p.spool.Seek(0, io.SeekStart); err != nil {
 			return err
 		}
@@ -410,7 +479,7 @@ func (p *Pending) commit(ctx context.Context, parts map[string][]byte, fence fun
 	m.State = append(m.State, StateRef{Epoch: p.epoch, Since: p.since, ObjectRef: ref})
 
 	for _, name := range slices.Sorted(maps.Keys(parts)) {
-		ref, err := c.put(ctx, partKey(p.epoch, name), func(w io.Writer) error {
+		ref, err := c.put(ctx, partKey(p.epoch, id, name), false, func(w io.Writer) error {
 			_, err := w.Write(parts[name])
 			return err
 		})
@@ -429,42 +498,150 @@ func (p *Pending) commit(ctx context.Context, parts map[string][]byte, fence fun
 			return nil, fmt.Errorf("refused by the fence before the manifest: %w", err)
 		}
 	}
-	if _, err := c.put(ctx, epochDir(p.epoch)+manifestName, func(w io.Writer) error {
+	fillManifest := func(w io.Writer) error {
 		_, err := w.Write(file)
 		return err
-	}); err != nil {
+	}
+	// Written only where there is no manifest (supersede deleted the
+	// ones it may): one there now is another writer's, written since.
+	key := epochDir(p.epoch) + manifestName
+	_, err = c.put(ctx, key, true, fillManifest)
+	switch {
+	case err == nil:
+	case gcerrors.Code(err) == gcerrors.FailedPrecondition:
+		return nil, fmt.Errorf("%w: another writer wrote the manifest of epoch %d while this one uploaded its objects", ErrFenced, p.epoch)
+	case ctx.Err() != nil:
 		return nil, fmt.Errorf("manifest: %w", err)
+	default:
+		// A store that does not do conditional writes may refuse the
+		// condition: write the manifest as before.
+		if !c.warned {
+			c.warned = true
+			c.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "statestore: the conditional write of a manifest failed; writing it unconditionally",
+				slog.Uint64("epoch", p.epoch), slog.Any("error", err))
+		}
+		if _, err := c.put(ctx, key, false, fillManifest); err != nil {
+			return nil, fmt.Errorf("manifest: %w", err)
+		}
 	}
 	return m, nil
 }
 
-// supersede deletes the checkpoints numbered epoch or above.
+// open records what the prefix holds, once: the epochs, the id of each
+// one's intact manifest, and the checkpoint ids with objects in each.
+// These, besides its own, are what this Checkpointer may supersede.
+func (c *Checkpointer) open(ctx context.Context) error {
+	c.openMu.Lock()
+	defer c.openMu.Unlock()
+	if c.opened {
+		return nil
+	}
+	base := c.cfg.prefix + checkpointsDir
+	found := map[uint64]*foundEpoch{}
+	manifests := map[uint64]bool{}
+	it := c.bucket.List(&blob.ListOptions{Prefix: base})
+	for {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("list %s: %w", base, err)
+		}
+		name, rest, _ := strings.Cut(strings.TrimPrefix(obj.Key, base), "/")
+		e, err := strconv.ParseUint(name, 10, 64)
+		if err != nil || len(name) != 20 || obj.IsDir {
+			continue // not ours
+		}
+		f := found[e]
+		if f == nil {
+			f = &foundEpoch{dirs: map[string]bool{}}
+			found[e] = f
+		}
+		if rest == manifestName {
+			manifests[e] = true
+		} else if id := keyOwner(rest); id != "" {
+			f.dirs[id] = true
+		}
+	}
+	for e := range manifests {
+		m, err := c.readManifest(ctx, e)
+		switch {
+		case err == nil:
+			found[e].id = m.ID
+		case !errors.Is(err, errCorrupt):
+			return err
+		}
+	}
+	c.found, c.opened = found, true
+	return nil
+}
+
+// mayDelete reports whether this Checkpointer may delete epoch e whose
+// manifest has the given id ("" for none, or a damaged one): one it
+// wrote, or found so when it first read the bucket. c.mu is held.
+func (c *Checkpointer) mayDelete(e uint64, id string) bool {
+	f := c.found[e]
+	if id == "" {
+		return f != nil || len(c.own[e]) > 0
+	}
+	return c.own[e][id] || f != nil && f.id == id
+}
+
+// supersede deletes the checkpoints numbered epoch or above, all of them
+// or none: it refuses with ErrFenced when one is another writer's.
+// Directories without an intact manifest that it did not know of are
+// another writer's checkpoints being written: left alone. c.mu is held.
 func (c *Checkpointer) supersede(ctx context.Context, epoch uint64) error {
 	epochs, err := c.epochs(ctx)
 	if err != nil {
 		return err
 	}
+	type doomed struct {
+		epoch uint64
+		id    string // the manifest's id, "" for none or a damaged one
+	}
+	var del []doomed
 	for _, e := range epochs {
 		if e < epoch {
 			continue
 		}
-		if e > epoch {
-			c.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "statestore: superseding a newer checkpoint",
-				slog.Uint64("epoch", e), slog.Uint64("new_epoch", epoch))
+		id := ""
+		m, err := c.readManifest(ctx, e)
+		switch {
+		case err == nil:
+			id = m.ID
+		case !errors.Is(err, errCorrupt):
+			return err
 		}
-		if err := c.deleteEpoch(ctx, e); err != nil {
+		if !c.mayDelete(e, id) {
+			if id == "" {
+				continue
+			}
+			return fmt.Errorf("%w: epoch %d holds checkpoint %s, which this writer neither wrote nor found when it first read the bucket", ErrFenced, e, id)
+		}
+		del = append(del, doomed{e, id})
+	}
+	for _, d := range del {
+		if d.epoch > epoch {
+			c.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "statestore: superseding a newer checkpoint",
+				slog.Uint64("epoch", d.epoch), slog.Uint64("new_epoch", epoch))
+		}
+		if err := c.deleteKnown(ctx, d.epoch, d.id); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// put uploads one object, filled by fill, and returns its reference.
-func (c *Checkpointer) put(ctx context.Context, key string, fill func(io.Writer) error) (ObjectRef, error) {
+// put uploads one object, filled by fill, and returns its reference;
+// with ifNotExist only if there is no object at key.
+func (c *Checkpointer) put(ctx context.Context, key string, ifNotExist bool, fill func(io.Writer) error) (ObjectRef, error) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w, err := c.bucket.NewWriter(wctx, c.cfg.prefix+key, &blob.WriterOptions{
 		ContentType: "application/octet-stream",
+		IfNotExist:  ifNotExist,
 	})
 	if err != nil {
 		return ObjectRef{}, fmt.Errorf("upload %s: %w", key, err)
@@ -505,6 +682,9 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // is none, and other errors when the bucket cannot be read (a transient
 // failure never makes it fall back to an older checkpoint).
 func (c *Checkpointer) Latest(ctx context.Context) (*Manifest, error) {
+	if err := c.open(ctx); err != nil {
+		return nil, fmt.Errorf("statestore: latest checkpoint: %w", err)
+	}
 	epochs, err := c.epochs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("statestore: latest checkpoint: %w", err)
@@ -685,6 +865,9 @@ func (c *Checkpointer) Restore(ctx context.Context, m *Manifest, dir string, opt
 	if m == nil {
 		return nil, nil, errors.New("statestore: restore: nil manifest")
 	}
+	if err := c.open(ctx); err != nil {
+		return nil, nil, fmt.Errorf("statestore: restore checkpoint %d: %w", m.Epoch, err)
+	}
 	db, parts, err := c.restore(ctx, m, dir, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("statestore: restore checkpoint %d into %s: %w", m.Epoch, dir, err)
@@ -815,17 +998,36 @@ func clearDir(dir string) {
 	}
 }
 
-// collect deletes the checkpoints that are neither among the newest
-// retained ones nor needed by their chains. cur is the checkpoint just
-// written.
+// collect deletes the checkpoints older than cur, the checkpoint just
+// written, that are neither among the newest retained ones up to cur nor
+// needed by their chains or by those of newer checkpoints. Newer ones,
+// another writer's, are left alone. c.mu is held.
 func (c *Checkpointer) collect(ctx context.Context, cur *Manifest) error {
 	epochs, err := c.epochs(ctx)
 	if err != nil {
 		return err
 	}
 	keep := map[uint64]bool{}
+	for _, e := range epochs {
+		if e <= cur.Epoch {
+			continue
+		}
+		m, err := c.readManifest(ctx, e)
+		if err != nil {
+			if !errors.Is(err, errCorrupt) {
+				return err
+			}
+			continue
+		}
+		for _, s := range m.State {
+			keep[s.Epoch] = true
+		}
+	}
 	kept := 0
 	for _, e := range slices.Backward(epochs) {
+		if e > cur.Epoch {
+			continue
+		}
 		if kept == c.cfg.retain {
 			break
 		}
@@ -845,15 +1047,29 @@ func (c *Checkpointer) collect(ctx context.Context, cur *Manifest) error {
 	}
 	var errs []error
 	for _, e := range epochs {
-		if !keep[e] {
-			errs = append(errs, c.deleteEpoch(ctx, e))
+		if e < cur.Epoch && !keep[e] {
+			errs = append(errs, c.deleteEpoch(ctx, e, func(string) bool { return true }))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// deleteEpoch deletes the objects of an epoch, its manifest first.
-func (c *Checkpointer) deleteEpoch(ctx context.Context, epoch uint64) error {
+// deleteKnown deletes a superseded epoch whose manifest has the given id
+// ("" for none or a damaged one): the manifest, then the objects of the
+// earlier layout and those of the checkpoints this Checkpointer began
+// there, found there first, or that the manifest names; another writer's
+// objects uploaded since are left. c.mu is held.
+func (c *Checkpointer) deleteKnown(ctx context.Context, epoch uint64, id string) error {
+	own, f := c.own[epoch], c.found[epoch]
+	return c.deleteEpoch(ctx, epoch, func(owner string) bool {
+		return owner == "" || owner == id || own[owner] || f != nil && f.dirs[owner]
+	})
+}
+
+// deleteEpoch deletes the objects of an epoch whose owner (keyOwner) del
+// accepts, its manifest first, and forgets what this Checkpointer knew
+// of the epoch. c.mu is held.
+func (c *Checkpointer) deleteEpoch(ctx context.Context, epoch uint64, del func(owner string) bool) error {
 	dir := c.cfg.prefix + epochDir(epoch)
 	manifest := dir + manifestName
 	if err := c.bucket.Delete(ctx, manifest); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
@@ -863,12 +1079,14 @@ func (c *Checkpointer) deleteEpoch(ctx context.Context, epoch uint64) error {
 	for {
 		obj, err := it.Next(ctx)
 		if err == io.EOF {
+			delete(c.own, epoch)
+			delete(c.found, epoch)
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("list %s: %w", dir, err)
 		}
-		if obj.IsDir {
+		if obj.IsDir || !del(keyOwner(strings.TrimPrefix(obj.Key, dir))) {
 			continue
 		}
 		if err := c.bucket.Delete(ctx, obj.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
