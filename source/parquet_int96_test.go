@@ -41,7 +41,10 @@ func writeInt96File(t *testing.T, path string, ids []int64, times []parquet.Int9
 		t.Fatal(err)
 	}
 	w := file.NewParquetWriter(f, sc)
-	rg := w.AppendRowGroup()
+	rg, err := w.AppendRowGroupChecked()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cw, err := rg.NextColumn()
 	if err != nil {
 		t.Fatal(err)
