@@ -50,6 +50,13 @@ var ErrNoCheckpoint = errors.New("statestore: no complete checkpoint")
 // refused and deletes nothing of the other writer's.
 var ErrFenced = errors.New("statestore: another writer is writing the checkpoints")
 
+// ErrNewerFormat is matched (errors.Is) by the error of reading a
+// checkpoint written in a layout newer than this build reads: such a
+// checkpoint is neither restored nor skipped as damaged, so that an older
+// build started on the bucket stops rather than supersede or retire the
+// newer build's checkpoints.
+var ErrNewerFormat = errors.New("statestore: checkpoint written by a newer version")
+
 // errCorrupt marks a checkpoint that is incomplete or damaged, as opposed
 // to a bucket that could not be read.
 var errCorrupt = errors.New("checkpoint incomplete or corrupt")
@@ -743,6 +750,9 @@ func (c *Checkpointer) readManifest(ctx context.Context, epoch uint64) (*Manifes
 		return nil, fmt.Errorf("read %s: %w", key, err)
 	}
 	m, err := decodeManifest(data)
+	if errors.Is(err, ErrNewerFormat) {
+		return nil, fmt.Errorf("manifest %s: %w", key, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: manifest %s: %w", errCorrupt, key, err)
 	}
@@ -782,6 +792,8 @@ func decodeManifest(data []byte) (*Manifest, error) {
 		return nil, fmt.Errorf("parse: %w", err)
 	}
 	switch {
+	case m.Format > FormatVersion:
+		return nil, fmt.Errorf("%w: format version %d, this build reads %d: run a build that reads it, or use another checkpoint location", ErrNewerFormat, m.Format, FormatVersion)
 	case m.Format != FormatVersion:
 		return nil, fmt.Errorf("format version %d, this reader knows %d", m.Format, FormatVersion)
 	case len(m.State) == 0:

@@ -549,3 +549,43 @@ func TestNoGoroutineLeak(t *testing.T) {
 		t.Fatalf("%d goroutines before, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
 	}
 }
+
+// TestCheckpointNewerFormat: a checkpoint whose manifest says a newer
+// format (as a later build would write) is neither restored nor skipped
+// as damaged: Latest and Write fail with ErrNewerFormat and leave it in
+// place, so that an older build started on the bucket does not supersede
+// or retire the newer build's checkpoints.
+func TestCheckpointNewerFormat(t *testing.T) {
+	forEachBucket(t, func(t *testing.T, bucket *blob.Bucket) {
+		ctx := context.Background()
+		cp := statestore.NewCheckpointer(bucket, statestore.WithPrefix("newer/"))
+		db := openBadger(t)
+		fill(t, db, 0, 200, "a")
+		_, err := cp.Write(ctx, db, 1, map[string][]byte{"pos": []byte("1")})
+		must(t, err)
+		m2, err := cp.Write(ctx, db, 2, map[string][]byte{"pos": []byte("2")})
+		must(t, err)
+		key := fmt.Sprintf("newer/checkpoints/%020d/manifest.json", m2.Epoch)
+		data, err := bucket.ReadAll(ctx, key)
+		must(t, err)
+		newer := strings.Replace(string(data), `"format": 1`, `"format": 2`, 1)
+		if newer == string(data) {
+			t.Fatalf("no format field in %s", data)
+		}
+		newer = string(resealManifest(t, []byte(newer)))
+		must(t, bucket.WriteAll(ctx, key, []byte(newer), nil))
+
+		old := statestore.NewCheckpointer(bucket, statestore.WithPrefix("newer/"))
+		if _, err := old.Latest(ctx); !errors.Is(err, statestore.ErrNewerFormat) || !strings.Contains(err.Error(), "format version 2, this build reads 1") {
+			t.Fatalf("Latest: %v, want ErrNewerFormat", err)
+		}
+		if _, err := old.Write(ctx, db, 2, map[string][]byte{"pos": []byte("2b")}); !errors.Is(err, statestore.ErrNewerFormat) {
+			t.Fatalf("Write over it: %v, want ErrNewerFormat", err)
+		}
+		after, err := bucket.ReadAll(ctx, key)
+		must(t, err)
+		if string(after) != newer {
+			t.Fatal("the newer checkpoint's manifest was replaced or deleted")
+		}
+	})
+}
