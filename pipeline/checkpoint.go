@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"gocloud.dev/blob"
 
+	"github.com/volga-go/volga/internal/arrowutil"
 	"github.com/volga-go/volga/sink"
 	"github.com/volga-go/volga/source"
 	"github.com/volga-go/volga/statestore"
@@ -637,6 +638,35 @@ func decodeBatches(mem memory.Allocator, schema *arrow.Schema, data []byte) (_ [
 	return groups, nil
 }
 
+// encodeStatePart encodes a part of a checkpoint that holds rows: a
+// uvarint length and the JSON of header, then groups as encodeBatches
+// writes them (the merger's and a task's held rows).
+func encodeStatePart(header any, schema *arrow.Schema, groups [][]arrow.RecordBatch) ([]byte, error) {
+	js, err := json.Marshal(header)
+	if err != nil {
+		return nil, err
+	}
+	body, err := encodeBatches(schema, groups)
+	if err != nil {
+		return nil, err
+	}
+	out := binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen64+len(js)+len(body)), uint64(len(js)))
+	out = append(out, js...)
+	return append(out, body...), nil
+}
+
+// decodeStatePart reverses encodeStatePart, decoding the JSON into header.
+func decodeStatePart(mem memory.Allocator, schema *arrow.Schema, data []byte, header any) ([][]arrow.RecordBatch, error) {
+	n, k := binary.Uvarint(data)
+	if k <= 0 || uint64(len(data)-k) < n {
+		return nil, errors.New("damaged header")
+	}
+	if err := json.Unmarshal(data[k:k+int(n)], header); err != nil {
+		return nil, err
+	}
+	return decodeBatches(mem, schema, data[k+int(n):])
+}
+
 // mergerState is the merger's part: its watermark per input and the rows
 // it holds (in the IPC payload).
 type mergerState struct {
@@ -665,43 +695,20 @@ func (m *merger) checkpoint() ([]byte, error) {
 			}
 		}
 	}
-	js, err := json.Marshal(st)
-	if err != nil {
-		return nil, err
-	}
-	body, err := encodeBatches(m.schema, m.bufs)
-	if err != nil {
-		return nil, err
-	}
-	var hdr [binary.MaxVarintLen64]byte
-	out := append(hdr[:0:0], hdr[:binary.PutUvarint(hdr[:], uint64(len(js)))]...)
-	out = append(out, js...)
-	return append(out, body...), nil
+	return encodeStatePart(st, m.schema, m.bufs)
 }
 
 func (m *merger) restore(data []byte) error {
-	n, k := binary.Uvarint(data)
-	if k <= 0 || uint64(len(data)-k) < n {
-		return errors.New("volga: checkpoint: merger part is damaged")
-	}
 	var st mergerState
-	if err := json.Unmarshal(data[k:k+int(n)], &st); err != nil {
-		return fmt.Errorf("volga: checkpoint: merger part: %w", err)
-	}
-	if len(st.WMs) != m.n {
-		return fmt.Errorf("volga: checkpoint: merger part has %d inputs, want %d", len(st.WMs), m.n)
-	}
-	groups, err := decodeBatches(m.mem, m.schema, data[k+int(n):])
+	groups, err := decodeStatePart(m.mem, m.schema, data, &st)
 	if err != nil {
 		return fmt.Errorf("volga: checkpoint: merger part: %w", err)
 	}
-	if len(groups) != m.n {
+	if len(st.WMs) != m.n || len(groups) != m.n {
 		for _, g := range groups {
-			for _, rec := range g {
-				rec.Release()
-			}
+			arrowutil.ReleaseAll(g)
 		}
-		return fmt.Errorf("volga: checkpoint: merger part has %d inputs, want %d", len(groups), m.n)
+		return fmt.Errorf("volga: checkpoint: merger part has %d inputs (%d watermarks), want %d", len(groups), len(st.WMs), m.n)
 	}
 	m.bufs = groups
 	m.floors = nil

@@ -1521,6 +1521,7 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 	}
 	// pushed passes on what a push returned: rows applied late, at the
 	// operator's watermark, and rows too late to apply.
+	wmOp, _ := op.(interface{ Watermark() int64 })
 	pushed := func(outs []arrow.RecordBatch, lateRec arrow.RecordBatch) error {
 		if r.resMerge && (len(outs) > 0 || lateRec != nil) {
 			// Batch runs have no late rows (see batchTimes).
@@ -1540,8 +1541,8 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 			return nil
 		}
 		at := cur
-		if w, ok := op.(interface{ Watermark() int64 }); ok {
-			at = w.Watermark() // cur is None after a restore
+		if wmOp != nil {
+			at = wmOp.Watermark() // cur is None after a restore
 		}
 		return forward(outs, at)
 	}

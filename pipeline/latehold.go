@@ -1,10 +1,6 @@
 package pipeline
 
 import (
-	"bytes"
-	"encoding/binary"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -101,33 +97,13 @@ type heldState struct {
 
 // checkpoint encodes what h holds; the rows stay held.
 func (h *lateHold) checkpoint(schema *arrow.Schema) ([]byte, error) {
-	js, err := json.Marshal(heldState{Floors: h.floors})
-	if err != nil {
-		return nil, err
-	}
-	body, err := encodeBatches(schema, h.recs)
-	if err != nil {
-		return nil, err
-	}
-	var buf bytes.Buffer
-	var hdr [binary.MaxVarintLen64]byte
-	buf.Write(hdr[:binary.PutUvarint(hdr[:], uint64(len(js)))])
-	buf.Write(js)
-	buf.Write(body)
-	return buf.Bytes(), nil
+	return encodeStatePart(heldState{Floors: h.floors}, schema, h.recs)
 }
 
 // restore replaces what h holds by the rows of a held part.
 func (h *lateHold) restore(mem memory.Allocator, schema *arrow.Schema, data []byte) error {
-	n, k := binary.Uvarint(data)
-	if k <= 0 || uint64(len(data)-k) < n {
-		return errors.New("held part is damaged")
-	}
 	var st heldState
-	if err := json.Unmarshal(data[k:k+int(n)], &st); err != nil {
-		return fmt.Errorf("held part: %w", err)
-	}
-	groups, err := decodeBatches(mem, schema, data[k+int(n):])
+	groups, err := decodeStatePart(mem, schema, data, &st)
 	if err != nil {
 		return fmt.Errorf("held part: %w", err)
 	}
