@@ -144,7 +144,7 @@ func keyTyped(schema *arrow.Schema, key map[string]any) bool {
 		switch f.Type.ID() {
 		case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
 			n, isInt := v.(int64)
-			ok = isInt && intFits(n, f.Type.ID())
+			ok = isInt && values.IntFits(n, f.Type.ID())
 		case arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64:
 			ok = isType[float64](v)
 		case arrow.STRING, arrow.LARGE_STRING:
@@ -163,45 +163,14 @@ func keyTyped(schema *arrow.Schema, key map[string]any) bool {
 
 func isType[T any](v any) bool { _, ok := v.(T); return ok }
 
-// coerce is values.Coerce, refusing an integer its column's type cannot
-// hold (a negative value for an unsigned column, 2^40 for an int32 one):
-// the engine would fail on it (a 500), or look up a key no row can have.
+// coerce is values.Coerce, refusing an integer written with a fraction
+// or an exponent beyond 2^53: parsed as a float64, it may already be
+// another integer than the one written.
 func coerce(v any, dt arrow.DataType) (any, error) {
 	if f, ok := v.(float64); ok && arrow.IsInteger(dt.ID()) && math.Abs(f) > 1<<53 {
-		// Parsed as a float (a fraction or an exponent was written), the
-		// value may already be another integer than the one written.
 		return nil, fmt.Errorf("value %s is beyond 2^53 and was written with a fraction or an exponent, which float64 cannot hold exactly: write it as an integer", strconv.FormatFloat(f, 'g', -1, 64))
 	}
-	tv, err := values.Coerce(v, dt)
-	if err != nil {
-		return nil, err
-	}
-	if n, ok := tv.(int64); ok && !intFits(n, dt.ID()) {
-		return nil, fmt.Errorf("value %d does not fit the column's type %s", n, dt)
-	}
-	return tv, nil
-}
-
-// intFits reports whether n is in the range of the integer type id (any
-// other type: true).
-func intFits(n int64, id arrow.Type) bool {
-	switch id {
-	case arrow.INT8:
-		return n >= math.MinInt8 && n <= math.MaxInt8
-	case arrow.INT16:
-		return n >= math.MinInt16 && n <= math.MaxInt16
-	case arrow.INT32:
-		return n >= math.MinInt32 && n <= math.MaxInt32
-	case arrow.UINT8:
-		return n >= 0 && n <= math.MaxUint8
-	case arrow.UINT16:
-		return n >= 0 && n <= math.MaxUint16
-	case arrow.UINT32:
-		return n >= 0 && n <= math.MaxUint32
-	case arrow.UINT64:
-		return n >= 0
-	}
-	return true
+	return values.Coerce(v, dt)
 }
 
 // requestValue converts the sink.Value form of a feature to the

@@ -116,6 +116,9 @@ func Coerce(v any, dt arrow.DataType) (any, error) {
 		if !ok {
 			return nil, bad("an integer")
 		}
+		if !IntFits(n, dt.ID()) {
+			return nil, fmt.Errorf("value %d does not fit the column's type %s", n, dt)
+		}
 		return n, nil
 	case arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64:
 		f, ok := Float64(v)
@@ -143,6 +146,28 @@ func Coerce(v any, dt arrow.DataType) (any, error) {
 	return v, nil
 }
 
+// IntFits reports whether n is in the range of the integer type id (any
+// other type: true). A uint64 value is given as a non-negative int64.
+func IntFits(n int64, id arrow.Type) bool {
+	switch id {
+	case arrow.INT8:
+		return n >= math.MinInt8 && n <= math.MaxInt8
+	case arrow.INT16:
+		return n >= math.MinInt16 && n <= math.MaxInt16
+	case arrow.INT32:
+		return n >= math.MinInt32 && n <= math.MaxInt32
+	case arrow.UINT8:
+		return n >= 0 && n <= math.MaxUint8
+	case arrow.UINT16:
+		return n >= 0 && n <= math.MaxUint16
+	case arrow.UINT32:
+		return n >= 0 && n <= math.MaxUint32
+	case arrow.UINT64:
+		return n >= 0
+	}
+	return true
+}
+
 // Append appends v, coerced to the builder's type, to b (nil appends
 // NULL). Timestamps given as integers are epoch milliseconds.
 func Append(b array.Builder, v any) error {
@@ -158,47 +183,19 @@ func Append(b array.Builder, v any) error {
 	case *array.Int64Builder:
 		b.Append(cv.(int64))
 	case *array.Int32Builder:
-		n := cv.(int64)
-		if int64(int32(n)) != n {
-			return fmt.Errorf("value %d does not fit int32", n)
-		}
-		b.Append(int32(n))
+		b.Append(int32(cv.(int64))) // Coerce checked the range
 	case *array.Int16Builder:
-		n := cv.(int64)
-		if int64(int16(n)) != n {
-			return fmt.Errorf("value %d does not fit int16", n)
-		}
-		b.Append(int16(n))
+		b.Append(int16(cv.(int64))) // Coerce checked the range
 	case *array.Int8Builder:
-		n := cv.(int64)
-		if int64(int8(n)) != n {
-			return fmt.Errorf("value %d does not fit int8", n)
-		}
-		b.Append(int8(n))
+		b.Append(int8(cv.(int64))) // Coerce checked the range
 	case *array.Uint64Builder:
-		n := cv.(int64)
-		if n < 0 {
-			return fmt.Errorf("value %d does not fit uint64", n)
-		}
-		b.Append(uint64(n))
+		b.Append(uint64(cv.(int64)))
 	case *array.Uint32Builder:
-		n := cv.(int64)
-		if int64(uint32(n)) != n {
-			return fmt.Errorf("value %d does not fit uint32", n)
-		}
-		b.Append(uint32(n))
+		b.Append(uint32(cv.(int64))) // Coerce checked the range
 	case *array.Uint16Builder:
-		n := cv.(int64)
-		if int64(uint16(n)) != n {
-			return fmt.Errorf("value %d does not fit uint16", n)
-		}
-		b.Append(uint16(n))
+		b.Append(uint16(cv.(int64))) // Coerce checked the range
 	case *array.Uint8Builder:
-		n := cv.(int64)
-		if int64(uint8(n)) != n {
-			return fmt.Errorf("value %d does not fit uint8", n)
-		}
-		b.Append(uint8(n))
+		b.Append(uint8(cv.(int64))) // Coerce checked the range
 	case *array.Float64Builder:
 		b.Append(cv.(float64))
 	case *array.Float32Builder:

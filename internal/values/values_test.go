@@ -2,6 +2,8 @@ package values
 
 import (
 	"encoding/json"
+	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,5 +79,44 @@ func TestAppend(t *testing.T) {
 	}
 	if got := rec.Column(0).(*array.Int8).Value(0); got != -5 {
 		t.Errorf("int8 = %d", got)
+	}
+}
+
+// TestCoerceIntRange: Coerce refuses an integer its column's type cannot
+// hold, at both ends of every narrow type, and takes the bounds
+// themselves; Append, which relies on it, refuses the same values.
+func TestCoerceIntRange(t *testing.T) {
+	for _, c := range []struct {
+		dt     arrow.DataType
+		lo, hi int64
+	}{
+		{arrow.PrimitiveTypes.Int8, math.MinInt8, math.MaxInt8},
+		{arrow.PrimitiveTypes.Int16, math.MinInt16, math.MaxInt16},
+		{arrow.PrimitiveTypes.Int32, math.MinInt32, math.MaxInt32},
+		{arrow.PrimitiveTypes.Uint8, 0, math.MaxUint8},
+		{arrow.PrimitiveTypes.Uint16, 0, math.MaxUint16},
+		{arrow.PrimitiveTypes.Uint32, 0, math.MaxUint32},
+		{arrow.PrimitiveTypes.Uint64, 0, math.MaxInt64},
+		{arrow.PrimitiveTypes.Int64, math.MinInt64, math.MaxInt64},
+	} {
+		for _, n := range []int64{c.lo, c.hi} {
+			if v, err := Coerce(n, c.dt); err != nil || v != n {
+				t.Errorf("%s: Coerce(%d) = %v, %v", c.dt, n, v, err)
+			}
+		}
+		for _, n := range []int64{c.lo - 1, c.hi + 1} {
+			if n == c.lo-1 && c.lo == math.MinInt64 || n == c.hi+1 && c.hi == math.MaxInt64 {
+				continue // wrapped
+			}
+			_, err := Coerce(n, c.dt)
+			if err == nil || !strings.Contains(err.Error(), "does not fit the column's type "+c.dt.String()) {
+				t.Errorf("%s: Coerce(%d): %v", c.dt, n, err)
+			}
+			b := array.NewBuilder(memory.DefaultAllocator, c.dt)
+			if err := Append(b, n); err == nil {
+				t.Errorf("%s: Append(%d) succeeded", c.dt, n)
+			}
+			b.Release()
+		}
 	}
 }
