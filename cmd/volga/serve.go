@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/volga-go/volga"
+	"github.com/volga-go/volga/pipeline"
 	"github.com/volga-go/volga/request"
 )
 
@@ -189,12 +190,7 @@ func serve(ctx context.Context, e *env, cfg *serveConfig, ready func(string)) er
 	if err := p.Run(ctx); err != nil {
 		return err
 	}
-	dead.summary()
-	st := p.Stats()
-	if st.LateDropped > 0 {
-		fmt.Fprintf(e.stderr, "volga: %d late row%s not ingested (more than --max-out-of-order %s behind the newest event time)\n",
-			st.LateDropped, plural(st.LateDropped), cfg.maxOutOfOrder)
-	}
+	st := ingestSummary(e, cfg, p, dead)
 	addr := ln.Addr().String()
 	fmt.Fprintf(e.stderr, "volga: ingested %d rows, serving on %s\n", st.RowsIn, addr)
 
@@ -250,32 +246,27 @@ func serveWhileRunning(ctx context.Context, e *env, cfg *serveConfig, path strin
 	if ready != nil {
 		ready(addr)
 	}
-	running := true
 	var runErr, serveErr error
-	for running {
+wait:
+	for {
 		select {
 		case runErr = <-ran:
-			// The source failed (or ended after all): keep serving what
-			// was read unless it failed.
-			if runErr == nil {
-				ran = nil
-				continue
+			if runErr != nil {
+				break wait
 			}
+			ran = nil // the source ended after all: serve what was read
 		case serveErr = <-served:
+			break wait
 		case <-ctx.Done():
+			break wait
 		}
-		running = false
 	}
 	if ran != nil && runErr == nil {
 		p.Stop()
 		runErr = <-ran
 	}
 	shutErr := shutdown(srv)
-	dead.summary()
-	if st := p.Stats(); st.LateDropped > 0 {
-		fmt.Fprintf(e.stderr, "volga: %d late row%s not ingested (more than --max-out-of-order %s behind the newest event time)\n",
-			st.LateDropped, plural(st.LateDropped), cfg.maxOutOfOrder)
-	}
+	ingestSummary(e, cfg, p, dead)
 	switch {
 	case serveErr != nil:
 		return fmt.Errorf("serve: %w", serveErr)
@@ -286,6 +277,18 @@ func serveWhileRunning(ctx context.Context, e *env, cfg *serveConfig, path strin
 	}
 	fmt.Fprintln(e.stderr, "volga: server stopped")
 	return nil
+}
+
+// ingestSummary prints the dead letters' summary and the late rows not
+// ingested, and returns the pipeline's counts.
+func ingestSummary(e *env, cfg *serveConfig, p *volga.Pipeline, dead *deadLetters) pipeline.StatsSnapshot {
+	dead.summary()
+	st := p.Stats()
+	if st.LateDropped > 0 {
+		fmt.Fprintf(e.stderr, "volga: %d late row%s not ingested (more than --max-out-of-order %s behind the newest event time)\n",
+			st.LateDropped, plural(st.LateDropped), cfg.maxOutOfOrder)
+	}
+	return st
 }
 
 // newRegistry returns a metrics registry of the command's own, holding
