@@ -11,6 +11,7 @@ import (
 
 	"github.com/volga-go/volga/agg"
 	"github.com/volga-go/volga/internal/expr"
+	"github.com/volga-go/volga/internal/sqlwin"
 	"github.com/volga-go/volga/window"
 )
 
@@ -163,25 +164,28 @@ func (b *binder) bind(timeColumn string) error {
 	p := b.p
 	// Event time: the ORDER BY column shared by every window, or the
 	// tumble/hop time column.
+	// timePos is where the query names it, so that an error about it
+	// points there and not at an alias of the same name.
+	timePos := -1
 	if p.Group != nil {
-		timeColumn = p.Group.TimeCol
+		timeColumn, timePos = p.Group.TimeCol, p.Group.Pos
 	}
 	for _, w := range p.Windows {
 		if timeColumn == "" {
-			timeColumn = w.OrderBy
+			timeColumn, timePos = w.OrderBy, w.Pos
 		} else if !strings.EqualFold(timeColumn, w.OrderBy) {
 			return p.ErrorAfter(w.Pos, w.OrderBy, "every window must ORDER BY the event-time column %q, not %q", timeColumn, w.OrderBy)
 		}
 	}
 	if timeColumn != "" {
-		i, err := b.column(timeColumn, -1)
+		i, err := b.column(timeColumn, timePos)
 		if err != nil {
 			return err
 		}
 		switch b.src.Field(i).Type.ID() {
 		case arrow.TIMESTAMP, arrow.INT64:
 		default:
-			return p.ErrorAt(timeColumn, "event-time column %q must be a timestamp or int64 epoch milliseconds, not %s", timeColumn, b.src.Field(i).Type)
+			return p.ErrorAfter(timePos, timeColumn, "event-time column %q must be a timestamp or int64 epoch milliseconds, not %s", timeColumn, b.src.Field(i).Type)
 		}
 		b.c.timeIdx = i
 		b.c.TimeColumn = b.src.Field(i).Name
@@ -239,6 +243,7 @@ func (b *binder) bind(timeColumn string) error {
 	}
 	type stageSpec struct {
 		keys    []string
+		pos     int // of the first window's specification, for errors
 		windows []*WindowSpec
 		calls   [][]callRef
 	}
@@ -265,7 +270,7 @@ func (b *binder) bind(timeColumn string) error {
 			}
 		}
 		if st == nil {
-			st = &stageSpec{keys: w.PartitionBy}
+			st = &stageSpec{keys: w.PartitionBy, pos: w.Pos}
 			specs = append(specs, st)
 		}
 		wi := slices.Index(st.windows, w)
@@ -290,7 +295,7 @@ func (b *binder) bind(timeColumn string) error {
 	for _, st := range specs {
 		cfg := window.Config{TsCol: tsIdx, SeqCol: seqIdx}
 		for _, key := range st.keys {
-			i, err := b.column(key, -1)
+			i, err := b.column(key, st.pos)
 			if err != nil {
 				return err
 			}
@@ -412,8 +417,14 @@ func (b *binder) bindGroup(tsIdx, seqIdx int) error {
 		cfg.TimeType = &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: tt.TimeZone}
 	}
 	keyPos := map[string]int{}
+	// An unknown key is reported where GROUP BY names it, not at an alias
+	// of the same name in the select list.
+	keysAt := -1
+	if p.SQL != "" {
+		keysAt = sqlwin.Find(p.SQL, "GROUP BY", 0)
+	}
 	for j, key := range g.KeyCols {
-		i, err := b.column(key, -1)
+		i, err := b.column(key, keysAt)
 		if err != nil {
 			return err
 		}

@@ -79,6 +79,9 @@ type planner struct {
 	res   *sqlwin.Result
 	plan  *Plan
 	named map[string]*WindowSpec // lower-cased name -> spec, once used
+	// qualifiers are the names a column may be qualified with: the
+	// table's alias, or without one its name (and schema.name).
+	qualifiers []string
 }
 
 // errTok positions an error at token i of the query.
@@ -198,6 +201,9 @@ func (p *planner) build(sel *sqlparser.Select) error {
 	if err := p.from(sel.From); err != nil {
 		return err
 	}
+	if err := p.checkQualifiers(sel); err != nil {
+		return err
+	}
 	if sel.Where != nil {
 		if err := p.where(sel.Where.Expr); err != nil {
 			return err
@@ -258,10 +264,77 @@ func (p *planner) from(from sqlparser.TableExprs) error {
 		if !name.Qualifier.IsEmpty() {
 			p.plan.Table = name.Qualifier.String() + "." + p.plan.Table
 		}
+		if t.As.IsEmpty() {
+			p.qualifiers = []string{name.Name.String(), p.plan.Table}
+		} else {
+			p.qualifiers = []string{t.As.String()}
+		}
 		return nil
 	default:
 		return p.errWord("from", "unsupported FROM clause")
 	}
+}
+
+// checkQualifiers rejects a column qualified with anything but the
+// table's alias, or its name when it has none, as DuckDB does: in
+// SELECT u.k FROM t, u.k is an unknown column, not k.
+func (p *planner) checkQualifiers(sel *sqlparser.Select) error {
+	known := func(q string) bool {
+		for _, k := range p.qualifiers {
+			if strings.EqualFold(q, k) {
+				return true
+			}
+		}
+		return false
+	}
+	usage := func(q string) string {
+		if len(p.qualifiers) == 1 {
+			return fmt.Sprintf("unknown table %q: the table is named %s in this query", q, p.qualifiers[0])
+		}
+		return fmt.Sprintf("unknown table %q: the query reads table %s", q, p.plan.Table)
+	}
+	var bad *sqlparser.ColName
+	_ = sqlparser.Walk(func(n sqlparser.SQLNode) (bool, error) {
+		if c, ok := n.(*sqlparser.ColName); ok && !c.Qualifier.IsEmpty() {
+			q := c.Qualifier.Name.String()
+			if !c.Qualifier.Qualifier.IsEmpty() {
+				q = c.Qualifier.Qualifier.String() + "." + q
+			}
+			if !known(q) {
+				bad = c
+				return false, errStopWalk
+			}
+		}
+		return true, nil
+	}, sel.SelectExprs, sel.Where, sel.GroupBy)
+	if bad != nil {
+		q := bad.Qualifier.Name.String()
+		if !bad.Qualifier.Qualifier.IsEmpty() {
+			q = bad.Qualifier.Qualifier.String() + "." + q
+		}
+		return p.errExpr(bad, sqlwin.Span{}, "%s", usage(q))
+	}
+	var idents []sqlwin.Ident
+	specIdents := func(s *sqlwin.Spec) {
+		if s != nil {
+			idents = append(append(idents, s.PartitionBy...), s.OrderBy)
+		}
+	}
+	for _, w := range p.res.Windows {
+		specIdents(w.Spec)
+	}
+	for _, o := range p.res.Overs {
+		specIdents(o.Spec)
+	}
+	if p.res.Group != nil {
+		idents = append(idents, p.res.Group.TimeCol)
+	}
+	for _, id := range idents {
+		if id.Qualifier != "" && !known(id.Qualifier) {
+			return newSQLError(p.q, id.QualifierPos, id.Qualifier, "%s", usage(id.Qualifier))
+		}
+	}
+	return nil
 }
 
 // markerIn returns the index of the first OVER marker in n, or -1.

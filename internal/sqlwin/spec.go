@@ -80,7 +80,7 @@ func (p *specParser) column() (Ident, error) {
 			return Ident{}, p.errHere("expected a column name after '.'")
 		}
 		p.i++
-		id = Ident{Name: t.Text, Pos: t.Start}
+		id = Ident{Name: t.Text, Pos: t.Start, Qualifier: id.Name, QualifierPos: id.Pos}
 	}
 	return id, nil
 }

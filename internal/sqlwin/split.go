@@ -49,10 +49,15 @@ func OverIndex(name string) (int, bool) {
 }
 
 // Ident is an identifier as written, with its byte offset. A qualified
-// name t.c is kept as its last part, c.
+// name t.c is kept as its last part, c, with the table name t in
+// Qualifier.
 type Ident struct {
 	Name string
 	Pos  int
+	// Qualifier is the table name of a qualified column (t in t.c), ""
+	// when there is none; QualifierPos is its byte offset.
+	Qualifier    string
+	QualifierPos int
 }
 
 // FrameKind is RANGE or ROWS.
