@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +24,16 @@ import (
 //		Agg("spend_1h", pipeline.Sum("amount"), w).
 //		Plan()
 //
+// and a tumbling window query (GROUP BY user_id, tumble(ts, INTERVAL '1'
+// HOUR)) takes its aggregates without a window:
+//
+//	plan, err := pipeline.From("tx").
+//		EventTime("ts").
+//		Tumble(time.Hour, "user_id").
+//		Select("user_id", "window_start").
+//		Agg("spend", pipeline.Sum("amount"), nil).
+//		Plan()
+//
 // Expressions (Where, Select, aggregate arguments) are SQL expression
 // text. Errors are collected and returned by Plan.
 type Builder struct {
@@ -30,6 +41,7 @@ type Builder struct {
 	eventTime string
 	windows   map[*WindowDef]*WindowSpec
 	errs      []error
+	noWindow  []string // aggregates added without a window
 }
 
 // From starts a pipeline over the named source table.
@@ -53,10 +65,24 @@ func (b *Builder) parse(text string) *Expr {
 	return &Expr{AST: ast, Text: strings.TrimSpace(text), Pos: -1}
 }
 
+// scalar parses text for Where or Select (method), where an aggregate
+// call has no place: it is added with Agg.
+func (b *Builder) scalar(method, text string) *Expr {
+	e := b.parse(text)
+	if e == nil {
+		return nil
+	}
+	if f := aggregateIn(e.AST); f != nil {
+		b.errs = append(b.errs, fmt.Errorf("builder: aggregate %s cannot be used in %s (in %s): add it with Agg", strings.ToLower(f.Name.String()), method, e.Text))
+		return nil
+	}
+	return e
+}
+
 // Where keeps only rows for which cond (SQL) is TRUE. Several calls are
 // combined with AND.
 func (b *Builder) Where(cond string) *Builder {
-	e := b.parse(cond)
+	e := b.scalar("Where", cond)
 	if e == nil {
 		return b
 	}
@@ -82,7 +108,7 @@ func (b *Builder) Select(exprs ...string) *Builder {
 
 // SelectAs adds the SQL expression e as output column name.
 func (b *Builder) SelectAs(name, e string) *Builder {
-	x := b.parse(e)
+	x := b.scalar("Select", e)
 	if x == nil {
 		return b
 	}
@@ -97,20 +123,25 @@ func (b *Builder) SelectAs(name, e string) *Builder {
 }
 
 // Agg adds the aggregate call evaluated over window w as output column
-// name.
+// name. In a tumbling or hopping window query (Tumble, Hop) w is nil: the
+// aggregate is evaluated per key and window.
 func (b *Builder) Agg(name string, call Call, w *WindowDef) *Builder {
+	var spec *WindowSpec
 	if w == nil {
-		b.errs = append(b.errs, fmt.Errorf("builder: aggregate %q has no window", name))
-		return b
-	}
-	spec, ok := b.windows[w]
-	if !ok {
-		if w.err != nil {
-			b.errs = append(b.errs, w.err)
+		b.noWindow = append(b.noWindow, name)
+	} else {
+		// One spec per *WindowDef shares the window between aggregates;
+		// a definition changed since its last use (w.Range(time.Hour)
+		// then w.Range(2*time.Hour)) is a new window, as written.
+		spec = b.windows[w]
+		if spec == nil || spec.Frame != w.frame || spec.OrderBy != w.orderBy || !slices.Equal(spec.PartitionBy, w.partitionBy) {
+			if w.err != nil {
+				b.errs = append(b.errs, w.err)
+			}
+			spec = &WindowSpec{PartitionBy: slices.Clone(w.partitionBy), OrderBy: w.orderBy, Frame: w.frame, Pos: -1}
+			b.windows[w] = spec
+			b.plan.Windows = append(b.plan.Windows, spec)
 		}
-		spec = &WindowSpec{PartitionBy: w.partitionBy, OrderBy: w.orderBy, Frame: w.frame, Pos: -1}
-		b.windows[w] = spec
-		b.plan.Windows = append(b.plan.Windows, spec)
 	}
 	ac := &AggCall{Func: strings.ToLower(call.Func), Star: call.Star, Distinct: call.Distinct, Window: spec, Pos: -1}
 	var texts []string
@@ -166,18 +197,90 @@ func (b *Builder) Plan() (*Plan, error) {
 	if len(b.plan.Items) == 0 {
 		return nil, errors.New("builder: the pipeline selects nothing")
 	}
+	if g := b.plan.Group; g != nil {
+		if len(b.plan.Windows) > 0 {
+			return nil, errors.New("builder: a Tumble or Hop pipeline evaluates its aggregates per window: pass a nil window to Agg")
+		}
+		if b.eventTime == "" {
+			return nil, errors.New("builder: Tumble and Hop need the pipeline's EventTime column")
+		}
+	} else if len(b.noWindow) > 0 {
+		return nil, fmt.Errorf("builder: aggregate %q has no window (give it one, or make the pipeline a Tumble or Hop)", b.noWindow[0])
+	}
 	p := b.plan
-	p.Items = append([]Item(nil), b.plan.Items...)
-	p.Windows = append([]*WindowSpec(nil), b.plan.Windows...)
-	for _, w := range p.Windows {
-		if w.OrderBy == "" {
+	if g := b.plan.Group; g != nil {
+		gc := *g
+		gc.TimeCol = b.eventTime
+		gc.KeyCols = append([]string(nil), g.KeyCols...)
+		p.Group = &gc
+	}
+	// The plan gets copies of the windows and calls, so that neither a
+	// later call of the builder nor a user of the plan changes the other.
+	copies := make(map[*WindowSpec]*WindowSpec, len(b.plan.Windows))
+	p.Windows = nil
+	for _, w := range b.plan.Windows {
+		c := *w
+		c.PartitionBy = slices.Clone(w.PartitionBy)
+		if c.OrderBy == "" {
 			if b.eventTime == "" {
 				return nil, errors.New("builder: a window needs OrderBy or the pipeline an EventTime column")
 			}
-			w.OrderBy = b.eventTime
+			c.OrderBy = b.eventTime
+		}
+		copies[w] = &c
+		p.Windows = append(p.Windows, &c)
+	}
+	p.Items = append([]Item(nil), b.plan.Items...)
+	for i, it := range p.Items {
+		if it.Agg != nil {
+			c := *it.Agg
+			c.Args = slices.Clone(it.Agg.Args)
+			if c.Window != nil {
+				c.Window = copies[c.Window]
+			}
+			p.Items[i].Agg = &c
 		}
 	}
 	return &p, nil
+}
+
+// Tumble makes the pipeline a tumbling window query, SQL's GROUP BY keys,
+// tumble(ts, INTERVAL size) with ts the EventTime column: one output row
+// per key and window [start, start+size) that received rows, windows
+// aligned to the Unix epoch. Select may then name the keys, window_start
+// and window_end; aggregates are added with Agg and a nil window.
+func (b *Builder) Tumble(size time.Duration, keys ...string) *Builder {
+	return b.group(GroupTumble, size, size, keys)
+}
+
+// Hop makes the pipeline a hopping window query, SQL's GROUP BY keys,
+// hop(ts, INTERVAL slide, INTERVAL size): windows of length size starting
+// every slide (slide <= size). See Tumble.
+func (b *Builder) Hop(slide, size time.Duration, keys ...string) *Builder {
+	return b.group(GroupHop, slide, size, keys)
+}
+
+func (b *Builder) group(kind GroupWindowKind, slide, size time.Duration, keys []string) *Builder {
+	what := "Tumble"
+	if kind == GroupHop {
+		what = "Hop"
+	}
+	switch {
+	case b.plan.Group != nil:
+		b.errs = append(b.errs, fmt.Errorf("builder: %s: the pipeline already has a tumble or hop window", what))
+		return b
+	case size <= 0 || slide <= 0 || size%time.Millisecond != 0 || slide%time.Millisecond != 0:
+		b.errs = append(b.errs, fmt.Errorf("builder: %s: window sizes must be positive whole milliseconds, got slide %v, size %v", what, slide, size))
+	case slide > size:
+		b.errs = append(b.errs, fmt.Errorf("builder: Hop: the slide (%v) must not be longer than the size (%v)", slide, size))
+	}
+	for _, k := range keys {
+		if strings.TrimSpace(k) == "" {
+			b.errs = append(b.errs, fmt.Errorf("builder: %s(%q): empty key column name", what, keys))
+		}
+	}
+	b.plan.Group = &GroupWindow{Kind: kind, SizeMs: size.Milliseconds(), SlideMs: slide.Milliseconds(), KeyCols: keys, Pos: -1}
+	return b
 }
 
 // EventTimeColumn is the column given to EventTime ("" when none).
@@ -271,9 +374,17 @@ func (w *WindowDef) RangeBetween(start, end time.Duration) *WindowDef {
 }
 
 // Unbounded is RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW.
-func (w *WindowDef) Unbounded() *WindowDef {
+func (w *WindowDef) Unbounded() *WindowDef { return w.UnboundedUntil(0) }
+
+// UnboundedUntil is RANGE BETWEEN UNBOUNDED PRECEDING AND end PRECEDING
+// (end 0 is CURRENT ROW): every row of the key at least end older than
+// the current row.
+func (w *WindowDef) UnboundedUntil(end time.Duration) *WindowDef {
+	if end < 0 || end%time.Millisecond != 0 {
+		w.err = fmt.Errorf("builder: invalid unbounded frame ending %v preceding: need end >= 0, in whole milliseconds", end)
+	}
 	ex := w.frame.ExcludeCurrent
-	w.frame = Frame{Kind: FrameRange, Unbounded: true, ExcludeCurrent: ex}
+	w.frame = Frame{Kind: FrameRange, Unbounded: true, EndPreceding: end.Milliseconds(), ExcludeCurrent: ex}
 	return w
 }
 
