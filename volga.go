@@ -523,6 +523,14 @@ func (p *Pipeline) LookupInto(ctx context.Context, dst *FeatureRow, key map[stri
 	return p.live.LookupInto(ctx, dst, key, at, row)
 }
 
+// Ready reports whether Lookup answers yet, as a readiness probe:
+// nil once the pipeline has started (and after it ended),
+// pipeline.ErrNotRunning before, and CanLookup's error for a pipeline
+// that never answers lookups. A batch run answers from its start, as of
+// the rows read so far; to serve a bounded input only once it is read,
+// wait for Run to return.
+func (p *Pipeline) Ready() error { return p.live.Ready() }
+
 // CanLookup reports why the pipeline cannot serve lookups (no sliding
 // windows, or an UNBOUNDED PRECEDING frame); nil when it can.
 func (p *Pipeline) CanLookup() error { return p.compiled.CanLookup() }

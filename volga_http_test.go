@@ -23,6 +23,7 @@ import (
 
 	"github.com/volga-go/volga"
 	"github.com/volga-go/volga/internal/testutil"
+	"github.com/volga-go/volga/pipeline"
 	"github.com/volga-go/volga/request"
 	"github.com/volga-go/volga/source"
 	"github.com/volga-go/volga/window"
@@ -422,6 +423,36 @@ func TestHandlerBeforeRun(t *testing.T) {
 	status, b := post(t, srv.URL+request.FeaturesPath, `{"key": {"user_id": 1}, "at": 0}`)
 	if status != http.StatusServiceUnavailable {
 		t.Errorf("status %d (%s), want 503", status, b)
+	}
+}
+
+// TestReady: Ready is pipeline.ErrNotRunning before the run and nil once
+// it started (and after it ended), and a pipeline without sliding
+// windows is never ready, saying why.
+func TestReady(t *testing.T) {
+	p, err := volga.SQL(httpQuery, volga.WithSource("tx", httpSource(t, httpEvents(10))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Ready(); !errors.Is(err, pipeline.ErrNotRunning) {
+		t.Errorf("Ready before Run: %v, want ErrNotRunning", err)
+	}
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Ready(); err != nil {
+		t.Errorf("Ready after Run: %v", err)
+	}
+	g, err := volga.SQL("SELECT user_id, count(*) AS n FROM tx GROUP BY user_id, tumble(ts, INTERVAL '1' HOUR)",
+		volga.WithSource("tx", httpSource(t, httpEvents(10))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Ready(); !errors.Is(err, pipeline.ErrNoLookup) {
+		t.Errorf("Ready of a GROUP BY pipeline: %v, want ErrNoLookup", err)
 	}
 }
 

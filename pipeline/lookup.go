@@ -187,6 +187,23 @@ func (l *Live) registerGroup(stage, task int, op *window.GroupOperator) {
 	l.groups[stage][task] = op
 }
 
+// Ready reports whether Lookup answers: nil once every sliding-window
+// task of the run has started (from then on, also after the run),
+// ErrNotRunning before, and the reason for a pipeline that never
+// answers lookups (ErrNoLookup, an UNBOUNDED PRECEDING frame). It is
+// cheap and safe to call from any goroutine, as a readiness probe.
+func (l *Live) Ready() error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	switch {
+	case l.c == nil || l.missing > 0:
+		return ErrNotRunning
+	case l.canErr != nil:
+		return l.canErr
+	}
+	return nil
+}
+
 // KeyColumns returns the key columns a lookup must give: the union of the
 // PARTITION BY columns of the query's windows.
 func (l *Live) KeyColumns() []string {

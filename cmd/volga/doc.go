@@ -127,9 +127,12 @@
 //
 // Ingests the bound file to its end, logs "volga: ingested N rows, serving
 // on ADDR" on standard error, then serves POST /v1/features, GET /healthz
-// (package request documents the JSON) and GET /metrics. A Kafka topic in
-// stream mode, which never ends, is served while it is read: 503 until the
-// pipeline has started, then answers as of its watermark. SIGINT or
+// (package request documents the JSON), GET /readyz and GET /metrics. It
+// listens from the start: while it ingests, /healthz and /metrics answer,
+// and lookups and /readyz answer 503 until the file is read. A Kafka topic
+// in stream mode, which never ends, is served while it is read: lookups
+// and /readyz answer 503 until the pipeline has started, then lookups
+// answer as of its watermark. SIGINT or
 // SIGTERM stops the pipeline, then shuts the server down gracefully,
 // letting requests in flight finish (for up to 10s), with exit status 0.
 // The server drops a client that takes over a minute to send its request,

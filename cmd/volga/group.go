@@ -259,7 +259,7 @@ func runGroup(ctx context.Context, e *env, cfg *groupConfig, ready func(string))
 	served := make(chan error, 1)
 	addr := ""
 	if ln != nil {
-		if srv, err = newLookupServer(reg, logger, cfg.maxBody, g.Handler); err != nil {
+		if srv, err = newLookupServer(reg, logger, cfg.maxBody, g.Handler, nil); err != nil {
 			return fmt.Errorf("group: %w", err)
 		}
 		addr = ln.Addr().String()

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -86,7 +87,7 @@ func newServeFlags(cfg *serveConfig) *flag.FlagSet {
 func printServeUsage(w io.Writer) {
 	var cfg serveConfig
 	printCommandUsage(w, serveSynopsis,
-		"Ingests the file bound to the query's table to its end, then serves the query's\nwindowed features as of any time over HTTP: POST /v1/features with\n{\"key\": {...}, \"at\": \"RFC 3339 time\"}, GET /healthz, and Prometheus metrics\non GET /metrics. A Kafka topic in stream mode, which never ends, is\nserved as it is read. SIGINT or SIGTERM stops the server gracefully (exit\nstatus 0).",
+		"Ingests the file bound to the query's table to its end, then serves the query's\nwindowed features as of any time over HTTP: POST /v1/features with\n{\"key\": {...}, \"at\": \"RFC 3339 time\"}, GET /healthz, GET /readyz, and Prometheus\nmetrics on GET /metrics. It listens from the start; lookups and /readyz\nanswer 503 until the file is read. A Kafka topic in stream mode, which\nnever ends, is served as it is read. SIGINT or SIGTERM stops the server gracefully (exit\nstatus 0).",
 		newServeFlags(&cfg), "volga serve --sql spend.sql --source tx=tx.csv --listen :8080")
 	fmt.Fprint(w, "\n"+checkpointHelp+"  Restarted after ingesting its input, serve restores the state from the\n  final checkpoint instead of reading the input again.\n")
 }
@@ -187,19 +188,30 @@ func serve(ctx context.Context, e *env, cfg *serveConfig, ready func(string)) er
 	if cfg.mode == volga.Streaming && unboundedSource(q.table.path) {
 		return serveWhileRunning(ctx, e, cfg, q.table.path, p, ln, reg, logger, dead, ready)
 	}
-	if err := p.Run(ctx); err != nil {
-		return err
-	}
-	st := ingestSummary(e, cfg, p, dead)
-	addr := ln.Addr().String()
-	fmt.Fprintf(e.stderr, "volga: ingested %d rows, serving on %s\n", st.RowsIn, addr)
+	return serveAfterIngest(ctx, e, cfg, q.table.path, p, ln, reg, logger, dead, ready)
+}
 
-	srv, err := newLookupServer(reg, logger, cfg.maxBody, p.Handler)
+// serveAfterIngest is serve over a bounded input: the server starts at
+// once, so that /healthz and /metrics (the ingest's progress) answer
+// while the input is read, but lookups and /readyz answer 503 until it
+// is read to its end; from then on lookups answer as of all of it.
+func serveAfterIngest(ctx context.Context, e *env, cfg *serveConfig, path string, p *volga.Pipeline, ln net.Listener, reg *prometheus.Registry, logger *slog.Logger, dead *deadLetters, ready func(string)) error {
+	gate := &ingestGate{path: path, p: p}
+	srv, err := newLookupServer(reg, logger, cfg.maxBody, gate.handler(p.Service()), gate.ready)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	addr := ln.Addr().String()
+	fmt.Fprintf(e.stderr, "volga: ingesting %s, listening on %s (lookups answer 503 until it is read)\n", path, addr)
+	if err := p.Run(ctx); err != nil {
+		_ = srv.Close()
+		return err
+	}
+	gate.open.Store(true)
+	st := ingestSummary(e, cfg, p, dead)
+	fmt.Fprintf(e.stderr, "volga: ingested %d rows, serving on %s\n", st.RowsIn, addr)
 	if ready != nil {
 		ready(addr)
 	}
@@ -213,6 +225,43 @@ func serve(ctx context.Context, e *env, cfg *serveConfig, ready func(string)) er
 	}
 	fmt.Fprintln(e.stderr, "volga: server stopped")
 	return nil
+}
+
+// ingestGate holds lookups back while serve ingests a bounded input: a
+// batch run answers from its start, but only as of the rows read so far.
+type ingestGate struct {
+	path string
+	p    *volga.Pipeline
+	open atomic.Bool
+}
+
+// ready is /readyz's check: nil once the input is read.
+func (g *ingestGate) ready() error {
+	if g.open.Load() {
+		return nil
+	}
+	return fmt.Errorf("ingesting %s: %d rows read so far; lookups are answered once it is read to its end", g.path, g.p.Stats().RowsIn)
+}
+
+// handler returns the lookup handler's constructor for svc gated by g:
+// a lookup while g is shut is request.ErrUnavailable (503, counted in
+// the request metrics like any other answer).
+func (g *ingestGate) handler(svc request.Service) func(...request.HandlerOption) http.Handler {
+	gated := gatedService{svc, g}
+	return func(opts ...request.HandlerOption) http.Handler { return request.NewHandler(gated, opts...) }
+}
+
+// gatedService is a request.Service answering only once its gate opened.
+type gatedService struct {
+	request.Service
+	gate *ingestGate
+}
+
+func (s gatedService) Lookup(ctx context.Context, key map[string]any, at time.Time, row map[string]any) (request.Features, error) {
+	if err := s.gate.ready(); err != nil {
+		return request.Features{}, request.Unavailable(err)
+	}
+	return s.Service.Lookup(ctx, key, at, row)
 }
 
 // unboundedSource reports whether path names a source that never ends:
@@ -233,7 +282,7 @@ func unboundedSource(path string) bool {
 // stops the pipeline gracefully (a final checkpoint with --checkpoints),
 // then the server, with exit status 0.
 func serveWhileRunning(ctx context.Context, e *env, cfg *serveConfig, path string, p *volga.Pipeline, ln net.Listener, reg *prometheus.Registry, logger *slog.Logger, dead *deadLetters, ready func(string)) error {
-	srv, err := newLookupServer(reg, logger, cfg.maxBody, p.Handler)
+	srv, err := newLookupServer(reg, logger, cfg.maxBody, p.Handler, p.Ready)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -302,8 +351,13 @@ func newRegistry() *prometheus.Registry {
 
 // newLookupServer returns the HTTP server of serve and group: the lookup
 // handler made by handler (bodies up to maxBody bytes, logging to logger,
-// its request metrics on reg) on /, and reg's metrics on GET /metrics.
-func newLookupServer(reg *prometheus.Registry, logger *slog.Logger, maxBody int64, handler func(...request.HandlerOption) http.Handler) (*http.Server, error) {
+// its request metrics on reg) on /, reg's metrics on GET /metrics and,
+// when ready is not nil, GET /readyz: 200 when ready gives nil, 503 with
+// its error otherwise.
+// readyPath is where serve answers its readiness probe.
+const readyPath = "/readyz"
+
+func newLookupServer(reg *prometheus.Registry, logger *slog.Logger, maxBody int64, handler func(...request.HandlerOption) http.Handler, ready func() error) (*http.Server, error) {
 	hm, err := request.NewMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"pipeline": volga.DefaultName}, reg))
 	if err != nil {
 		return nil, err
@@ -313,6 +367,17 @@ func newLookupServer(reg *prometheus.Registry, logger *slog.Logger, maxBody int6
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError),
 	}))
+	if ready != nil {
+		mux.HandleFunc("GET "+readyPath, func(rw http.ResponseWriter, _ *http.Request) {
+			rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			if err := ready(); err != nil {
+				rw.WriteHeader(http.StatusServiceUnavailable)
+				fmt.Fprintf(rw, "not ready: %v\n", err)
+				return
+			}
+			io.WriteString(rw, "ok\n")
+		})
+	}
 	return &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: serverTimeouts.readHeader,

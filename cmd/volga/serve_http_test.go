@@ -46,7 +46,7 @@ func startLookupServer(t *testing.T) (addr string) {
 			}
 			h.ServeHTTP(w, r)
 		})
-	})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
