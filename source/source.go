@@ -51,7 +51,12 @@ type Projector interface {
 // another partition is ahead. A partition that delivers nothing for longer
 // than the idle timeout (watermark.WithIdleTimeout) stops holding the
 // combined watermark back, so a quiet partition, or one read by another
-// member of a consumer group, does not stall the pipeline.
+// member of a consumer group, does not stall the pipeline. The engine
+// looks at the clock only when Read returns: a partitioned source whose
+// partitions can all go quiet should return an empty batch when nothing
+// has come for a while (the Kafka source does after its IdleWake, one
+// second by default), so that rows a quiet partition held back go out
+// without waiting for the next record.
 type Partitioned interface {
 	// Partitions returns the number of partitions. It does not change
 	// while the source is open.
