@@ -115,10 +115,9 @@ type Config struct {
 	// StopAtEnd makes the source bounded: each partition is read up to
 	// the high-water mark it had when NewSource ran, then Read returns
 	// io.EOF. With a consumer group, io.EOF comes once every partition
-	// assigned to this member has reached its mark. (On a topic written
-	// by transactional producers the last offsets before a mark can be
-	// commit markers, which never arrive as messages: StopAtEnd then
-	// waits for a message past them.)
+	// assigned to this member has reached its mark. (The source reads
+	// committed messages only, so the mark is the last stable offset: the
+	// messages of a transaction still open at the start are not read.)
 	StopAtEnd bool
 
 	// DeadLetter receives the messages that cannot be decoded (not a JSON

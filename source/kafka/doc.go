@@ -20,6 +20,15 @@
 // from the message timestamp, in a timestamp[ms] column named
 // Config.TimeColumn (default "event_time").
 //
+// Partitions are read with isolation level read_committed, as a Java
+// consumer configured so reads them (kafka-go's Reader does not filter
+// transactions, so the source fetches with its protocol layer): the
+// messages of aborted transactions are skipped, the control records that
+// end transactions are not messages, and a partition is read up to its
+// last stable offset. A position too old for the partition (deleted by
+// retention) or past its end is an error of Read naming the offset and
+// the offsets the partition holds; no offset is skipped silently.
+//
 // Read returns batches of at most Config.BatchSize rows, flushed after
 // Config.MaxWait so that a quiet topic still makes progress. The source is
 // unbounded: Read never returns io.EOF, unless Config.StopAtEnd makes it

@@ -243,7 +243,10 @@ func (s *Source) offsets(ctx context.Context) (first, last []int64, err error) {
 	for p := range s.nparts {
 		reqs = append(reqs, kafkago.FirstOffsetOf(p), kafkago.LastOffsetOf(p))
 	}
-	res, err := s.client.ListOffsets(ctx, &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{s.cfg.Topic: reqs}})
+	res, err := s.client.ListOffsets(ctx, &kafkago.ListOffsetsRequest{
+		Topics:         map[string][]kafkago.OffsetRequest{s.cfg.Topic: reqs},
+		IsolationLevel: kafkago.ReadCommitted,
+	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("source/kafka: topic %q: list offsets: %w", s.cfg.Topic, err)
 	}
@@ -278,29 +281,13 @@ func (s *Source) sample(ctx context.Context, first, last []int64) ([][]byte, err
 			continue
 		}
 		wg.Go(func() {
-			r := kafkago.NewReader(s.readerConfig(p))
-			defer r.Close()
-			if err := r.SetOffset(from); err != nil {
-				errs[p] = err
-				return
-			}
-			for {
-				m, err := r.FetchMessage(ctx)
-				if err != nil {
-					// Out of time: infer from what arrived (the tail of a
-					// transactional partition can be markers, not messages).
-					if ctx.Err() == nil || s.ctx.Err() != nil {
-						errs[p] = err
-					}
-					return
-				}
-				if m.Offset >= last[p] {
-					return
-				}
+			err := s.fetchPartition(ctx, p, from, last[p], func(m kafkago.Message) bool {
 				out[p] = append(out[p], m.Value)
-				if m.Offset+1 >= last[p] {
-					return
-				}
+				return true
+			})
+			// Out of time: infer from what arrived.
+			if err != nil && (ctx.Err() == nil || s.ctx.Err() != nil) {
+				errs[p] = err
 			}
 		})
 	}
@@ -315,20 +302,32 @@ func (s *Source) sample(ctx context.Context, first, last []int64) ([][]byte, err
 	return values, nil
 }
 
-func (s *Source) readerConfig(p int) kafkago.ReaderConfig {
-	return kafkago.ReaderConfig{
-		Brokers:               s.cfg.Brokers,
-		Topic:                 s.cfg.Topic,
-		Partition:             p,
-		Dialer:                s.cfg.Dialer,
-		MinBytes:              1,
-		MaxBytes:              10 << 20,
-		MaxWait:               250 * time.Millisecond,
-		ReadBackoffMin:        50 * time.Millisecond,
-		ReadBackoffMax:        time.Second,
-		OffsetOutOfRangeError: true,
-		ErrorLogger:           s.logger("partition reader"),
+// resolve returns the offset the sentinel off (FirstOffset, LastOffset)
+// stands for in partition p now; other offsets are returned as they are.
+func (s *Source) resolve(ctx context.Context, p int, off int64) (int64, error) {
+	if off >= 0 {
+		return off, nil
 	}
+	res, err := s.client.ListOffsets(ctx, &kafkago.ListOffsetsRequest{
+		Topics:         map[string][]kafkago.OffsetRequest{s.cfg.Topic: {{Partition: p, Timestamp: off}}},
+		IsolationLevel: kafkago.ReadCommitted,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("list offsets: %w", err)
+	}
+	for _, po := range res.Topics[s.cfg.Topic] {
+		if po.Partition != p {
+			continue
+		}
+		if po.Error != nil {
+			return 0, fmt.Errorf("list offsets: %w", po.Error)
+		}
+		if off == FirstOffset {
+			return po.FirstOffset, nil
+		}
+		return po.LastOffset, nil
+	}
+	return 0, errors.New("list offsets: the partition is not in the response")
 }
 
 // fetcher reads one partition into the events channel from a goroutine.
@@ -354,35 +353,18 @@ func (s *Source) startFetcher(p int, from, end int64) *fetcher {
 	}
 	go func() {
 		defer close(f.done)
-		if end >= 0 && from >= end {
-			send(event{end: true})
-			return
+		from, err := s.resolve(ctx, p, from)
+		if err == nil {
+			err = s.fetchPartition(ctx, p, from, end, func(m kafkago.Message) bool {
+				return send(event{msg: m})
+			})
 		}
-		r := kafkago.NewReader(s.readerConfig(p))
-		defer r.Close()
-		if err := r.SetOffset(from); err != nil {
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
 			send(event{err: err})
-			return
-		}
-		for {
-			m, err := r.FetchMessage(ctx)
-			if err != nil {
-				if ctx.Err() == nil {
-					send(event{err: err})
-				}
-				return
-			}
-			if end >= 0 && m.Offset >= end {
-				send(event{end: true})
-				return
-			}
-			if !send(event{msg: m}) {
-				return
-			}
-			if end >= 0 && m.Offset+1 >= end {
-				send(event{end: true})
-				return
-			}
+		case end >= 0:
+			send(event{end: true})
 		}
 	}()
 	return f
