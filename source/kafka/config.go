@@ -64,7 +64,9 @@ type Config struct {
 
 	// StartOffset is where a partition starts when there is no position
 	// for it (no Seek, no committed group offset): FirstOffset (the
-	// default) or LastOffset.
+	// default) or LastOffset. It is resolved to an offset when reading
+	// starts (in a group: when the partition is assigned), and Position
+	// holds that offset from then on.
 	StartOffset int64
 
 	// Schema is the schema of the JSON values: keys are matched to fields

@@ -428,7 +428,21 @@ func (s *Source) runGroup() {
 		}
 		a := &assignment{generation: gen.ID, offsets: map[int]int64{}}
 		for _, pa := range gen.Assignments[s.cfg.Topic] {
-			a.offsets[pa.ID] = pa.Offset
+			off := pa.Offset
+			if off < 0 {
+				// No committed offset: StartOffset names where the
+				// partition starts. Resolve it now, so that Position
+				// holds the partition from its assignment on and a
+				// restore replays from this very offset, not from the
+				// end of the partition at the time of the restore.
+				r, err := s.resolve(s.ctx, pa.ID, off)
+				if err != nil {
+					s.cfg.Logger.Warn("source/kafka: resolving the start offset of an assigned partition failed; the partition reader resolves it", "topic", s.cfg.Topic, "partition", pa.ID, "err", err)
+				} else {
+					off = r
+				}
+			}
+			a.offsets[pa.ID] = off
 		}
 		s.mu.Lock()
 		s.gen = gen

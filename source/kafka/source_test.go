@@ -649,3 +649,61 @@ func TestSeekOutOfRange(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// waitAssigned reads (empty batches, IdleWake short) until the group
+// assigned src partitions.
+func waitAssigned(t *testing.T, src *kafka.Source) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	for len(src.Assigned()) == 0 {
+		rec, err := src.Read(ctx)
+		if err != nil {
+			t.Fatalf("waiting for an assignment: %v", err)
+		}
+		if rec.NumRows() != 0 {
+			t.Fatalf("a batch of %d rows before anything was produced", rec.NumRows())
+		}
+		rec.Release()
+	}
+}
+
+// In a group, a partition with no committed offset starts at
+// StartOffset, resolved when it is assigned: the position holds that
+// offset from then on, so that a restore from a checkpoint taken before
+// the partition's first row replays the rows produced since, instead of
+// starting again at the (later) end of the partition.
+func TestGroupPositionHoldsTheResolvedStart(t *testing.T) {
+	addrs := newCluster(t, 1, "events")
+	produce(t, addrs, events("events", 0, 4, 1)...) // before the start: skipped
+	cfg := kafka.Config{Brokers: addrs, Topic: "events", GroupID: "g", Schema: eventSchema, TimeField: "ts",
+		StartOffset: kafka.LastOffset, IdleWake: 20 * time.Millisecond, MaxWait: 10 * time.Millisecond}
+	first, err := kafka.NewSource(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	waitAssigned(t, first)
+	pos, err := first.Position() // the checkpoint
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next, err := kafka.DecodePosition("events", pos); err != nil || len(next) != 1 || next[0] != 4 {
+		t.Fatalf("position after the assignment: %v %v, want map[0:4]", next, err)
+	}
+	produce(t, addrs, events("events", 4, 7, 1)...)
+	if got := ids(readRows(t, first, 3)); !slices.Equal(got, []int64{4, 5, 6}) {
+		t.Fatalf("rows %v", got)
+	}
+	// A crash: nothing committed; the restart restores the checkpoint.
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	second := open(t, cfg)
+	if err := second.Seek(pos); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(readRows(t, second, 3)); !slices.Equal(got, []int64{4, 5, 6}) {
+		t.Fatalf("rows after the restore %v, want 4 5 6", got)
+	}
+}
