@@ -53,11 +53,17 @@ func (s *Source) fetchPartition(ctx context.Context, p int, from, end int64, emi
 				return ctx.Err()
 			}
 			if errors.Is(err, kafkago.OffsetOutOfRange) {
-				if part != nil {
-					return fmt.Errorf("offset %d is out of range: the partition holds offsets %d to %d (older ones were deleted by retention, or the offset is from another incarnation of the topic): %w",
-						offset, part.LogStartOffset, part.HighWatermark-1, err)
+				why := "older ones were deleted by retention, or the offset is from another incarnation of the topic"
+				switch {
+				case part == nil:
+					return fmt.Errorf("offset %d is out of range: %w", offset, err)
+				case part.LogStartOffset >= part.HighWatermark:
+					return fmt.Errorf("offset %d is out of range: the partition holds no message, its next offset is %d (%s): %w",
+						offset, part.HighWatermark, why, err)
+				default:
+					return fmt.Errorf("offset %d is out of range: the partition holds offsets %d to %d (%s): %w",
+						offset, part.LogStartOffset, part.HighWatermark-1, why, err)
 				}
-				return fmt.Errorf("offset %d is out of range: %w", offset, err)
 			}
 			failures++
 			if kerr, ok := errors.AsType[kafkago.Error](err); ok && !kerr.Temporary() && failures >= fetchAttempts {

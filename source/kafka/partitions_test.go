@@ -1,8 +1,16 @@
 package kafka_test
 
 import (
+	"context"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/volga-go/volga/source/kafka"
 )
@@ -97,5 +105,78 @@ func TestExplicitPartitionsErrors(t *testing.T) {
 				t.Fatalf("error %q does not mention %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// deleteRecords moves the log start offset of topic's partition to before
+// (as retention does), with a DeleteRecords request.
+func deleteRecords(t *testing.T, addrs []string, topic string, partition int32, before int64) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrDeleteRecordsRequest()
+	rt := kmsg.NewDeleteRecordsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+	rp.Partition, rp.Offset = partition, before
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	req.TimeoutMillis = 5000
+	res, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := res.Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+}
+
+// Retention deleted the oldest messages (log start offset > 0): the
+// source starts at the log start, a partition left empty is at its end
+// at once, and a position older than the log start is an error of Read
+// that names the offset and the offsets the partition holds.
+func TestLogStartOffset(t *testing.T) {
+	addrs := newCluster(t, 2, "events")
+	produce(t, addrs, events("events", 0, 20, 2)...) // 10 per partition
+	cfg := kafka.Config{Brokers: addrs, Topic: "events", Schema: eventSchema, TimeField: "ts", StopAtEnd: true}
+	p0 := cfg
+	p0.Partitions, p0.BatchSize = []int{0}, 2
+	old := open(t, p0)
+	readRows(t, old, 2)
+	pos, err := old.Position()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleteRecords(t, addrs, "events", 0, 4)  // partition 0 holds offsets 4 to 9
+	deleteRecords(t, addrs, "events", 1, 10) // partition 1 holds none
+
+	src := open(t, cfg)
+	rows := readRows(t, src, -1)
+	if got, want := ids(rows), []int64{8, 10, 12, 14, 16, 18}; !slices.Equal(got, want) {
+		t.Fatalf("rows %v, want %v", got, want)
+	}
+	end, _ := src.Position()
+	if next, err := kafka.DecodePosition("events", end); err != nil || !maps.Equal(next, map[int]int64{0: 10, 1: 10}) {
+		t.Fatalf("position at the end %v %v", next, err)
+	}
+
+	// old's position holds offset 2 of partition 0: deleted since.
+	stale := open(t, cfg)
+	if err := stale.Seek(pos); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = stale.Read(ctx)
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("Read at a deleted offset: %v", err)
+	}
+	for _, want := range []string{`topic "events" partition 0`, "offset 2 is out of range", "holds offsets 4 to 9"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %q does not say %q", err, want)
+		}
 	}
 }
