@@ -122,8 +122,9 @@ type Config struct {
 	// messages of a transaction still open at the start are not read.)
 	StopAtEnd bool
 
-	// DeadLetter receives the messages that cannot be decoded (not a JSON
-	// object, a value of the wrong type for its field, no event time).
+	// DeadLetter receives the messages that cannot be decoded (a
+	// tombstone, not a JSON object, invalid UTF-8, a value of the wrong
+	// type for its field, no event time).
 	// They are counted (DeadLetters) whether or not it is set.
 	DeadLetter source.DeadLetterFunc
 	// DeadLetterTopic, when set, also receives a copy of each such message

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -88,11 +89,23 @@ func (d *decoder) bind(b *array.RecordBuilder) {
 	}
 }
 
+var (
+	errTombstone   = errors.New("message has no value (a tombstone)")
+	errInvalidUTF8 = errors.New("invalid UTF-8")
+)
+
 // decode appends the row held in value (with message timestamp ts) to the
 // bound builders, or returns the reason it cannot, leaving them untouched.
 func (d *decoder) decode(value []byte, ts time.Time) error {
-	if !json.Valid(value) {
+	switch {
+	case value == nil:
+		return errTombstone
+	case !json.Valid(value):
 		return textrow.ErrInvalidJSON
+	case !utf8.Valid(value):
+		// encoding/json accepts invalid UTF-8 in strings; an Arrow string
+		// column must not hold it.
+		return errInvalidUTF8
 	}
 	if err := d.fields.Decode(string(value)); err != nil {
 		if ve, ok := errors.AsType[*textrow.ValueError](err); ok {

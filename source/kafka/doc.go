@@ -55,8 +55,9 @@
 //
 // # Dead letters
 //
-// A message that does not decode (invalid JSON, not an object, a value of
-// the wrong type for its field, no event time) does not stop the source:
+// A message that does not decode (no value: a tombstone; invalid JSON or
+// invalid UTF-8; not an object; a value of the wrong type for its field;
+// no event time) does not stop the source:
 // it is counted (DeadLetters), handed to Config.DeadLetter as a
 // source.DeadLetter with Source "topic/partition", the message offset and
 // the reason, optionally copied to Config.DeadLetterTopic, and reading

@@ -6,6 +6,7 @@ import (
 	"io"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -705,5 +706,70 @@ func TestGroupPositionHoldsTheResolvedStart(t *testing.T) {
 	}
 	if got := ids(readRows(t, second, 3)); !slices.Equal(got, []int64{4, 5, 6}) {
 		t.Fatalf("rows after the restore %v, want 4 5 6", got)
+	}
+}
+
+// Messages that are not rows are dead letters with a reason of their own,
+// their original bytes, partition and offset, also in the dead-letter
+// topic: a tombstone (no value), an empty value, invalid UTF-8 (which
+// encoding/json accepts in strings, but a string column must not hold).
+func TestDeadLetterEdgeCases(t *testing.T) {
+	addrs := newCluster(t, 1, "events", "dlq")
+	good := event("events", 0, 1)
+	badUTF8 := []byte(`{"id":1,"user":"u` + "\xff" + `","ts":"2024-01-03T10:00:01Z"}`)
+	produce(t, addrs, good,
+		&kgo.Record{Topic: "events", Key: []byte("gone")}, // tombstone
+		&kgo.Record{Topic: "events", Value: []byte{}},
+		&kgo.Record{Topic: "events", Value: badUTF8, Headers: []kgo.RecordHeader{{Key: "trace", Value: []byte("t1")}}},
+		event("events", 2, 1),
+	)
+	var mu sync.Mutex
+	var letters []source.DeadLetter
+	src := open(t, kafka.Config{Brokers: addrs, Topic: "events", Schema: eventSchema, TimeField: "ts", StopAtEnd: true,
+		DeadLetterTopic: "dlq",
+		DeadLetter: func(d source.DeadLetter) {
+			mu.Lock()
+			defer mu.Unlock()
+			letters = append(letters, d)
+		}})
+	if got := ids(readRows(t, src, -1)); !slices.Equal(got, []int64{0, 2}) {
+		t.Fatalf("rows %v", got)
+	}
+	want := []struct {
+		offset int64
+		raw    []byte
+		reason string
+	}{
+		{1, nil, "message has no value (a tombstone)"},
+		{2, []byte{}, "invalid JSON"},
+		{3, badUTF8, "invalid UTF-8"},
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(letters) != len(want) || src.DeadLetters() != int64(len(want)) {
+		t.Fatalf("dead letters %d (%d counted): %+v", len(letters), src.DeadLetters(), letters)
+	}
+	for i, w := range want {
+		d := letters[i]
+		if d.Offset != w.offset || string(d.Raw) != string(w.raw) || d.Reason != w.reason || d.Source != "events/0" {
+			t.Errorf("dead letter %d: %+v, want offset %d raw %q reason %q", i, d, w.offset, w.raw, w.reason)
+		}
+	}
+	for i, r := range consume(t, addrs, "dlq", len(want)) {
+		h := map[string]string{}
+		for _, kv := range r.Headers {
+			h[kv.Key] = string(kv.Value)
+		}
+		w := want[i]
+		if string(r.Value) != string(w.raw) || h["volga-dead-letter-reason"] != w.reason ||
+			h["volga-dead-letter-partition"] != "0" || h["volga-dead-letter-offset"] != strconv.FormatInt(w.offset, 10) {
+			t.Errorf("dead-letter record %d: value %q headers %v", i, r.Value, h)
+		}
+		if i == 2 && h["trace"] != "t1" {
+			t.Errorf("dead-letter record lost the original header: %v", h)
+		}
+		if i == 0 && string(r.Key) != "gone" {
+			t.Errorf("tombstone key %q", r.Key)
+		}
 	}
 }
