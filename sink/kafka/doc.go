@@ -3,7 +3,9 @@
 //
 // Values keep their real JSON types (sink.AppendJSON): numbers, strings,
 // booleans, null, arrays for lists, objects for structs and maps, RFC 3339
-// strings for timestamps. Messages are keyed by SinkConfig.KeyColumns —
+// strings for timestamps. NaN and ±Inf, which JSON cannot hold, are
+// written as null; integers beyond 2^53 are exact in the JSON text, but
+// consumers that parse numbers as float64 lose their low digits. Messages are keyed by SinkConfig.KeyColumns —
 // the PARTITION BY key — so that all rows of a key land in one partition,
 // in order; kafka-go batches them into produce requests (BatchSize,
 // BatchTimeout).

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"strconv"
 	"strings"
@@ -326,5 +327,32 @@ func TestSinkRecover(t *testing.T) {
 	s.Close()
 	if err := s.Recover(context.Background(), 1, nil); err == nil {
 		t.Fatal("Recover after Close succeeded")
+	}
+}
+
+// Values JSON cannot hold are written as the package doc says: NaN and
+// ±Inf as null, uint64 beyond 2^53 exact in the text; every value is
+// valid JSON.
+func TestSinkValuesJSONCannotHold(t *testing.T) {
+	_, addrs := newCluster(t, 1, "features")
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "u", Type: arrow.PrimitiveTypes.Uint64},
+		{Name: "f", Type: arrow.PrimitiveTypes.Float64},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	b.Field(0).(*array.Uint64Builder).AppendValues([]uint64{math.MaxUint64, 1<<53 + 1, 0}, nil)
+	b.Field(1).(*array.Float64Builder).AppendValues([]float64{math.NaN(), math.Inf(1), math.Inf(-1)}, nil)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	s := open(t, kafka.SinkConfig{Brokers: addrs, Topic: "features"})
+	if err := s.Write(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`{"u":18446744073709551615,"f":null}`, `{"u":9007199254740993,"f":null}`, `{"u":0,"f":null}`}
+	for i, r := range consume(t, addrs, "features", 3) {
+		if string(r.Value) != want[i] || !json.Valid(r.Value) {
+			t.Errorf("row %d: %s, want %s", i, r.Value, want[i])
+		}
 	}
 }
