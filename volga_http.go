@@ -132,8 +132,8 @@ func (s pipelineService) Lookup(ctx context.Context, key map[string]any, at time
 }
 
 // keyTyped reports whether values.Coerce leaves every value of key as it
-// is: nil, or an int64, float64, string or bool for a column of the
-// matching type. (A key column computed by the query is passed on
+// is: nil, or an int64, uint64, float64, string or bool for a column of
+// the matching type. (A key column computed by the query is passed on
 // unconverted in any case.)
 func keyTyped(schema *arrow.Schema, key map[string]any) bool {
 	for col, v := range key {
@@ -142,9 +142,12 @@ func keyTyped(schema *arrow.Schema, key map[string]any) bool {
 			continue
 		}
 		switch f.Type.ID() {
-		case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
+		case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64:
 			n, isInt := v.(int64)
 			ok = isInt && values.IntFits(n, f.Type.ID())
+		case arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
+			u, isUint := v.(uint64)
+			ok = isUint && values.UintFits(u, f.Type.ID())
 		case arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64:
 			ok = isType[float64](v)
 		case arrow.STRING, arrow.LARGE_STRING:

@@ -3,10 +3,12 @@ package volga_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -104,6 +106,87 @@ func TestHandlerCandidateColumnTwice(t *testing.T) {
 		}
 		if status != http.StatusBadRequest || !strings.Contains(e.Error, `"qty"`) || !strings.Contains(e.Error, `"QTY"`) {
 			t.Fatalf("status %d, error %q; want 400 naming \"qty\" and \"QTY\"", status, e.Error)
+		}
+	}
+}
+
+// TestLookupUint64KeysBeyondInt64: keys of a uint64 column from 2^63 up
+// (hashed ids use the whole range) are looked up in process, given as
+// uint64, and over HTTP, written as JSON integers, with two window tasks
+// (the key's task is found from its value); a candidate row may hold such
+// a key too. Such keys were refused ("not an unsigned integer"), and over
+// HTTP parsed as a float64 and refused as written with an exponent.
+func TestLookupUint64KeysBeyondInt64(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Uint64},
+		{Name: "ts", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "amount", Type: arrow.PrimitiveTypes.Int64},
+	}, nil)
+	ids := []uint64{1 << 63, 1<<64 - 1, 12345, 1<<63 + 1}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	// Row i: key ids[i%4], time i seconds, amount i+1; each key's sum
+	// over the last minute at 100 s is the sum of its (i+1).
+	want := map[uint64]int64{}
+	for i := range 40 {
+		id := ids[i%len(ids)]
+		b.Field(0).(*array.Uint64Builder).Append(id)
+		b.Field(1).(*array.Int64Builder).Append(int64(i) * 1000)
+		b.Field(2).(*array.Int64Builder).Append(int64(i + 1))
+		want[id] += int64(i + 1) // all 40 s of rows are in a 100 s frame at 39 s
+
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	p, err := volga.SQL(`SELECT id, sum(amount) OVER w AS s FROM tx
+		WINDOW w AS (PARTITION BY id ORDER BY ts RANGE BETWEEN INTERVAL '100' SECOND PRECEDING AND CURRENT ROW)`,
+		volga.WithSource("tx", source.NewMemory(schema, rec)), volga.WithParallelism(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	at := time.UnixMilli(39_000)
+	for _, id := range ids {
+		res, err := p.Lookup(context.Background(), map[string]any{"id": id}, at, nil)
+		if err != nil {
+			t.Fatalf("Lookup(%d): %v", id, err)
+		}
+		if got := res.Values[0]; got != want[id] {
+			t.Errorf("Lookup(%d) = %v, want %d", id, got, want[id])
+		}
+	}
+	srv := httptest.NewServer(p.Handler())
+	defer srv.Close()
+	url := srv.URL + request.FeaturesPath
+	for _, id := range ids {
+		status, body := post(t, url, fmt.Sprintf(`{"key": {"id": %d}, "at": 39000}`, id))
+		var res struct {
+			Key      map[string]json.Number `json:"key"`
+			Features map[string]json.Number `json:"features"`
+		}
+		if status != http.StatusOK {
+			t.Fatalf("id %d: status %d: %s", id, status, body)
+		}
+		decodeJSON(t, body, &res)
+		if res.Features["s"] != json.Number(fmt.Sprint(want[id])) || res.Key["id"] != json.Number(fmt.Sprint(id)) {
+			t.Errorf("id %d over HTTP: %s, want s %d", id, body, want[id])
+		}
+		// A candidate row of the same key counts in its own frame.
+		status, body = post(t, url, fmt.Sprintf(`{"key": {"id": %d}, "at": 39000, "row": {"id": %d, "ts": 39000, "amount": 1000}}`, id, id))
+		if status != http.StatusOK {
+			t.Fatalf("id %d with a candidate: status %d: %s", id, status, body)
+		}
+		decodeJSON(t, body, &res)
+		if res.Features["s"] != json.Number(fmt.Sprint(want[id]+1000)) {
+			t.Errorf("id %d with a candidate: %s, want s %d", id, body, want[id]+1000)
+		}
+	}
+	for _, bad := range []string{"18446744073709551616", "-1", "1e19"} {
+		status, body := post(t, url, `{"key": {"id": `+bad+`}, "at": 39000}`)
+		if status != http.StatusBadRequest || !strings.Contains(string(body), `\"id\"`) && !strings.Contains(string(body), `"id"`) {
+			t.Errorf("key %s: status %d: %s, want 400 naming the column", bad, status, body)
 		}
 	}
 }

@@ -215,8 +215,12 @@ func (p *fastParser) scalar() (any, bool) {
 		if !ok {
 			return nil, false
 		}
-		// As json.Number's Int64, then Float64.
+		// As scalar: an integer is an int64, or a uint64 beyond int64's
+		// range; any other number a float64.
 		if n, err := strconv.ParseInt(string(num), 10, 64); err == nil {
+			return n, true
+		}
+		if n, err := strconv.ParseUint(string(num), 10, 64); err == nil {
 			return n, true
 		}
 		f, err := strconv.ParseFloat(string(num), 64)

@@ -437,13 +437,17 @@ func matchKey(given map[string]any, keyCols []string) (map[string]any, error) {
 }
 
 // scalar turns a decoded JSON value into a lookup value: integers become
-// int64, other numbers float64; strings, booleans and null stay.
+// int64 (uint64 from 2^63 to 2^64-1), other numbers float64; strings,
+// booleans and null stay.
 func scalar(v any) (any, error) {
 	switch x := v.(type) {
 	case nil, string, bool:
 		return x, nil
 	case json.Number:
 		if n, err := x.Int64(); err == nil {
+			return n, nil
+		}
+		if n, err := strconv.ParseUint(string(x), 10, 64); err == nil {
 			return n, nil
 		}
 		f, err := x.Float64()

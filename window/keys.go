@@ -230,11 +230,11 @@ func EncodeKeyValues(b []byte, types []arrow.DataType, vals []any) ([]byte, erro
 			}
 			b = binary.AppendVarint(append(b, 1), n)
 		case arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
-			n, ok := values.Int64(v)
-			if !ok || n < 0 {
+			u, ok := values.Uint64(v)
+			if !ok {
 				return nil, fmt.Errorf("window: key value %v (%T) is not an unsigned integer", v, v)
 			}
-			b = binary.AppendUvarint(append(b, 2), uint64(n))
+			b = binary.AppendUvarint(append(b, 2), u)
 		case arrow.TIMESTAMP:
 			tm, err := values.Time(v)
 			if err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -52,6 +53,29 @@ func Int64(v any) (int64, bool) {
 	return 0, false
 }
 
+// Uint64 returns v as a uint64 when it is a non-negative integer of any
+// Go type, a float (or json.Number) holding a whole number in range, or
+// a time.Time at or after the epoch (as epoch milliseconds).
+func Uint64(v any) (uint64, bool) {
+	switch x := v.(type) {
+	case uint:
+		return uint64(x), true
+	case uint64:
+		return x, true
+	case float64:
+		if x == math.Trunc(x) && x >= 0 && x < 1<<64 {
+			return uint64(x), true
+		}
+		return 0, false
+	case json.Number:
+		if n, err := strconv.ParseUint(string(x), 10, 64); err == nil {
+			return n, true
+		}
+	}
+	n, ok := Int64(v)
+	return uint64(n), ok && n >= 0
+}
+
 // Float64 returns v as a float64 when it is a number of any Go type.
 func Float64(v any) (float64, bool) {
 	switch x := v.(type) {
@@ -62,6 +86,10 @@ func Float64(v any) (float64, bool) {
 	case json.Number:
 		f, err := x.Float64()
 		return f, err == nil
+	case uint64:
+		return float64(x), true
+	case uint:
+		return float64(x), true
 	}
 	n, ok := Int64(v)
 	return float64(n), ok
@@ -101,8 +129,10 @@ func Units(t time.Time, u arrow.TimeUnit) int64 {
 }
 
 // Coerce converts v to the Go value of a column of type dt: int64 for
-// integers, float64 for floats, string, bool, time.Time for timestamps.
-// nil stays nil (NULL). The error names the value and the type.
+// signed integers, uint64 for unsigned ones, float64 for floats, string,
+// bool, time.Time for timestamps. nil stays nil (NULL). An integer out
+// of the column type's range is an error; every error names the value
+// and the type.
 func Coerce(v any, dt arrow.DataType) (any, error) {
 	if v == nil {
 		return nil, nil
@@ -111,15 +141,30 @@ func Coerce(v any, dt arrow.DataType) (any, error) {
 		return fmt.Errorf("value %v (%T) is not %s, as column type %s needs", v, v, want, dt)
 	}
 	switch dt.ID() {
-	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64:
 		n, ok := Int64(v)
 		if !ok {
+			if u, isUint := Uint64(v); isUint {
+				return nil, fmt.Errorf("value %d does not fit the column's type %s", u, dt)
+			}
 			return nil, bad("an integer")
 		}
 		if !IntFits(n, dt.ID()) {
 			return nil, fmt.Errorf("value %d does not fit the column's type %s", n, dt)
 		}
 		return n, nil
+	case arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
+		u, ok := Uint64(v)
+		if !ok {
+			if n, isInt := Int64(v); isInt {
+				return nil, fmt.Errorf("value %d does not fit the column's type %s", n, dt)
+			}
+			return nil, bad("an integer")
+		}
+		if !UintFits(u, dt.ID()) {
+			return nil, fmt.Errorf("value %d does not fit the column's type %s", u, dt)
+		}
+		return u, nil
 	case arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64:
 		f, ok := Float64(v)
 		if !ok {
@@ -146,8 +191,8 @@ func Coerce(v any, dt arrow.DataType) (any, error) {
 	return v, nil
 }
 
-// IntFits reports whether n is in the range of the integer type id (any
-// other type: true). A uint64 value is given as a non-negative int64.
+// IntFits reports whether n is in the range of the signed integer type
+// id (any other type: true).
 func IntFits(n int64, id arrow.Type) bool {
 	switch id {
 	case arrow.INT8:
@@ -156,14 +201,20 @@ func IntFits(n int64, id arrow.Type) bool {
 		return n >= math.MinInt16 && n <= math.MaxInt16
 	case arrow.INT32:
 		return n >= math.MinInt32 && n <= math.MaxInt32
+	}
+	return true
+}
+
+// UintFits reports whether u is in the range of the unsigned integer type
+// id (any other type: true).
+func UintFits(u uint64, id arrow.Type) bool {
+	switch id {
 	case arrow.UINT8:
-		return n >= 0 && n <= math.MaxUint8
+		return u <= math.MaxUint8
 	case arrow.UINT16:
-		return n >= 0 && n <= math.MaxUint16
+		return u <= math.MaxUint16
 	case arrow.UINT32:
-		return n >= 0 && n <= math.MaxUint32
-	case arrow.UINT64:
-		return n >= 0
+		return u <= math.MaxUint32
 	}
 	return true
 }
@@ -189,13 +240,13 @@ func Append(b array.Builder, v any) error {
 	case *array.Int8Builder:
 		b.Append(int8(cv.(int64))) // Coerce checked the range
 	case *array.Uint64Builder:
-		b.Append(uint64(cv.(int64)))
+		b.Append(cv.(uint64))
 	case *array.Uint32Builder:
-		b.Append(uint32(cv.(int64))) // Coerce checked the range
+		b.Append(uint32(cv.(uint64))) // Coerce checked the range
 	case *array.Uint16Builder:
-		b.Append(uint16(cv.(int64))) // Coerce checked the range
+		b.Append(uint16(cv.(uint64))) // Coerce checked the range
 	case *array.Uint8Builder:
-		b.Append(uint8(cv.(int64))) // Coerce checked the range
+		b.Append(uint8(cv.(uint64))) // Coerce checked the range
 	case *array.Float64Builder:
 		b.Append(cv.(float64))
 	case *array.Float32Builder:

@@ -100,8 +100,12 @@ func TestCoerceIntRange(t *testing.T) {
 		{arrow.PrimitiveTypes.Int64, math.MinInt64, math.MaxInt64},
 	} {
 		for _, n := range []int64{c.lo, c.hi} {
-			if v, err := Coerce(n, c.dt); err != nil || v != n {
-				t.Errorf("%s: Coerce(%d) = %v, %v", c.dt, n, v, err)
+			var want any = n
+			if !arrow.IsSignedInteger(c.dt.ID()) {
+				want = uint64(n) // unsigned columns take uint64
+			}
+			if v, err := Coerce(n, c.dt); err != nil || v != want {
+				t.Errorf("%s: Coerce(%d) = %v (%T), %v", c.dt, n, v, v, err)
 			}
 		}
 		for _, n := range []int64{c.lo - 1, c.hi + 1} {
@@ -118,5 +122,55 @@ func TestCoerceIntRange(t *testing.T) {
 			}
 			b.Release()
 		}
+	}
+}
+
+// TestCoerceUint64Range: a uint64 column takes values from 2^63 to
+// 2^64-1, however they are given (uint64, json.Number, a whole float),
+// and Append stores them unchanged; a signed column refuses them as out
+// of range, not as "not an integer"; negative values and 2^64 are
+// refused by the uint64 column.
+func TestCoerceUint64Range(t *testing.T) {
+	u64 := arrow.PrimitiveTypes.Uint64
+	for _, c := range []struct {
+		in   any
+		want uint64
+	}{
+		{uint64(math.MaxUint64), math.MaxUint64},
+		{uint64(1 << 63), 1 << 63},
+		{json.Number("18446744073709551615"), math.MaxUint64},
+		{json.Number("9223372036854775808"), 1 << 63},
+		{float64(1 << 63), 1 << 63},
+		{uint(7), 7},
+		{int64(42), 42},
+	} {
+		v, err := Coerce(c.in, u64)
+		if err != nil || v != c.want {
+			t.Errorf("Coerce(%v %T) = %v (%T), %v; want %d", c.in, c.in, v, v, err, c.want)
+		}
+		b := array.NewUint64Builder(memory.DefaultAllocator)
+		if err := Append(b, c.in); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.NewUint64Array().Value(0); got != c.want {
+			t.Errorf("Append(%v %T) stored %d, want %d", c.in, c.in, got, c.want)
+		}
+		b.Release()
+	}
+	for _, in := range []any{int64(-1), json.Number("-1"), json.Number("18446744073709551616"), float64(1 << 64), 1.5} {
+		if v, err := Coerce(in, u64); err == nil {
+			t.Errorf("Coerce(%v %T) = %v, want an error", in, in, v)
+		}
+	}
+	_, err := Coerce(uint64(1<<63), arrow.PrimitiveTypes.Int64)
+	if err == nil || !strings.Contains(err.Error(), "value 9223372036854775808 does not fit the column's type int64") {
+		t.Errorf("Coerce(2^63) for int64: %v", err)
+	}
+	_, err = Coerce(int64(-1), arrow.PrimitiveTypes.Uint32)
+	if err == nil || !strings.Contains(err.Error(), "value -1 does not fit the column's type uint32") {
+		t.Errorf("Coerce(-1) for uint32: %v", err)
+	}
+	if f, ok := Float64(uint64(math.MaxUint64)); !ok || f != 1<<64 {
+		t.Errorf("Float64(MaxUint64) = %v, %v", f, ok)
 	}
 }
