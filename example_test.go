@@ -110,3 +110,35 @@ func ExampleBuild() {
 	// 1 15 65 30 22.5
 	// 1 100 115 100 57.5
 }
+
+func ExampleBuild_tumble() {
+	rec := transactions()
+	defer rec.Release()
+	out := sink.NewCollector()
+	defer out.Release()
+
+	// Hourly windows per user, as SQL's GROUP BY user_id,
+	// tumble(ts, INTERVAL '1' HOUR): one row per user and hour that had
+	// transactions (window bounds in epoch milliseconds, as ts is).
+	b := pipeline.From("tx").EventTime("ts").
+		Tumble(time.Hour, "user_id").
+		Select("user_id", "window_start", "window_end").
+		Agg("n", pipeline.CountAll(), nil).
+		Agg("spend", pipeline.Sum("amount"), nil)
+	p, err := volga.Build(b,
+		volga.WithSource("tx", source.NewMemory(rec.Schema(), rec)),
+		volga.WithSink(out))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := p.Run(context.Background()); err != nil {
+		fmt.Println(err)
+		return
+	}
+	printRows(out)
+	// Output:
+	// 1 0 3600000 3 65
+	// 2 0 3600000 2 12.5
+	// 1 3600000 7200000 1 100
+}

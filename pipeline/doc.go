@@ -3,7 +3,8 @@
 // A pipeline is described once, as a logical Plan, by either front end:
 // ParseSQL for the SQL dialect (one SELECT over one table, with OVER
 // windows or GROUP BY tumble/hop), or the fluent Builder (From, EventTime,
-// Where, Select, Agg with Over(...).Range/Rows/Unbounded/ExcludeCurrent).
+// Where, Select, Agg with Over(...).Range/RangeBetween/Rows/Unbounded/
+// UnboundedUntil/ExcludeCurrent, or Tumble/Hop for GROUP BY windows).
 // Both produce the same Plan, so a pipeline written either way runs
 // identically.
 //
