@@ -59,3 +59,44 @@ func TestIdlePartitionReleasesHeldRows(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 }
+
+// TestPartitionSubsetWatermark: a source reading some partitions of a
+// topic (Config.Partitions) keeps a watermark for those only, so the
+// partitions it does not read do not hold the pipeline's back: with no
+// idle timeout, every row read from partition 1 of a four-partition
+// topic goes out in a streaming run. (The engine had a watermark slot
+// for each of the topic's partitions, three of which never moved.)
+func TestPartitionSubsetWatermark(t *testing.T) {
+	addrs := newGroupCluster(t, 4, "tx")
+	to1 := kafkago.BalancerFunc(func(kafkago.Message, ...int) int { return 1 })
+	src, err := kafka.NewSource(kafka.Config{Brokers: addrs, Topic: "tx", Schema: groupSchema, TimeField: "ts", Partitions: []int{1}, IdleWake: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if n := src.Partitions(); n != 1 {
+		t.Errorf("Partitions() = %d, want 1: the source reads one partition", n)
+	}
+	var emitted atomic.Int64
+	out := sink.NewCallback(func(_ context.Context, rec arrow.RecordBatch) error {
+		emitted.Add(rec.NumRows())
+		return nil
+	})
+	p, err := volga.SQL(groupQuery, volga.WithSource("tx", src), volga.WithSink(out), volga.WithMode(volga.Streaming))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Run(context.Background()) }()
+	defer func() {
+		p.Stop()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	produceGroup(t, addrs, "tx", 0, 20, to1, volga.JSONKey)
+	groupWaitFor(t, "the rows of partition 1", 15*time.Second, func() bool { return emitted.Load() == 20 })
+	if st := p.Stats(); st.LateDropped != 0 || st.RowsIn != 20 {
+		t.Errorf("stats %+v", st)
+	}
+}

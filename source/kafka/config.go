@@ -51,8 +51,9 @@ type Config struct {
 	// the topic, read directly (it excludes GroupID): each starts at
 	// StartOffset or at the offset given to Seek, and Position covers only
 	// them. A member of a volga.Group reads each partition it is assigned
-	// with a source of its own this way. Partitions() still reports the
-	// topic's partition count.
+	// with a source of its own this way. Partitions() then reports
+	// len(Partitions): the engine keeps a watermark for each of those
+	// only (TopicPartitions reports the topic's count).
 	Partitions []int
 
 	// HeartbeatInterval and SessionTimeout tune group membership

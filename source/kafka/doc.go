@@ -38,11 +38,15 @@
 // # Partitions and watermarks
 //
 // Every batch holds rows of one partition: the source implements
-// source.Partitioned, and PartitionOf tells a batch's partition (also
-// recorded in its schema metadata under MetadataPartition). The engine
-// keeps one watermark per partition and combines them by minimum, idle
+// source.Partitioned, and PartitionID tells a batch's partition (recorded
+// in its schema metadata under MetadataPartition). The engine keeps one
+// watermark per partition read and combines them by minimum, idle
 // partitions aside (watermark.Combiner), so that a partition behind the
-// others does not make their rows late.
+// others does not make their rows late. A source of some partitions
+// (Config.Partitions) counts only those; one in a consumer group counts
+// every partition of the topic, those other members read included, so
+// its pipeline needs an idle timeout (volga.WithIdleTimeout) for the
+// partitions it is not assigned to stop holding its watermark back.
 //
 // # Positions, checkpoints and commits
 //

@@ -63,7 +63,7 @@ func Example() {
 		if err != nil {
 			panic(err)
 		}
-		fmt.Println("partition", src.PartitionOf(rec), sink.Rows(rec))
+		fmt.Println("partition", src.PartitionID(rec), sink.Rows(rec))
 		rec.Release()
 	}
 	fmt.Println("dead letters:", src.DeadLetters())

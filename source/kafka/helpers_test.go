@@ -138,10 +138,10 @@ func checkBatch(src *kafka.Source, rec arrow.RecordBatch) ([]row, error) {
 	if rec.NumRows() == 0 {
 		return nil, errors.New("Read returned an empty batch")
 	}
-	p := src.PartitionOf(rec)
-	if p < 0 || p >= src.Partitions() {
-		return nil, fmt.Errorf("PartitionOf = %d", p)
+	if slot := src.PartitionOf(rec); slot < 0 || slot >= src.Partitions() {
+		return nil, fmt.Errorf("PartitionOf = %d, not in [0, %d)", slot, src.Partitions())
 	}
+	p := src.PartitionID(rec)
 	if !rec.Schema().Equal(src.Schema()) {
 		return nil, fmt.Errorf("batch schema %v, source schema %v", rec.Schema(), src.Schema())
 	}
@@ -151,7 +151,7 @@ func checkBatch(src *kafka.Source, rec arrow.RecordBatch) ([]row, error) {
 		for i, f := range rec.Schema().Fields() {
 			vals[f.Name] = r[i]
 		}
-		if id, ok := vals["id"].(int64); ok && int(id)%src.Partitions() != p {
+		if id, ok := vals["id"].(int64); ok && int(id)%src.TopicPartitions() != p {
 			return nil, fmt.Errorf("row id %d in a batch of partition %d", id, p)
 		}
 		out = append(out, row{part: p, vals: vals})

@@ -22,8 +22,8 @@ func TestExplicitPartitions(t *testing.T) {
 	produce(t, addrs, events("events", 0, 200, 4)...)
 	cfg := kafka.Config{Brokers: addrs, Topic: "events", TimeField: "ts", BatchSize: 16, StopAtEnd: true, Partitions: []int{1}}
 	src := open(t, cfg) // schema inferred from partition 1 alone
-	if got := src.Partitions(); got != 4 {
-		t.Fatalf("Partitions = %d, want the topic's 4", got)
+	if got, topic := src.Partitions(), src.TopicPartitions(); got != 1 || topic != 4 {
+		t.Fatalf("Partitions = %d, TopicPartitions = %d; want the 1 partition read of the topic's 4", got, topic)
 	}
 	if got, want := src.ValueSchema().String(), eventSchema.String(); got != want {
 		t.Fatalf("ValueSchema = %s, want %s", got, want)

@@ -42,9 +42,15 @@ type Source struct {
 	dec     *decoder
 	bld     *array.RecordBuilder
 	schemas []*arrow.Schema // per partition: the schema with MetadataPartition
-	nparts  int
-	hwm     []int64 // per partition, with StopAtEnd: the end to read to
-	first   []int64 // per partition, with StopAtEnd: the first offset at the start
+	nparts  int             // the topic's partitions
+	// slot maps a partition to its place in [0, Partitions()): the
+	// partition itself, or with Config.Partitions its index there (-1
+	// for a partition not read).
+	slot []int
+	// nslots is Partitions(): len(Config.Partitions), or nparts.
+	nslots int
+	hwm    []int64 // per partition, with StopAtEnd: the end to read to
+	first  []int64 // per partition, with StopAtEnd: the first offset at the start
 
 	transport *kafkago.Transport
 	client    *kafkago.Client
@@ -141,6 +147,21 @@ func (s *Source) init() error {
 		if p >= s.nparts {
 			return fmt.Errorf("source/kafka: topic %q has %d partitions; Config.Partitions names partition %d", s.cfg.Topic, s.nparts, p)
 		}
+	}
+	s.slot = make([]int, s.nparts)
+	if len(s.cfg.Partitions) == 0 {
+		for p := range s.slot {
+			s.slot[p] = p
+		}
+		s.nslots = s.nparts
+	} else {
+		for p := range s.slot {
+			s.slot[p] = -1
+		}
+		for i, p := range slices.Sorted(slices.Values(s.cfg.Partitions)) {
+			s.slot[p] = i
+		}
+		s.nslots = len(s.cfg.Partitions)
 	}
 	first, last, err := s.offsets(ctx)
 	if err != nil {
@@ -487,14 +508,33 @@ func (s *Source) ValueSchema() *arrow.Schema { return s.values }
 // TimeColumn returns the name of the event-time column.
 func (s *Source) TimeColumn() string { return s.dec.cols[s.dec.timeCol].Name() }
 
-// Partitions returns the number of partitions of the topic. Partition IDs
-// are 0 to Partitions()-1.
-func (s *Source) Partitions() int { return s.nparts }
+// Partitions returns the number of partitions the source reads, each
+// with a watermark of its own in the engine (source.Partitioned): the
+// topic's partitions (TopicPartitions), or with Config.Partitions the
+// number of partitions named there, so that the topic's other partitions,
+// which this source never reads, do not hold its watermark back.
+func (s *Source) Partitions() int { return s.nslots }
 
-// PartitionOf returns the partition of a batch returned by Read (or of a
-// slice of one), read from its schema metadata (MetadataPartition), or -1
-// for a batch that did not come from a Kafka source.
+// TopicPartitions returns the number of partitions of the topic.
+func (s *Source) TopicPartitions() int { return s.nparts }
+
+// PartitionOf returns the place in [0, Partitions()) of the partition of
+// a batch returned by Read (or of a slice of one), or -1 for a batch that
+// did not come from this source: its Kafka partition (PartitionID), or
+// with Config.Partitions that partition's index among the partitions
+// named there, in ascending order.
 func (s *Source) PartitionOf(rec arrow.RecordBatch) int {
+	p := s.PartitionID(rec)
+	if p < 0 {
+		return -1
+	}
+	return s.slot[p]
+}
+
+// PartitionID returns the Kafka partition of a batch returned by Read (or
+// of a slice of one), read from its schema metadata (MetadataPartition),
+// or -1 for a batch that did not come from a Kafka source of the topic.
+func (s *Source) PartitionID(rec arrow.RecordBatch) int {
 	if rec == nil {
 		return -1
 	}
