@@ -180,3 +180,39 @@ func TestLogStartOffset(t *testing.T) {
 		}
 	}
 }
+
+// TestReaderPanicIsAnError: a panic in a partition's reader goroutine (a
+// broker answer the protocol layer trips over) ends the source with an
+// error of Read naming the partition, instead of taking the process
+// down; the other partitions' rows read before are not lost.
+func TestReaderPanicIsAnError(t *testing.T) {
+	addrs := newCluster(t, 2, "events")
+	produce(t, addrs, events("events", 0, 10, 2)...)
+	undo := kafka.SetFetchHook(func(p int) {
+		if p == 1 {
+			panic("boom")
+		}
+	})
+	defer undo()
+	src := open(t, kafka.Config{Brokers: addrs, Topic: "events", Schema: eventSchema, TimeField: "ts", StopAtEnd: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	rows := 0
+	for {
+		rec, err := src.Read(ctx)
+		if err != nil {
+			if !strings.Contains(err.Error(), `topic "events" partition 1: internal error reading the partition: boom`) {
+				t.Fatalf("Read: %v, want the reader's panic as an error", err)
+			}
+			break
+		}
+		if p := src.PartitionID(rec); rec.NumRows() > 0 && p != 0 {
+			t.Errorf("rows of partition %d", p)
+		}
+		rows += int(rec.NumRows())
+		rec.Release()
+	}
+	if rows > 5 {
+		t.Errorf("%d rows, partition 0 has 5", rows)
+	}
+}

@@ -358,6 +358,10 @@ type fetcher struct {
 	done   chan struct{}
 }
 
+// fetchHook, when set (by tests only, before a source is opened), is
+// called by a partition's reader goroutine before it reads.
+var fetchHook atomic.Pointer[func(partition int)]
+
 // startFetcher starts reading partition p at offset from; with end >= 0
 // it stops after the message before end.
 func (s *Source) startFetcher(p int, from, end int64) *fetcher {
@@ -372,14 +376,28 @@ func (s *Source) startFetcher(p int, from, end int64) *fetcher {
 			return false
 		}
 	}
-	go func() {
-		defer close(f.done)
+	fetch := func() (err error) {
+		// A panic here (a broker answer the protocol layer trips over)
+		// ends the source with an error, not the process.
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("internal error reading the partition: %v", r)
+			}
+		}()
+		if h := fetchHook.Load(); h != nil {
+			(*h)(p)
+		}
 		from, err := s.resolve(ctx, p, from)
 		if err == nil {
 			err = s.fetchPartition(ctx, p, from, end, func(m kafkago.Message) bool {
 				return send(event{msg: m})
 			})
 		}
+		return err
+	}
+	go func() {
+		defer close(f.done)
+		err := fetch()
 		switch {
 		case ctx.Err() != nil:
 		case err != nil:
@@ -438,6 +456,16 @@ func (s *Source) stopAll() {
 // runGroup follows the group's generations, telling Read about each.
 func (s *Source) runGroup() {
 	defer s.groupWG.Done()
+	defer func() {
+		// A panic in the group protocol ends the source with an error,
+		// not the process.
+		if r := recover(); r != nil {
+			select {
+			case s.events <- event{err: fmt.Errorf("internal error in the consumer group: %v", r)}:
+			case <-s.ctx.Done():
+			}
+		}
+	}()
 	for {
 		gen, err := s.group.Next(s.ctx)
 		if err != nil {
@@ -720,6 +748,11 @@ func (s *Source) handle(ev event) {
 	case ev.revoke:
 		s.stopAll()
 		s.assigned = false
+		return
+	case ev.f == nil:
+		if ev.err != nil {
+			s.fatal = fmt.Errorf("source/kafka: topic %q group %q: %w", s.cfg.Topic, s.cfg.GroupID, ev.err)
+		}
 		return
 	}
 	pt := s.parts[ev.f.part]
