@@ -65,8 +65,10 @@ type SinkConfig struct {
 	// BatchTimeout is how long a partial batch waits for more messages
 	// before it is sent (default 10ms).
 	BatchTimeout time.Duration
-	// RequiredAcks is the acknowledgement a write waits for (default
-	// kafkago.RequireAll).
+	// RequiredAcks is the acknowledgement a write waits for: RequireAll
+	// (the default) or RequireOne. RequireNone, whose value is 0, reads as
+	// the default: unacknowledged writes could not keep the sink's
+	// at-least-once promise.
 	RequiredAcks kafkago.RequiredAcks
 	// Compression of the produced batches (default none).
 	Compression kafkago.Compression
