@@ -190,7 +190,9 @@ func (t *textWriter) recover(ctx context.Context, epoch uint64, state []byte) er
 // CSV writes batches as comma-separated text: a header row with the column
 // names of the first batch, then one line per row with each value rendered
 // by FormatValue and quoted as RFC 4180 requires (a list such as 1,2 is
-// written "1,2"). NULL is an empty field. Lines end with \n.
+// written "1,2"). NULL, like an empty string, is an empty field (which the
+// CSV source reads as NULL); the row of a single column that is empty is
+// written "", not as a blank line. Lines end with \n.
 type CSV struct{ t textWriter }
 
 // NewCSV returns a CSV sink writing to w. Close flushes but does not close
@@ -236,7 +238,7 @@ func (c *CSV) Write(ctx context.Context, rec arrow.RecordBatch) error {
 			}
 			t.line = appendCSVField(t.line, []byte(f.Name))
 		}
-		t.line = append(t.line, '\n')
+		t.line = endCSVLine(t.line)
 		if err := t.write(t.line); err != nil {
 			return err
 		}
@@ -251,7 +253,7 @@ func (c *CSV) Write(ctx context.Context, rec arrow.RecordBatch) error {
 			t.buf = AppendText(t.buf[:0], col, r)
 			t.line = appendCSVField(t.line, t.buf)
 		}
-		t.line = append(t.line, '\n')
+		t.line = endCSVLine(t.line)
 		if err := t.write(t.line); err != nil {
 			return err
 		}
@@ -285,6 +287,16 @@ func (c *CSV) Commit(ctx context.Context, epoch uint64) error { return c.t.commi
 // cutting away later epochs; staged rows of later epochs are deleted.
 func (c *CSV) Recover(ctx context.Context, epoch uint64, state []byte) error {
 	return c.t.recover(ctx, epoch, state)
+}
+
+// endCSVLine ends a CSV line. A line with nothing on it, the row of one
+// column whose value is NULL or empty, is written "" so that it is a row
+// and not a blank line, which CSV readers skip.
+func endCSVLine(line []byte) []byte {
+	if len(line) == 0 {
+		line = append(line, '"', '"')
+	}
+	return append(line, '\n')
 }
 
 // appendCSVField appends one field, quoted when it contains a comma, a

@@ -1,56 +1,20 @@
 package source
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/csv"
-	"errors"
 	"fmt"
 	"io"
-	"strings"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/volga-go/volga/internal/textrow"
 )
 
-// recorder keeps the bytes an encoding/csv reader consumed, so that a
-// rejected row can be handed on as it was written. Bytes before the last
-// row consumed are dropped as reading goes on, so it holds about one row
-// plus the csv reader's read-ahead.
-type recorder struct {
-	r     io.Reader
-	buf   []byte
-	start int64 // stream offset of buf[0]
-	mark  int64 // stream offset of the end of the last row consumed
-}
-
-func (r *recorder) Read(p []byte) (int, error) {
-	n, err := r.r.Read(p)
-	r.buf = append(r.buf, p[:n]...)
-	return n, err
-}
-
-// span returns the bytes between two stream offsets.
-func (r *recorder) span(from, to int64) []byte {
-	return r.buf[from-r.start : to-r.start]
-}
-
-// consume returns the bytes from the previous mark to offset and moves
-// the mark there. Bytes before the mark are dropped once they are a
-// sizeable part of the buffer.
-func (r *recorder) consume(offset int64) []byte {
-	if d := r.mark - r.start; d >= 32<<10 || d > int64(len(r.buf))/2 {
-		n := copy(r.buf, r.buf[d:])
-		r.buf = r.buf[:n]
-		r.start = r.mark
-	}
-	raw := r.span(r.mark, offset)
-	r.mark = offset
-	return raw
-}
-
-// csvRow is one row read ahead of Read (while sampling for inference).
+// csvRow is one record read ahead of Read (while sampling for inference).
 type csvRow struct {
 	fields []string
 	raw    []byte
@@ -64,10 +28,13 @@ type csvRow struct {
 type CSV struct {
 	textSource
 	path   string // "" when reading from a caller's io.Reader
-	rec    *recorder
-	cr     *csv.Reader
-	base   position // position where cr started
-	line   int64    // line number at the csv reader's offset
+	br     *bufio.Reader
+	next   position // of the next byte in br
+	eof    bool     // br has no more bytes
+	rec    []byte   // the record being read, as written
+	buf    []byte   // its field values, quotes undone
+	ends   []int    // the end of each field value in buf
+	fields []string
 	header []string
 	index  []int // for each schema field, its column in the file
 	ahead  []csvRow
@@ -78,9 +45,16 @@ type CSV struct {
 // WithSchema gives it:
 //
 //   - integers are int64, decimals float64 (a column mixing both is
-//     float64), true/false (any case) are bool, RFC 3339 date-times are
-//     timestamp[ms, UTC], everything else, and any other mix, is string;
-//   - an empty field is NULL, and a column with only NULLs is string.
+//     float64, and NaN or Inf among numbers are float64 too), true/false
+//     (any case) are bool, RFC 3339 date-times are timestamp[ms, UTC],
+//     everything else, and any other mix, is string;
+//   - an empty field, quoted or not, is NULL, and a column with only
+//     NULLs is string.
+//
+// The text is RFC 4180: fields separated by commas, records by \n or
+// \r\n, a field in double quotes may hold commas, quotes (doubled) and
+// line breaks, which are kept as written (\r\n included). Blank lines are
+// skipped and a UTF-8 byte order mark before the header is dropped.
 //
 // Rows that do not decode against the schema (a bad number, a wrong field
 // count, a broken quote) go to the dead-letter function with their line
@@ -110,27 +84,34 @@ func newCSV(r io.Reader, o options) (c *CSV, err error) {
 	c = &CSV{}
 	c.name, c.opts, c.in = o.name, o, r
 	c.step = c.stepRow
-	c.restart(r, position{offset: 0, line: 1})
+	c.restart(position{offset: 0, line: 1})
+	if bom, _ := c.br.Peek(len(utf8BOM)); string(bom) == utf8BOM {
+		c.br.Discard(len(bom))
+		c.next.offset += int64(len(bom))
+	}
 
-	hdr, err := c.cr.Read()
+	hdr, err := c.readRow()
 	if err != nil {
 		if err == io.EOF {
 			return nil, fmt.Errorf("source: %s: empty input, a CSV header was expected", o.name)
 		}
-		return nil, fmt.Errorf("source: %s: reading the header: %w", o.name, err)
+		return nil, err
 	}
-	c.advance()
-	c.header = make([]string, len(hdr))
-	copy(c.header, hdr)
-	c.header[0] = strings.TrimPrefix(c.header[0], "\ufeff")
+	if hdr.reason != "" {
+		return nil, fmt.Errorf("source: %s: reading the header: line %d: %s", o.name, hdr.line, hdr.reason)
+	}
+	c.header = slices.Clone(hdr.fields)
+	byName := make(map[string]int, len(c.header))
 	for i, h := range c.header {
 		if h == "" {
 			c.header[i] = fmt.Sprintf("column_%d", i+1)
 		}
+		if _, dup := byName[c.header[i]]; dup {
+			return nil, fmt.Errorf("source: %s: duplicate column %q in the header", c.name, c.header[i])
+		}
+		byName[c.header[i]] = i
 	}
-	c.start = c.base
-	c.start.offset += c.cr.InputOffset()
-	c.start.line = c.line
+	c.start = hdr.end
 	c.pos = c.start
 
 	schema := o.schema
@@ -140,7 +121,7 @@ func newCSV(r io.Reader, o options) (c *CSV, err error) {
 		}
 		c.sampled = len(c.ahead)
 	}
-	if err := c.mapColumns(schema); err != nil {
+	if err := c.mapColumns(schema, byName); err != nil {
 		return nil, err
 	}
 	if err := c.init(schema); err != nil {
@@ -149,55 +130,177 @@ func newCSV(r io.Reader, o options) (c *CSV, err error) {
 	return c, nil
 }
 
-func (c *CSV) restart(r io.Reader, at position) {
-	c.rec = &recorder{r: r}
-	c.cr = csv.NewReader(c.rec)
-	c.cr.ReuseRecord = true
-	if c.header != nil {
-		c.cr.FieldsPerRecord = len(c.header)
+// utf8BOM is the byte order mark some editors write at the start of a
+// UTF-8 file.
+const utf8BOM = "\ufeff"
+
+// Dead-letter reasons of a broken quote, in encoding/csv's words.
+var (
+	errCSVQuote     = csv.ErrQuote.Error()     // a quote inside a quoted field, not doubled
+	errCSVBareQuote = csv.ErrBareQuote.Error() // a quote inside a field that does not start with one
+)
+
+func (c *CSV) restart(at position) {
+	if c.br == nil {
+		c.br = bufio.NewReaderSize(c.in, 64<<10)
+	} else {
+		c.br.Reset(c.in)
 	}
-	c.base, c.line = at, at.line
+	c.next, c.eof = at, false
 }
 
-// advance drops the recorded bytes of rows already consumed and returns
-// them, updating the line count.
-func (c *CSV) advance() []byte {
-	raw := c.rec.consume(c.cr.InputOffset())
-	c.line += int64(bytes.Count(raw, []byte{'\n'}))
-	return raw
+// readLine appends the next physical line, its \n included, to c.rec. It
+// returns false at the end of the input.
+func (c *CSV) readLine() (bool, error) {
+	n := len(c.rec)
+	for !c.eof {
+		chunk, err := c.br.ReadSlice('\n')
+		c.rec = append(c.rec, chunk...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err == io.EOF {
+			c.eof = true
+			break
+		}
+		if err != nil {
+			return false, fmt.Errorf("source: %s: %w", c.name, err)
+		}
+		break
+	}
+	c.next.offset += int64(len(c.rec) - n)
+	if len(c.rec) > n && c.rec[len(c.rec)-1] == '\n' {
+		c.next.line++
+	}
+	return len(c.rec) > n, nil
 }
 
-// readRow reads one row from the csv reader.
+// readRow reads the next record: its fields or, for a record that does
+// not parse, the reason. Blank lines before it are skipped. Fields are
+// substrings of one string per record; the slice is reused.
 func (c *CSV) readRow() (csvRow, error) {
-	fields, err := c.cr.Read()
-	if err == io.EOF {
-		return csvRow{}, io.EOF
+	var line int64
+	for {
+		c.rec, line = c.rec[:0], c.next.line
+		ok, err := c.readLine()
+		if err != nil {
+			return csvRow{}, err
+		}
+		if !ok {
+			return csvRow{}, io.EOF
+		}
+		if !lineEnd(c.rec) {
+			break
+		}
 	}
-	var pe *csv.ParseError
-	if err != nil && !errors.As(err, &pe) {
-		return csvRow{}, fmt.Errorf("source: %s: %w", c.name, err)
+	reason, err := c.split()
+	if err != nil {
+		return csvRow{}, err
 	}
-	raw := bytes.TrimLeft(bytes.TrimRight(c.advance(), "\r\n"), "\r\n")
-	row := csvRow{fields: fields, raw: raw}
-	row.end = position{offset: c.base.offset + c.cr.InputOffset(), line: c.line}
-	switch {
-	case pe != nil && errors.Is(pe.Err, csv.ErrFieldCount):
-		row.reason = fmt.Sprintf("wrong number of fields: got %d, want %d", len(fields), len(c.header))
-		row.line = c.base.line - 1 + int64(pe.StartLine)
-	case pe != nil:
-		row.reason = pe.Err.Error()
-		row.line = c.base.line - 1 + int64(pe.StartLine)
-	default:
-		l, _ := c.cr.FieldPos(0)
-		row.line = c.base.line - 1 + int64(l)
+	raw := bytes.TrimSuffix(c.rec, []byte{'\n'})
+	raw = bytes.TrimSuffix(raw, []byte{'\r'})
+	row := csvRow{raw: raw, line: line, reason: reason, end: c.next}
+	if reason == "" {
+		str := string(c.buf)
+		c.fields = c.fields[:0]
+		from := 0
+		for _, to := range c.ends {
+			c.fields = append(c.fields, str[from:to])
+			from = to
+		}
+		row.fields = c.fields
+		if c.header != nil && len(row.fields) != len(c.header) {
+			row.reason = fmt.Sprintf("wrong number of fields: got %d, want %d", len(row.fields), len(c.header))
+		}
 	}
 	return row, nil
 }
 
-// infer reads up to sampleRows rows ahead and derives the schema.
+// lineEnd reports whether b is nothing but the end of a line: "", \n,
+// \r\n, or \r (at the end of the input).
+func lineEnd(b []byte) bool {
+	switch len(b) {
+	case 0:
+		return true
+	case 1:
+		return b[0] == '\n' || b[0] == '\r'
+	case 2:
+		return b[0] == '\r' && b[1] == '\n'
+	}
+	return false
+}
+
+// split parses the record in c.rec (one physical line so far) into c.buf
+// and c.ends, reading more lines while a quoted field goes on. It returns
+// the reason the record does not parse, or "". A record that does not
+// parse ends with the line where that is seen, or with the input for an
+// unterminated quote.
+func (c *CSV) split() (string, error) {
+	c.buf, c.ends = c.buf[:0], c.ends[:0]
+	rec, i := c.rec, 0
+	for {
+		if i < len(rec) && rec[i] == '"' {
+			i++
+			for {
+				j := bytes.IndexByte(rec[i:], '"')
+				if j < 0 { // the field goes on to the next line
+					c.buf = append(c.buf, rec[i:]...)
+					i = len(rec)
+					ok, err := c.readLine()
+					if err != nil {
+						return "", err
+					}
+					if !ok {
+						return errCSVQuote, nil
+					}
+					rec = c.rec
+					continue
+				}
+				c.buf = append(c.buf, rec[i:i+j]...)
+				i += j + 1
+				if i < len(rec) && rec[i] == '"' {
+					c.buf = append(c.buf, '"')
+					i++
+					continue
+				}
+				c.ends = append(c.ends, len(c.buf))
+				if i < len(rec) && rec[i] == ',' {
+					i++
+					break
+				}
+				if lineEnd(rec[i:]) {
+					return "", nil
+				}
+				return errCSVQuote, nil
+			}
+			continue
+		}
+		// Unquoted: up to a comma or the end of the line.
+		k := i
+		for k < len(rec) && rec[k] != ',' && rec[k] != '\n' {
+			k++
+		}
+		field := rec[i:k]
+		if k == len(rec) || rec[k] == '\n' {
+			field = bytes.TrimSuffix(field, []byte{'\r'})
+		}
+		if bytes.IndexByte(field, '"') >= 0 {
+			return errCSVBareQuote, nil
+		}
+		c.buf = append(c.buf, field...)
+		c.ends = append(c.ends, len(c.buf))
+		if k == len(rec) || rec[k] == '\n' {
+			return "", nil
+		}
+		i = k + 1
+	}
+}
+
+// infer reads up to sampleRows rows ahead and derives the schema, with
+// the rules of JSON lines (textrow.Inference) applied to untyped text.
 func (c *CSV) infer() (*arrow.Schema, error) {
-	types := make([]textrow.Inferred, len(c.header))
-	mixes := make([]textrow.Mix, len(c.header))
+	var in textrow.Inference
+	in.Columns(c.header...)
 	for len(c.ahead) < c.opts.sampleRows {
 		row, err := c.readRow()
 		if err == io.EOF {
@@ -209,37 +312,20 @@ func (c *CSV) infer() (*arrow.Schema, error) {
 		row.raw = bytes.Clone(row.raw)
 		if row.reason == "" {
 			for i, s := range row.fields {
-				t := textrow.Classify(textrow.Text, s)
-				types[i] = types[i].Merge(t)
-				mixes[i].Add(t, s, row.line)
+				in.Value(c.header[i], textrow.Text, s, row.line)
 			}
-			row.fields = append([]string(nil), row.fields...)
+			row.fields = slices.Clone(row.fields)
 		} else {
 			row.fields = nil
 		}
 		c.ahead = append(c.ahead, row)
 	}
-	fields := make([]arrow.Field, len(c.header))
-	for i, h := range c.header {
-		fields[i] = arrow.Field{Name: h, Type: types[i].DataType(), Nullable: true}
-		if note := mixes[i].Note(); note != "" {
-			if c.notes == nil {
-				c.notes = map[string]string{}
-			}
-			c.notes[h] = note
-		}
-	}
-	return arrow.NewSchema(fields, nil), nil
+	c.notes = in.Notes()
+	return in.Schema(), nil
 }
 
-func (c *CSV) mapColumns(schema *arrow.Schema) error {
-	byName := make(map[string]int, len(c.header))
-	for i, h := range c.header {
-		if _, dup := byName[h]; dup {
-			return fmt.Errorf("source: %s: duplicate column %q in the header", c.name, h)
-		}
-		byName[h] = i
-	}
+// mapColumns finds each field of schema in the header.
+func (c *CSV) mapColumns(schema *arrow.Schema, byName map[string]int) error {
 	c.index = make([]int, schema.NumFields())
 	for j, f := range schema.Fields() {
 		i, ok := byName[f.Name]
@@ -290,7 +376,7 @@ func (c *CSV) Seek(pos []byte) error {
 		return err
 	}
 	c.ahead = nil
-	c.restart(c.in, p)
+	c.restart(p)
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/volga-go/volga/sink"
@@ -76,6 +77,8 @@ func TestCSVInferenceCases(t *testing.T) {
 		{[]string{"true", "False"}, arrow.FixedWidthTypes.Boolean},
 		{[]string{"1", "true"}, arrow.BinaryTypes.String},
 		{[]string{"NaN", "Inf"}, arrow.BinaryTypes.String},
+		{[]string{"1.5", "NaN", "2", "-Inf", "+Inf"}, arrow.PrimitiveTypes.Float64},
+		{[]string{"1", "nan"}, arrow.PrimitiveTypes.Float64},
 		{[]string{"1.5", "2024-01-03T10:00:00Z"}, arrow.BinaryTypes.String},
 		{[]string{"2024-01-03T10:00:00Z", ""}, &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}},
 		{[]string{"2024-01-03", "2024-01-04"}, arrow.BinaryTypes.String},
@@ -363,5 +366,120 @@ func TestCSVInferredIntegerThenDecimal(t *testing.T) {
 	defer src.Close()
 	if rows, _ = readAll(t, src); len(rows) != 3 || len(dl) != 0 || rows[2][1] != 12.5 || rows[0][1] != 5.0 {
 		t.Fatalf("rows %v, dead letters %+v", rows, dl)
+	}
+}
+
+// TestCSVQuotedFieldsAsWritten: a quoted field keeps its line breaks as
+// written, \r\n included (encoding/csv, which the source used before,
+// turned \r\n into \n), a byte order mark before a quoted header is
+// dropped (it made the header a parse error), and line numbers, raw
+// dead letters and positions count the bytes as they are.
+func TestCSVQuotedFieldsAsWritten(t *testing.T) {
+	data := "\ufeff\"id\",\"note\"\r\n" + // line 1, after a BOM
+		"1,\"a\r\nb\"\r\n" + // 2-3
+		"\r\n" + // 4: blank
+		"2,\"x\"\"y\"\"\"\r\n" + // 5
+		"3,\"c\nd\r\"\r\n" + // 6-7
+		"4,\"bad\"q\r\n" + // 8: broken quote
+		"5,e" // 9, no line break at the end
+	var dl []source.DeadLetter
+	src, err := source.NewCSVReader(strings.NewReader(data), collectDead(&dl), source.WithBatchSize(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	want := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "note", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	if !src.Schema().Equal(want) {
+		t.Fatalf("schema %s", src.Schema())
+	}
+	rows, _ := readAll(t, src)
+	wantRows := [][]any{{int64(1), "a\r\nb"}, {int64(2), `x"y"`}, {int64(3), "c\nd\r"}, {int64(5), "e"}}
+	if !reflect.DeepEqual(rows, wantRows) {
+		t.Fatalf("rows %q, want %q", rows, wantRows)
+	}
+	if len(dl) != 1 || dl[0].Offset != 8 || string(dl[0].Raw) != `4,"bad"q` || dl[0].Reason != `extraneous or missing " in quoted-field` {
+		t.Fatalf("dead letters %+v", dl)
+	}
+
+	// Seeking to the start, and to after the row of id 2, reads the same.
+	seekable, err := source.NewCSVReader(strings.NewReader(data), source.WithBatchSize(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seekable.Close()
+	start, _ := seekable.Position()
+	rec, err := seekable.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Release()
+	mid, _ := seekable.Position()
+	for _, tc := range []struct {
+		pos  []byte
+		want [][]any
+	}{{start, wantRows}, {mid, wantRows[2:]}} {
+		if err := seekable.Seek(tc.pos); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := readAll(t, seekable); !reflect.DeepEqual(got, tc.want) {
+			t.Fatalf("after Seek: %q, want %q", got, tc.want)
+		}
+	}
+}
+
+// TestCSVUnterminatedQuote: a quote left open takes the rest of the input
+// into one dead letter, at the line where the record starts.
+func TestCSVUnterminatedQuote(t *testing.T) {
+	var dl []source.DeadLetter
+	src, err := source.NewCSVReader(strings.NewReader("a,b\n1,2\n3,\"open\n4,5\n"), collectDead(&dl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	rows, _ := readAll(t, src)
+	if !reflect.DeepEqual(rows, [][]any{{int64(1), int64(2)}}) {
+		t.Fatalf("rows %v", rows)
+	}
+	if len(dl) != 1 || dl[0].Offset != 3 || string(dl[0].Raw) != "3,\"open\n4,5" {
+		t.Fatalf("dead letters %+v", dl)
+	}
+	if _, err := source.NewCSVReader(strings.NewReader("a,\"b\n")); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Fatalf("broken header: %v", err)
+	}
+}
+
+// TestCSVSingleColumnNulls: the CSV sink writes a one-column row whose
+// value is NULL as "" rather than as a blank line, which readers skip;
+// the source reads it back as NULL, so no row is lost.
+func TestCSVSingleColumnNulls(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	schema := arrow.NewSchema([]arrow.Field{{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 0, 3, 0}, []bool{true, false, true, false})
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	var out bytes.Buffer
+	s := sink.NewCSV(&out)
+	if err := s.Write(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "v\n1\n\"\"\n3\n\"\"\n" {
+		t.Fatalf("output %q", out.String())
+	}
+	src, err := source.NewCSVReader(bytes.NewReader(out.Bytes()), source.WithSchema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if rows, _ := readAll(t, src); !reflect.DeepEqual(rows, [][]any{{int64(1)}, {nil}, {int64(3)}, {nil}}) {
+		t.Fatalf("rows %v", rows)
 	}
 }

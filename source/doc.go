@@ -23,9 +23,13 @@
 // [DeadLetterFunc] given with [WithDeadLetter] with its line number and the
 // reason, and reading continues.
 //
-// Inferred types: integers are int64, decimals float64 (int and float
-// mixed is float64), true/false are bool, RFC 3339 date-times are
-// timestamp[ms] in UTC, and everything else — including any other mix of
-// types, and a column seen only as NULL — is string. An empty CSV field,
-// a JSON null and a missing JSON key are NULL.
+// Inferred types, the same rules for CSV and JSON lines: integers are
+// int64, decimals float64 (int and float mixed is float64, and so are
+// CSV's NaN and Inf among numbers), true/false are bool, RFC 3339
+// date-times are timestamp[ms] in UTC, and everything else — including
+// any other mix of types, and a column seen only as NULL — is string. A
+// column made a string by a few odd values says which and where
+// (InferenceNote). An empty CSV field (quoted or not), a JSON null and a
+// missing JSON key are NULL; the CSV sink writes an empty string as an
+// empty field too, so it reads back as NULL.
 package source

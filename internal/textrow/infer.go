@@ -20,25 +20,31 @@ const (
 	InferFloat                     // float64
 	InferBool                      // bool
 	InferTimestamp                 // timestamp[ms, UTC]
+	InferNonFinite                 // NaN or Inf: float64 among numbers, else string
 	InferString                    // string
 )
 
-// Merge widens a by b: int and float make float; any other mix of known
-// types makes string.
+// Merge widens a by b: int and float make float, and so do NaN or Inf
+// with either; any other mix of known types makes string.
 func (a Inferred) Merge(b Inferred) Inferred {
 	switch {
 	case a == InferUnknown:
 		return b
 	case b == InferUnknown || a == b:
 		return a
-	case (a == InferInt && b == InferFloat) || (a == InferFloat && b == InferInt):
+	case a.numeric() && b.numeric():
 		return InferFloat
 	}
 	return InferString
 }
 
+func (a Inferred) numeric() bool {
+	return a == InferInt || a == InferFloat || a == InferNonFinite
+}
+
 // DataType is the Arrow type of a column inferred as a. A column seen only
-// as NULL is string.
+// as NULL, or only as NaN and Inf (words such as a name could be), is
+// string.
 func (a Inferred) DataType() arrow.DataType {
 	switch a {
 	case InferInt:
@@ -59,8 +65,10 @@ func (a Inferred) DataType() arrow.DataType {
 // integer that fits int64 and float otherwise; a string is a timestamp
 // when it holds an RFC 3339 date-time, unknown when empty, and string
 // otherwise; objects and arrays are strings. Untyped text is an int, a
-// float (decimal notation, not NaN or Inf), true/false (any case), an RFC
-// 3339 date-time or a string, in that order; empty text is unknown.
+// float (decimal notation), NaN or Inf (any case, Inf and Infinity with a
+// sign: what strconv.ParseFloat and the CSV sink's floats spell),
+// true/false (any case), an RFC 3339 date-time or a string, in that
+// order; empty text is unknown.
 func Classify(k Kind, s string) Inferred {
 	switch k {
 	case Null:
@@ -96,6 +104,8 @@ func Classify(k Kind, s string) Inferred {
 		return InferFloat // too large for int64
 	case isDecimal(s):
 		return InferFloat
+	case isNonFinite(s):
+		return InferNonFinite
 	case strings.EqualFold(s, "true") || strings.EqualFold(s, "false"):
 		return InferBool
 	case looksTimestamp(s):
@@ -133,9 +143,9 @@ func (m *Mix) Add(t Inferred, s string, line int64) {
 // first value that is not, its line, and how many are; "" when there is
 // nothing to explain (a column of one type, or mostly strings).
 func (m *Mix) Note() string {
-	// Integers and decimals make one group, the numbers.
+	// Integers, decimals, NaN and Inf make one group, the numbers.
 	group := func(t Inferred) Inferred {
-		if t == InferInt {
+		if t.numeric() {
 			return InferFloat
 		}
 		return t
@@ -165,20 +175,36 @@ func (m *Mix) Note() string {
 		}
 	}
 	typ := best.DataType()
-	if best == InferFloat && m.n[InferFloat] == 0 {
+	if best == InferFloat && m.n[InferFloat] == 0 && m.n[InferNonFinite] == 0 {
 		typ = InferInt.DataType()
 	}
 	return fmt.Sprintf("line %d holds %q, where %d of the %d values sampled are %s", m.line[odd], m.first[odd], n[best], total, typ)
 }
 
-// Inference derives a schema from sampled JSON objects: the columns are
-// the keys in the order first seen, each typed by merging the Classify of
-// its values. The zero value is ready to use.
+// Inference derives a schema from sampled rows, for every text source
+// alike: the columns are those declared (a CSV header) and then the keys
+// in the order first seen (JSON objects), each typed by merging the
+// Classify of its values, and Notes explains a column made a string by a
+// few odd values. The zero value is ready to use.
 type Inference struct {
 	names []string
 	types []Inferred
 	mixes []Mix
 	slot  map[string]int
+}
+
+// Columns declares columns, in order, before any value is added: the
+// header of a CSV file. A column without values is string.
+func (in *Inference) Columns(names ...string) {
+	for _, n := range names {
+		in.column(n)
+	}
+}
+
+// Value adds the raw value v of kind k, seen at line, to the column
+// named key, which is added after the others if new.
+func (in *Inference) Value(key string, k Kind, v string, line int64) {
+	in.add(key, Classify(k, v), v, line)
 }
 
 // Object adds the members of the JSON object s, which must be valid JSON.
@@ -187,24 +213,30 @@ func (in *Inference) Object(s string) { in.ObjectAt(s, 0) }
 
 // ObjectAt is Object for the object at line, which Notes quote.
 func (in *Inference) ObjectAt(s string, line int64) {
-	if in.slot == nil {
-		in.slot = map[string]int{}
-	}
 	_ = ScanObject(s, func(key string, k Kind, v string) error {
 		in.add(key, Classify(k, v), v, line)
 		return nil
 	})
 }
 
-func (in *Inference) add(key string, t Inferred, v string, line int64) {
+// column returns the slot of column key, adding it if new.
+func (in *Inference) column(key string) int {
 	i, ok := in.slot[key]
 	if !ok {
+		if in.slot == nil {
+			in.slot = map[string]int{}
+		}
 		i = len(in.names)
 		in.slot[key] = i
 		in.names = append(in.names, key)
 		in.types = append(in.types, InferUnknown)
 		in.mixes = append(in.mixes, Mix{})
 	}
+	return i
+}
+
+func (in *Inference) add(key string, t Inferred, v string, line int64) {
+	i := in.column(key)
 	in.types[i] = in.types[i].Merge(t)
 	in.mixes[i].Add(t, v, line)
 }
@@ -283,6 +315,19 @@ func isDecimal(s string) bool {
 		}
 	}
 	return i == len(s)
+}
+
+// isNonFinite reports whether s is NaN or an infinity as
+// strconv.ParseFloat reads them: nan, or inf or infinity with an optional
+// sign, in any case.
+func isNonFinite(s string) bool {
+	if strings.EqualFold(s, "nan") {
+		return true
+	}
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		s = s[1:]
+	}
+	return strings.EqualFold(s, "inf") || strings.EqualFold(s, "infinity")
 }
 
 // looksTimestamp reports whether s is an RFC 3339 date-time.

@@ -30,8 +30,15 @@ func TestClassify(t *testing.T) {
 		{Text, ".5", InferFloat},
 		{Text, "1.5e-3", InferFloat},
 		{Text, "1e", InferString},
-		{Text, "NaN", InferString},
-		{Text, "Inf", InferString},
+		{Text, "NaN", InferNonFinite},
+		{Text, "nan", InferNonFinite},
+		{Text, "+Inf", InferNonFinite},
+		{Text, "-inf", InferNonFinite},
+		{Text, "Infinity", InferNonFinite},
+		{Text, "+NaN", InferString}, // strconv.ParseFloat does not read it
+		{Text, "Nan2", InferString},
+		{Text, "infinite", InferString},
+		{String, "NaN", InferString}, // a JSON string is text
 		{Text, "TRUE", InferBool},
 		{Text, "false", InferBool},
 		{Text, "2024-01-03T10:00:00Z", InferTimestamp},
@@ -41,11 +48,18 @@ func TestClassify(t *testing.T) {
 		if got := Classify(c.k, c.s); got != c.want {
 			t.Errorf("Classify(%d, %q) = %d, want %d", c.k, c.s, got, c.want)
 		}
+		// Whatever Classify takes for a number, a float64 column reads.
+		if c.k == Text && (c.want == InferFloat || c.want == InferNonFinite) {
+			if _, err := parseOne(t, arrow.PrimitiveTypes.Float64, Text, c.s); err != nil {
+				t.Errorf("%q is classified a number but does not parse: %v", c.s, err)
+			}
+		}
 	}
 }
 
 func TestMerge(t *testing.T) {
-	all := []Inferred{InferUnknown, InferInt, InferFloat, InferBool, InferTimestamp, InferString}
+	all := []Inferred{InferUnknown, InferInt, InferFloat, InferBool, InferTimestamp, InferNonFinite, InferString}
+	number := func(t Inferred) bool { return t == InferInt || t == InferFloat || t == InferNonFinite }
 	for _, a := range all {
 		for _, b := range all {
 			var want Inferred
@@ -54,7 +68,7 @@ func TestMerge(t *testing.T) {
 				want = b
 			case b == InferUnknown || a == b:
 				want = a
-			case (a == InferInt || a == InferFloat) && (b == InferInt || b == InferFloat):
+			case number(a) && number(b):
 				want = InferFloat
 			default:
 				want = InferString
@@ -69,6 +83,9 @@ func TestMerge(t *testing.T) {
 	}
 	if !arrow.TypeEqual(InferUnknown.DataType(), arrow.BinaryTypes.String) {
 		t.Errorf("a column seen only as NULL is %s", InferUnknown.DataType())
+	}
+	if !arrow.TypeEqual(InferNonFinite.DataType(), arrow.BinaryTypes.String) {
+		t.Errorf("a column seen only as NaN is %s", InferNonFinite.DataType())
 	}
 }
 
@@ -125,6 +142,8 @@ func TestMixNote(t *testing.T) {
 		{[]string{"1.5", "2", "", "n/a", "3"}, `line 5 holds "n/a", where 3 of the 4 values sampled are float64`},
 		{[]string{"2024-01-03T10:00:00Z", "2024-01-03T11:00:00Z", "yesterday"}, `line 4 holds "yesterday", where 2 of the 3 values sampled are timestamp[ms, tz=UTC]`},
 		{[]string{"1", "true", "2", "3"}, `line 3 holds "true", where 3 of the 4 values sampled are int64`},
+		{[]string{"1", "NaN", "2", "x"}, `line 5 holds "x", where 3 of the 4 values sampled are float64`},
+		{[]string{"1", "Inf", "2"}, ""},    // float64: nothing to say
 		{[]string{"a", "b", "1"}, ""},      // mostly strings: a string column
 		{[]string{"1", "2.5", "3"}, ""},    // numbers only: float64, nothing to say
 		{[]string{"x", "1", "2", "y"}, ""}, // half and half
@@ -133,5 +152,30 @@ func TestMixNote(t *testing.T) {
 		if got := add(tt.vals...).Note(); got != tt.want {
 			t.Errorf("%q: %q, want %q", tt.vals, got, tt.want)
 		}
+	}
+}
+
+// TestInferenceColumns: declared columns (a CSV header) keep their order
+// and are string without values; values added by name follow the rules
+// of Classify and Mix.
+func TestInferenceColumns(t *testing.T) {
+	var in Inference
+	in.Columns("b", "a", "empty")
+	for i, row := range [][2]string{{"1", "x"}, {"2.5", "y"}, {"NaN", "z"}, {"", "w"}} {
+		in.Value("b", Text, row[0], int64(i+2))
+		in.Value("a", Text, row[1], int64(i+2))
+	}
+	in.Value("late", Text, "true", 9)
+	want := arrow.NewSchema([]arrow.Field{
+		{Name: "b", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "a", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "empty", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "late", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+	}, nil)
+	if s := in.Schema(); !s.Equal(want) {
+		t.Fatalf("schema %s, want %s", s, want)
+	}
+	if n := in.Notes(); n != nil {
+		t.Fatalf("notes %v", n)
 	}
 }
