@@ -33,7 +33,7 @@ type JSONL struct {
 }
 
 // NewJSONL opens the JSON-lines file at path (one object per line; blank
-// lines are skipped). The schema is inferred from the first rows (see
+// lines are skipped, and so is a UTF-8 byte order mark at the start). The schema is inferred from the first rows (see
 // WithSampleRows) unless WithSchema gives it: the columns are the keys in
 // the order first seen; integral numbers are int64, other numbers float64
 // (a column mixing both is float64), true/false are bool, strings holding
@@ -64,8 +64,12 @@ func newJSONL(r io.Reader, o options) (j *JSONL, err error) {
 	j = &JSONL{}
 	j.name, j.opts, j.in = o.name, o, r
 	j.step = j.stepRow
-	j.start = position{offset: 0, line: 1}
-	j.restart(j.start)
+	j.restart(position{offset: 0, line: 1})
+	if bom, _ := j.br.Peek(len(utf8BOM)); string(bom) == utf8BOM {
+		j.br.Discard(len(bom))
+		j.next.offset += int64(len(bom))
+	}
+	j.start = j.next
 	j.pos = j.start
 
 	schema := o.schema

@@ -156,3 +156,30 @@ func TestOpenByExtension(t *testing.T) {
 		t.Fatalf("unknown extension: %v", err)
 	}
 }
+
+// TestJSONLByteOrderMark: a UTF-8 byte order mark before the first line
+// (Windows editors write one) is skipped; it made the first object a dead
+// letter. Seeking to the start goes past it too.
+func TestJSONLByteOrderMark(t *testing.T) {
+	data := "\ufeff{\"a\": 1}\r\n{\"a\": 2}\r\n"
+	var dl []source.DeadLetter
+	src, err := source.NewJSONLReader(strings.NewReader(data), collectDead(&dl), source.WithBatchSize(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	start, _ := src.Position()
+	want := [][]any{{int64(1)}, {int64(2)}}
+	if rows, _ := readAll(t, src); !reflect.DeepEqual(rows, want) || len(dl) != 0 {
+		t.Fatalf("rows %v, dead letters %+v", rows, dl)
+	}
+	if err := src.Seek(start); err != nil {
+		t.Fatal(err)
+	}
+	if rows, _ := readAll(t, src); !reflect.DeepEqual(rows, want) || len(dl) != 0 {
+		t.Fatalf("after Seek: rows %v, dead letters %+v", rows, dl)
+	}
+	if s := src.Schema(); s.NumFields() != 1 || s.Field(0).Name != "a" {
+		t.Fatalf("schema %s", s)
+	}
+}
