@@ -260,7 +260,7 @@ func (pc *posCommitter) loop(ctx context.Context, c positionCommitter, log *slog
 		pc.pos = nil
 		pc.mu.Unlock()
 		if pos != nil && ctx.Err() == nil {
-			if err := c.Commit(ctx, pos); err != nil && ctx.Err() == nil {
+			if err := commitPosition(ctx, c, pos, log); err != nil && ctx.Err() == nil {
 				log.LogAttrs(ctx, slog.LevelWarn, "volga: committing the source position failed", slog.Uint64("epoch", epoch), slog.Any("error", err))
 			}
 		}
@@ -268,6 +268,12 @@ func (pc *posCommitter) loop(ctx context.Context, c positionCommitter, log *slog
 			return
 		}
 	}
+}
+
+// commitPosition is c.Commit(ctx, pos), a panic of which is an error.
+func commitPosition(ctx context.Context, c positionCommitter, pos []byte, log *slog.Logger) (err error) {
+	defer recoverAs("the source's Commit", log, &err)
+	return c.Commit(ctx, pos)
 }
 
 // wait commits the position still waiting, if any, and ends the
@@ -841,8 +847,9 @@ func (r *runner) checkpointReady(ctx context.Context) error {
 	if f, ok := r.src.(Fencer); ok {
 		fence = func(ctx context.Context) error { return f.Fence(ctx, pos) }
 	}
-	run := func() uploadResult {
-		res := uploadResult{epoch: epoch, pos: pos, stall: stall, started: started, partsIn: partsIn, final: final}
+	run := func() (res uploadResult) {
+		res = uploadResult{epoch: epoch, pos: pos, stall: stall, started: started, partsIn: partsIn, final: final}
+		defer recoverAs(fmt.Sprintf("checkpoint %d's upload", epoch), r.opt.Logger, &res.err)
 		p, err := cr.ckp.Prepare(cr.db, epoch)
 		cr.prepared.Store(epoch)
 		res.prepared = time.Now()
@@ -1158,7 +1165,12 @@ func (tc *taskCheckpoint) write(stall bool) error {
 	}
 	done := make(chan error, 1)
 	tc.flushed = done
-	go func() { done <- flush() }()
+	go func() {
+		var err error
+		defer func() { done <- err }()
+		defer recoverAs(fmt.Sprintf("the checkpoint flush of window task %d of stage %d", tc.id, tc.s), nil, &err)
+		err = flush()
+	}()
 	return nil
 }
 

@@ -473,7 +473,8 @@ func (r *runner) run(ctx context.Context) error {
 	// would otherwise close it under a reader still sending).
 	var reading sync.WaitGroup
 	reading.Add(1)
-	g.Go(func() error {
+	g.Go(func() (err error) {
+		defer recoverAs("the reader (the source's Read)", r.opt.Logger, &err)
 		defer func() {
 			for _, ch := range firstChans {
 				close(ch)
@@ -498,7 +499,8 @@ func (r *runner) run(ctx context.Context) error {
 			if s+1 < len(inputs) {
 				next = inputs[s+1]
 			}
-			g.Go(func() error {
+			g.Go(func() (err error) {
+				defer recoverAs(fmt.Sprintf("window task %d of stage %d", i, s), r.opt.Logger, &err)
 				defer wg.Done()
 				return r.task(ctx, s, st, i, senders, in, next, final)
 			})
@@ -522,7 +524,10 @@ func (r *runner) run(ctx context.Context) error {
 	if len(r.c.stages) == 0 {
 		mergeFrom = 1
 	}
-	g.Go(func() error { return r.merge(ctx, final, mergeFrom) })
+	g.Go(func() (err error) {
+		defer recoverAs("the merger (the sink's Write)", r.opt.Logger, &err)
+		return r.merge(ctx, final, mergeFrom)
+	})
 	err := g.Wait()
 	// Drain whatever is left on the channels so batches are released.
 	for _, chs := range inputs {

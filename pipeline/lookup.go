@@ -309,6 +309,7 @@ func (l *Live) LookupInto(ctx context.Context, dst *FeatureRow, key map[string]a
 	if obs != nil {
 		defer func(start time.Time) { obs.LookupDone(time.Since(start), err) }(time.Now())
 	}
+	defer recoverAs("a lookup", nil, &err) // before the observer sees err
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -396,7 +396,10 @@ func (m *resMerger) flush(in arrow.RecordBatch, start, end int, emit func(arrow.
 		errs := make([]error, len(res))
 		var wg sync.WaitGroup
 		for i, k := range res[1:] {
-			wg.Go(func() { errs[i+1] = gather(k) })
+			wg.Go(func() {
+				defer recoverAs("the merger's gather", nil, &errs[i+1])
+				errs[i+1] = gather(k)
+			})
 		}
 		errs[0] = gather(res[0])
 		wg.Wait()
