@@ -2,6 +2,7 @@ package source_test
 
 import (
 	"context"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -154,6 +155,12 @@ func TestOpenByExtension(t *testing.T) {
 	}
 	if _, err := source.Open(writeFile(t, "e.txt", "")); err == nil || !strings.Contains(err.Error(), ".txt") {
 		t.Fatalf("unknown extension: %v", err)
+	}
+	// A glob of text files is refused in so many words, not as a file
+	// named "*.csv" that does not exist.
+	dir := filepath.Dir(writeFile(t, "f.csv", "x\n1\n"))
+	if _, err := source.Open(filepath.Join(dir, "*.csv")); err == nil || !strings.Contains(err.Error(), "glob pattern reads Parquet files only") {
+		t.Fatalf("glob of CSV files: %v", err)
 	}
 }
 
