@@ -124,12 +124,16 @@ func (b *binder) exprError(e *Expr, err error) error {
 	var xe *expr.Error
 	if errors.As(err, &xe) && xe.Text != "" {
 		near := xe.Text
+		msg := xe.Msg
 		if xe.Kind == expr.ErrUnknownColumn {
 			// sqlparser renders identifiers in backquotes only when needed;
 			// the message names the column.
 			near = strings.Trim(near, "`")
+			if strings.HasPrefix(msg, "unknown column ") {
+				msg += fmt.Sprintf(" (table %s has %s)", b.p.Table, strings.Join(fieldNames(b.src), ", "))
+			}
 		}
-		return b.p.ErrorAfter(e.Pos, near, "%s", xe.Msg)
+		return b.p.ErrorAfter(e.Pos, near, "%s", msg)
 	}
 	return b.p.ErrorAfter(e.Pos, e.Text, "%v", err)
 }

@@ -325,7 +325,7 @@ func TestRunErrors(t *testing.T) {
 		{"unreadable source", []string{"run", "--sql", "q.sql", "--source", "tx=missing.csv"}, 1, `volga: source: open missing.csv: no such file or directory`},
 		{"unbound table", []string{"run", "--sql", "q.sql", "--source", "orders=tx.csv"}, 1, `volga: q.sql: the query reads table "tx", but no --source binds it (bound: orders=tx.csv); add --source tx=PATH`},
 		{"extra source", []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--source", "users=tx.csv"}, 1, `volga: --source users=tx.csv: the query reads only table "tx"`},
-		{"unknown column", []string{"run", "--sql", "badcol.sql", "--source", "tx=tx.csv"}, 1, `volga: badcol.sql:2:7: unknown column "amt" (near "amt")`},
+		{"unknown column", []string{"run", "--sql", "badcol.sql", "--source", "tx=tx.csv"}, 1, `volga: badcol.sql:2:7: unknown column "amt" (table tx has user_id, ts, amount) (near "amt")`},
 		{"bad sql", []string{"run", "--sql", "badsyntax.sql", "--source", "tx=tx.csv"}, 1, `volga: badsyntax.sql:4:`},
 		{"empty query", []string{"run", "--sql", "empty.sql", "--source", "tx=tx.csv"}, 1, `volga: empty.sql: the query is empty`},
 		{"help for unknown command", []string{"help", "deploy"}, 2, `volga: help: unknown command "deploy"; commands: run, serve, group, backfill, check, help, version`},
