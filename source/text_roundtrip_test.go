@@ -3,9 +3,13 @@ package source_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -203,6 +207,14 @@ func roundTrip(t *testing.T, format string, rec arrow.RecordBatch) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	compareRead(t, format, buf.Bytes(), rec)
+}
+
+// compareRead reads data, written in format from rec, with rec's schema
+// and compares the rows with rec's.
+func compareRead(t *testing.T, format string, data []byte, rec arrow.RecordBatch) {
+	t.Helper()
+	buf := bytes.NewBuffer(data)
 	var dl []source.DeadLetter
 	opts := []source.Option{source.WithSchema(rec.Schema()), collectDead(&dl), source.WithBatchSize(3)}
 	var src source.Source
@@ -234,6 +246,76 @@ func roundTrip(t *testing.T, format string, rec arrow.RecordBatch) {
 	}
 }
 
+// roundTripFile is roundTrip through the transactional file sinks
+// (CreateCSV, CreateJSONL) under checkpoints: rec is written in slices,
+// each epoch prepared and committed at random, and a last slice is written
+// after the last PrepareCommit and dropped by Close, as a crash would
+// drop it. The file must hold exactly the rows of the committed epochs,
+// and the staging directory must be gone.
+func roundTripFile(t *testing.T, r *rand.Rand, format string, rec arrow.RecordBatch) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "out."+format)
+	var s interface {
+		sink.Sink
+		sink.Committer
+	}
+	var err error
+	if format == "csv" {
+		s, err = sink.CreateCSV(path)
+	} else {
+		s, err = sink.CreateJSONL(path)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	n := rec.NumRows()
+	committed, epoch := int64(0), uint64(0)
+	for from := int64(0); from < n; {
+		to := min(n, from+1+r.Int64N(5))
+		part := rec.NewSlice(from, to)
+		err := s.Write(ctx, part)
+		part.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		from = to
+		if to < n || r.IntN(2) == 0 {
+			epoch++
+			if _, err := s.PrepareCommit(ctx, epoch); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Commit(ctx, epoch); err != nil {
+				t.Fatal(err)
+			}
+			committed = to
+		}
+	}
+	if epoch == 0 { // no checkpoint at all: Close publishes everything
+		committed = n
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(path), ".out."+format+".volga")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("staging directory left behind: %v", err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := rec.NewSlice(0, committed)
+	defer want.Release()
+	if committed == 0 {
+		// Nothing published: the file is empty, without a CSV header.
+		if len(data) != 0 {
+			t.Fatalf("%s: nothing committed, file %q", format, data)
+		}
+		return
+	}
+	compareRead(t, format, data, want)
+}
+
 // TestTextRoundTrip checks the round-trip property on random batches.
 func TestTextRoundTrip(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
@@ -243,6 +325,9 @@ func TestTextRoundTrip(t *testing.T) {
 		rec := rtBatch(r, mem)
 		for _, format := range []string{"csv", "jsonl"} {
 			t.Run(fmt.Sprintf("%s/%d", format, seed), func(t *testing.T) { roundTrip(t, format, rec) })
+			if seed%5 == 0 {
+				t.Run(fmt.Sprintf("%s-file/%d", format, seed), func(t *testing.T) { roundTripFile(t, r, format, rec) })
+			}
 		}
 		rec.Release()
 	}
