@@ -82,7 +82,8 @@ func TestSpecCompileErrors(t *testing.T) {
 		{"two statements", "SELECT k FROM t;\nSELECT k FROM t", "multiple statements", "SELECT", 2},
 		{"aggregate without OVER", "SELECT k,\n  sum(amount) AS s FROM t", "needs an OVER clause", "sum(amount)", 1},
 		{"month interval", "SELECT sum(amount) OVER (PARTITION BY k ORDER BY ts RANGE BETWEEN INTERVAL '1' MONTH PRECEDING AND CURRENT ROW) AS s FROM t", `unknown interval unit "MONTH"`, "MONTH", 1},
-		{"interval without unit", "SELECT sum(amount) OVER (PARTITION BY k ORDER BY ts RANGE BETWEEN INTERVAL '2' PRECEDING AND CURRENT ROW) AS s FROM t", `unknown interval unit "PRECEDING"`, "PRECEDING", 1},
+		{"interval without unit", "SELECT sum(amount) OVER (PARTITION BY k ORDER BY ts RANGE BETWEEN INTERVAL '2' PRECEDING AND CURRENT ROW) AS s FROM t", "an interval needs a unit", "INTERVAL", 1},
+		{"unquoted interval without unit", "SELECT sum(amount) OVER (PARTITION BY k ORDER BY ts RANGE BETWEEN INTERVAL 2 PRECEDING AND CURRENT ROW) AS s FROM t", "an interval needs a unit", "INTERVAL", 1},
 		{"end before start", "SELECT sum(amount) OVER (PARTITION BY k ORDER BY ts RANGE BETWEEN INTERVAL '1' SECOND PRECEDING AND INTERVAL '2' SECOND PRECEDING) AS s FROM t", "the frame ends before it starts", "INTERVAL", 2},
 
 		// Unknown names, wrong arguments.

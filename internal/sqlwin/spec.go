@@ -315,7 +315,7 @@ func (p *specParser) interval() (int64, error) {
 	p.i++
 	if unit == "" {
 		u := p.tok()
-		if p.i >= p.end || u.Type == ',' || u.Type == ')' {
+		if p.i >= p.end || u.Type == ',' || u.Type == ')' || strings.EqualFold(u.Text, "PRECEDING") || strings.EqualFold(u.Text, "FOLLOWING") || strings.EqualFold(u.Text, "AND") {
 			return 0, p.s.errAt(intervalTok, "an interval needs a unit (MILLISECOND, SECOND, MINUTE, HOUR or DAY)")
 		}
 		unit, unitTok = u.Text, p.i
