@@ -2,6 +2,7 @@ package volga_test
 
 import (
 	"context"
+	"encoding/json"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -98,5 +99,72 @@ func TestPartitionSubsetWatermark(t *testing.T) {
 	groupWaitFor(t, "the rows of partition 1", 15*time.Second, func() bool { return emitted.Load() == 20 })
 	if st := p.Stats(); st.LateDropped != 0 || st.RowsIn != 20 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestGroupMembersWatermark: two members of a Kafka consumer group
+// (Config.GroupID) over a topic of two partitions each read the one the
+// group assigns them, in streaming runs with no idle timeout: every row
+// of a member's partition goes out, the partition the other member reads
+// holding nothing back (source.Assigning), and the two outputs together
+// hold every row once.
+func TestGroupMembersWatermark(t *testing.T) {
+	addrs := newGroupCluster(t, 2, "tx")
+	type member struct {
+		p       *volga.Pipeline
+		src     *kafka.Source
+		done    chan error
+		emitted atomic.Int64
+	}
+	members := make([]*member, 2)
+	for i := range members {
+		m := &member{done: make(chan error, 1)}
+		src, err := kafka.NewSource(kafka.Config{Brokers: addrs, Topic: "tx", Schema: groupSchema, TimeField: "ts", GroupID: "g", IdleWake: 50 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.src = src
+		out := sink.NewCallback(func(_ context.Context, rec arrow.RecordBatch) error {
+			m.emitted.Add(rec.NumRows())
+			return nil
+		})
+		if m.p, err = volga.SQL(groupQuery, volga.WithSource("tx", src), volga.WithSink(out), volga.WithMode(volga.Streaming)); err != nil {
+			t.Fatal(err)
+		}
+		go func() { m.done <- m.p.Run(context.Background()) }()
+		members[i] = m
+	}
+	defer func() {
+		for _, m := range members {
+			m.p.Stop()
+			if err := <-m.done; err != nil {
+				t.Error(err)
+			}
+			m.src.Close()
+		}
+	}()
+	// Wait until the group has given each member one partition.
+	groupWaitFor(t, "the group's assignment", 30*time.Second, func() bool {
+		a, b := members[0].src.Assigned(), members[1].src.Assigned()
+		return len(a) == 1 && len(b) == 1 && a[0] != b[0]
+	})
+	byID := kafkago.BalancerFunc(func(msg kafkago.Message, parts ...int) int {
+		var e struct{ ID int }
+		if err := json.Unmarshal(msg.Value, &e); err != nil {
+			return 0
+		}
+		return e.ID % 2
+	})
+	produceGroup(t, addrs, "tx", 0, 40, byID, volga.JSONKey)
+	groupWaitFor(t, "every row out", 30*time.Second, func() bool {
+		return members[0].emitted.Load()+members[1].emitted.Load() == 40
+	})
+	for i, m := range members {
+		if n := m.emitted.Load(); n != 20 {
+			t.Errorf("member %d emitted %d rows, want its partition's 20", i, n)
+		}
+		if st := m.p.Stats(); st.LateDropped != 0 {
+			t.Errorf("member %d: %d late rows", i, st.LateDropped)
+		}
 	}
 }

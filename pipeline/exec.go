@@ -582,6 +582,12 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 		gens[i] = watermark.NewBounded(r.opt.MaxOutOfOrder)
 	}
 	comb := watermark.NewCombiner(nparts, watermark.WithIdleTimeout(r.opt.IdleTimeout))
+	// A source of a consumer group's member tells which partitions it
+	// reads: the others hold the watermark back no more than idle ones.
+	var assigning source.Assigning
+	if partitioned && streaming {
+		assigning, _ = r.src.(source.Assigning)
+	}
 	lastWM := watermark.None
 	bcast := func(m msg) error {
 		if tasks == nil {
@@ -738,6 +744,11 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 		if partitioned {
 			if p = part.PartitionOf(rec); p < 0 || p >= nparts {
 				p = 0
+			}
+			if assigning != nil {
+				for i := range nparts {
+					comb.SetAway(i, !assigning.Reading(i))
+				}
 			}
 		}
 		read := rec.NumRows()

@@ -66,6 +66,21 @@ type Partitioned interface {
 	PartitionOf(rec arrow.RecordBatch) int
 }
 
+// Assigning is implemented by a Partitioned source whose partitions are
+// not all read by it all the time, such as a member of a Kafka consumer
+// group, which reads the partitions the group assigns it. The engine asks
+// it after every Read: a partition the source does not read at the moment
+// holds the watermark back no more than an idle one, with no idle timeout
+// needed. A partition assigned again counts again from its last
+// watermark; until its rows catch up with the pipeline's watermark they
+// are late (like those of an idle partition waking up).
+type Assigning interface {
+	// Reading reports whether the source reads partition p (in [0,
+	// Partitions())) at the moment. It is called from the goroutine that
+	// calls Read.
+	Reading(p int) bool
+}
+
 // DeadLetter is an input record the source could not decode. It is handed
 // to the dead-letter handler and counted; the source carries on.
 type DeadLetter struct {

@@ -124,7 +124,8 @@ func WithClock(now func() time.Time) Option {
 }
 
 // Combiner merges the watermarks of a fixed number of inputs: the combined
-// watermark is the minimum over the inputs that are not idle. An input is
+// watermark is the minimum over the inputs that are neither idle nor set
+// aside (SetAway). An input is
 // idle when it has had no Update or Touch for longer than the idle timeout;
 // it becomes active again with its next Update or Touch.
 //
@@ -139,7 +140,9 @@ type Combiner struct {
 	cfg     config
 	wms     []int64
 	touched []time.Time
-	last    int64
+	// away marks inputs set aside with SetAway: they hold nothing back.
+	away []bool
+	last int64
 }
 
 // NewCombiner returns a Combiner over n inputs, all starting at None. The
@@ -149,7 +152,7 @@ func NewCombiner(n int, opts ...Option) *Combiner {
 	if n < 1 {
 		panic(fmt.Sprintf("watermark: NewCombiner needs at least one input, got %d", n))
 	}
-	c := &Combiner{cfg: config{now: time.Now}, wms: make([]int64, n), touched: make([]time.Time, n), last: None}
+	c := &Combiner{cfg: config{now: time.Now}, wms: make([]int64, n), touched: make([]time.Time, n), away: make([]bool, n), last: None}
 	for _, o := range opts {
 		o(&c.cfg)
 	}
@@ -196,6 +199,23 @@ func (c *Combiner) Touch(input int) {
 	c.touched[input] = c.cfg.now()
 }
 
+// SetAway sets input aside (away true) or back: an input set aside holds
+// nothing back, idle or not, as when a partition of a Kafka topic is read
+// by another member of a consumer group. Back, it counts again with the
+// watermark it had (None if it never had one), and restarts its idle
+// clock: like an idle input waking up, it cannot move Current back, so
+// until it catches up its rows at or below Current are late. SetAway
+// panics if input is out of range.
+func (c *Combiner) SetAway(input int, away bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.check(input)
+	if c.away[input] && !away {
+		c.touched[input] = c.cfg.now()
+	}
+	c.away[input] = away
+}
+
 // Input returns the last watermark recorded for input.
 func (c *Combiner) Input(input int) int64 {
 	c.mu.Lock()
@@ -229,7 +249,7 @@ func (c *Combiner) currentLocked() int64 {
 	now := c.cfg.now()
 	min, active := End, false
 	for i, wm := range c.wms {
-		if c.idleLocked(i, now) {
+		if c.away[i] || c.idleLocked(i, now) {
 			continue
 		}
 		active = true

@@ -201,3 +201,60 @@ func TestFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestCombinerAway: an input set aside holds nothing back, with or
+// without an idle timeout, and never having had a watermark; set back, it
+// counts again with its watermark (holding Current where it is until it
+// catches up) and its idle clock restarted.
+func TestCombinerAway(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	c := NewCombiner(3, WithClock(clk.now))
+	c.Update(0, 100)
+	if got := c.Current(); got != None {
+		t.Fatalf("inputs 1 and 2 at None: got %d", got)
+	}
+	c.SetAway(1, true)
+	c.SetAway(2, true)
+	if got := c.Current(); got != 100 {
+		t.Fatalf("1 and 2 away: got %d, want 100", got)
+	}
+	c.Update(0, 150)
+	c.SetAway(2, false) // back, at None: Current stays at 150
+	if got := c.Current(); got != 150 {
+		t.Fatalf("2 back at None: got %d, want 150", got)
+	}
+	c.Update(0, 300)
+	if got := c.Current(); got != 150 {
+		t.Fatalf("2 back holds Current: got %d, want 150", got)
+	}
+	if got := c.Update(2, 200); got != 200 {
+		t.Fatalf("2 at 200: got %d, want 200", got)
+	}
+	if c.Input(1) != None {
+		t.Fatalf("input 1 moved while away: %d", c.Input(1))
+	}
+
+	// With an idle timeout: setting an input back restarts its idle clock.
+	d := NewCombiner(2, WithIdleTimeout(10*time.Second), WithClock(clk.now))
+	d.Update(0, 10)
+	d.Update(1, 5)
+	d.SetAway(1, true)
+	clk.advance(time.Minute)
+	d.Update(0, 20)
+	d.SetAway(1, false)
+	if d.Idle(1) {
+		t.Fatal("input 1 idle right after it was set back")
+	}
+	if got := d.Current(); got != 20 {
+		t.Fatalf("got %d, want 20 (input 1 at 5 cannot move Current back)", got)
+	}
+	d.Update(0, 40)
+	if got := d.Current(); got != 20 {
+		t.Fatalf("input 1 back at 5 holds Current: got %d, want 20", got)
+	}
+	clk.advance(11 * time.Second)
+	d.Update(0, 50)
+	if got := d.Current(); got != 50 {
+		t.Fatalf("input 1 idle again: got %d, want 50", got)
+	}
+}

@@ -44,9 +44,9 @@
 // partitions aside (watermark.Combiner), so that a partition behind the
 // others does not make their rows late. A source of some partitions
 // (Config.Partitions) counts only those; one in a consumer group counts
-// every partition of the topic, those other members read included, so
-// its pipeline needs an idle timeout (volga.WithIdleTimeout) for the
-// partitions it is not assigned to stop holding its watermark back.
+// the partitions the group assigned it at the moment (it implements
+// source.Assigning), so the partitions other members read do not hold
+// its watermark back.
 //
 // # Positions, checkpoints and commits
 //

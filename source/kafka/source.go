@@ -543,6 +543,20 @@ func (s *Source) TimeColumn() string { return s.dec.cols[s.dec.timeCol].Name() }
 // which this source never reads, do not hold its watermark back.
 func (s *Source) Partitions() int { return s.nslots }
 
+// Reading implements source.Assigning: whether the source reads
+// partition p (a place in [0, Partitions()), as PartitionOf gives) at the
+// moment: every partition without a GroupID; with one, the partitions the
+// group assigned to this member in the generation Read last saw. The
+// engine then keeps no watermark waiting for partitions other members
+// read. Call it from the goroutine that calls Read.
+func (s *Source) Reading(p int) bool {
+	if s.cfg.GroupID == "" {
+		return true
+	}
+	_, ok := s.parts[p] // with a group, places are partitions
+	return ok
+}
+
 // TopicPartitions returns the number of partitions of the topic.
 func (s *Source) TopicPartitions() int { return s.nparts }
 
