@@ -212,30 +212,35 @@ type fsum struct {
 }
 
 func (f *fsum) add(v float64) {
-	switch {
-	case v != v:
-		f.nan++
-	case math.IsInf(v, 1):
-		f.pinf++
-	case math.IsInf(v, -1):
-		f.ninf++
-	default:
+	if v-v == 0 { // finite: one subtraction tells (NaN - NaN, Inf - Inf are NaN)
 		f.k.add(v)
+		return
 	}
+	f.special(v, 1)
 }
 
 func (f *fsum) sub(v float64) {
+	if v-v == 0 {
+		f.k.add(-v)
+		return
+	}
+	f.special(v, -1)
+}
+
+// special counts a NaN or an infinity in or (delta -1) out.
+func (f *fsum) special(v float64, delta int64) {
 	switch {
 	case v != v:
-		f.nan--
-	case math.IsInf(v, 1):
-		f.pinf--
-	case math.IsInf(v, -1):
-		f.ninf--
+		f.nan += delta
+	case v > 0:
+		f.pinf += delta
 	default:
-		f.k.add(-v)
+		f.ninf += delta
 	}
 }
+
+// nonFinite reports whether the sum counts a NaN or an infinity.
+func (f *fsum) nonFinite() bool { return f.nan|f.pinf|f.ninf != 0 }
 
 func (f *fsum) merge(o *fsum) {
 	f.k.add(o.k.sum)

@@ -44,15 +44,29 @@ func (s *sumUintState) AddRange(r *Rows, lo, hi int64) {
 func (s *sumFloatState) AddRange(r *Rows, lo, hi int64) {
 	i, j := positions(r, lo, hi)
 	c := &r.Cols[s.col]
-	vals := c.F64[i:j]
-	ks := s.ks
-	for k, null := range c.Null[i:j] {
+	vals, nulls := c.F64[i:j], c.Null[i:j]
+	// A plain compensated sum first (the common case: finite values);
+	// only a run that holds a NaN or an infinity (or overflows) is summed
+	// again, counting those apart.
+	ks, n := s.s.k, s.n
+	for k, null := range nulls {
 		if !null {
-			s.n++
+			n++
 			ks.add(vals[k])
 		}
 	}
-	s.ks = ks
+	s.n = n
+	if ks.sum-ks.sum == 0 && ks.c-ks.c == 0 {
+		s.s.k = ks
+		return
+	}
+	fs := s.s
+	for k, null := range nulls {
+		if !null {
+			fs.add(vals[k])
+		}
+	}
+	s.s = fs
 }
 
 func (s *avgIntState) AddRange(r *Rows, lo, hi int64) {

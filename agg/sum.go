@@ -188,11 +188,13 @@ func (s *sumUintState) Merge(o State) { s.sumIntState.Merge(&o.(*sumUintState).s
 
 // sumFloatState sums floats with Neumaier's compensation, so that adding
 // and later retracting a value leaves (almost exactly) no trace: sliding
-// sums stay within a few ulps of a fresh sum over the frame.
+// sums stay within a few ulps of a fresh sum over the frame. NaNs and
+// infinities are counted apart (fsum): a frame is NaN or infinite only
+// while it holds one, whatever left the frame before.
 type sumFloatState struct {
 	col int
 	n   int64
-	ks  kahan
+	s   fsum
 }
 
 func (s *sumFloatState) Add(r *Rows, a int64) {
@@ -200,7 +202,7 @@ func (s *sumFloatState) Add(r *Rows, a int64) {
 	i := a - r.Base
 	if !c.Null[i] {
 		s.n++
-		s.ks.add(c.F64[i])
+		s.s.add(c.F64[i])
 	}
 }
 
@@ -210,18 +212,17 @@ func (s *sumFloatState) Retract(r *Rows, a int64) {
 	if !c.Null[i] {
 		s.n--
 		if s.n == 0 {
-			s.ks = kahan{}
+			s.s = fsum{}
 			return
 		}
-		s.ks.add(-c.F64[i])
+		s.s.sub(c.F64[i])
 	}
 }
 
 func (s *sumFloatState) Merge(o State) {
 	x := o.(*sumFloatState)
 	s.n += x.n
-	s.ks.add(x.ks.sum)
-	s.ks.add(x.ks.c)
+	s.s.merge(&x.s)
 }
 
 func (s *sumFloatState) AppendResult(b array.Builder) {
@@ -229,29 +230,49 @@ func (s *sumFloatState) AppendResult(b array.Builder) {
 		b.AppendNull()
 		return
 	}
-	b.(*array.Float64Builder).Append(s.ks.value())
+	b.(*array.Float64Builder).Append(s.s.value())
 }
 
 func (s *sumFloatState) resultWord() (uint64, bool) {
-	return math.Float64bits(s.ks.value()), s.n != 0
+	return math.Float64bits(s.s.value()), s.n != 0
 }
 
-func (s *sumFloatState) Reset() { s.n, s.ks = 0, kahan{} }
+func (s *sumFloatState) Reset() { s.n, s.s = 0, fsum{} }
 
 func (s *sumFloatState) MarshalBinary() ([]byte, error) { return s.AppendBinary(nil) }
 
-// AppendBinary appends what MarshalBinary returns (encoding.BinaryAppender).
+// AppendBinary appends what MarshalBinary returns (encoding.BinaryAppender):
+// the count n as a zigzag varint and the compensated sum (two floats); a
+// state holding NaNs or infinities writes -1-n instead of n and the three
+// counts of fsum after the sum (so states of finite values encode as they
+// did before those were counted).
 func (s *sumFloatState) AppendBinary(out []byte) ([]byte, error) {
-	out = binary.AppendVarint(out, s.n)
-	out = binary.LittleEndian.AppendUint64(out, math.Float64bits(s.ks.sum))
-	return binary.LittleEndian.AppendUint64(out, math.Float64bits(s.ks.c)), nil
+	if !s.s.nonFinite() {
+		out = binary.AppendVarint(out, s.n)
+		out = binary.LittleEndian.AppendUint64(out, math.Float64bits(s.s.k.sum))
+		return binary.LittleEndian.AppendUint64(out, math.Float64bits(s.s.k.c)), nil
+	}
+	return s.s.appendBinary(binary.AppendVarint(out, -1-s.n)), nil
 }
 
 func (s *sumFloatState) UnmarshalBinary(data []byte) error {
 	d := decoder{b: data}
-	s.n = d.varint()
-	s.ks.sum, s.ks.c = d.float(), d.float()
-	return d.finish()
+	n := d.varint()
+	var f fsum
+	if n >= 0 {
+		f.k.sum, f.k.c = d.float(), d.float()
+	} else {
+		n = -1 - n
+		f.decode(&d)
+		if d.err == nil && !f.nonFinite() {
+			d.err = errCorrupt
+		}
+	}
+	if err := d.finish(); err != nil {
+		return err
+	}
+	s.n, s.s = n, f
+	return nil
 }
 
 // kahan is a Neumaier-compensated running sum.
