@@ -22,12 +22,26 @@ type SQLError struct {
 	// Line and Column locate Offset, both starting at 1 (0 when unknown).
 	// Column counts characters (runes), not bytes.
 	Line, Column int
+	// Built is true for an error in a pipeline written with the Builder,
+	// which has no SQL text: Near is then the expression or column given
+	// to the Builder.
+	Built bool
 }
 
 // Error renders the error as
 //
 //	sql: unknown window "w2" at line 3, column 14 (near "w2")
+//
+// or, for a pipeline written with the Builder,
+//
+//	builder: unknown column "amt" (table tx has user_id, ts, amount) (in "amt")
 func (e *SQLError) Error() string {
+	if e.Built {
+		if e.Near != "" {
+			return fmt.Sprintf("builder: %s (in %q)", e.Msg, e.Near)
+		}
+		return "builder: " + e.Msg
+	}
 	s := "sql: " + e.Msg
 	if e.Line > 0 {
 		s += fmt.Sprintf(" at line %d, column %d", e.Line, e.Column)
@@ -114,7 +128,7 @@ func (p *Plan) ErrorAfter(from int, text string, format string, args ...any) err
 		return newSQLError(sql, from, sqlwin.NearText(sql, from), format, args...)
 	}
 	if sp.Start < 0 {
-		return &SQLError{Msg: fmt.Sprintf(format, args...), Near: text, Offset: -1}
+		return &SQLError{Msg: fmt.Sprintf(format, args...), Near: text, Offset: -1, Built: sql == ""}
 	}
 	// Near is the text as written, which sqlparser's rendering may not be.
 	return newSQLError(sql, sp.Start, sp.Text(sql), format, args...)

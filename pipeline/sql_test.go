@@ -444,7 +444,7 @@ func TestPlanErrorAt(t *testing.T) {
 		t.Errorf("fallback: %v", err)
 	}
 	var goPlan *Plan = &Plan{}
-	if err := goPlan.ErrorAt("x", "unknown column %q", "x"); err.Error() != `sql: unknown column "x" (near "x")` {
+	if err := goPlan.ErrorAt("x", "unknown column %q", "x"); err.Error() != `builder: unknown column "x" (in "x")` {
 		t.Errorf("Go plan: %v", err)
 	}
 }
