@@ -66,7 +66,7 @@ func Equal(got, want any) bool {
 		if math.IsNaN(g) || math.IsNaN(w) {
 			return math.IsNaN(g) && math.IsNaN(w)
 		}
-		return math.Abs(g-w) <= max(RelTol*math.Abs(w), AbsTol)
+		return g == w || math.Abs(g-w) <= max(RelTol*math.Abs(w), AbsTol) // g == w: infinities
 	}
 	if g, ok := got.(time.Time); ok {
 		w, ok := want.(time.Time)

@@ -188,15 +188,15 @@ func cate(t *Table, base, x, g string, rows []int) []sink.MapEntry {
 		if k == nil || v == nil {
 			continue
 		}
-		if _, seen := groups[k]; !seen {
+		if _, seen := groups[canonKey(k)]; !seen {
 			keys = append(keys, k)
 		}
-		groups[k] = append(groups[k], i)
+		groups[canonKey(k)] = append(groups[canonKey(k)], i)
 	}
 	slices.SortFunc(keys, compare)
 	out := []sink.MapEntry{}
 	for _, k := range keys {
-		out = append(out, sink.MapEntry{Key: k, Value: Aggregate(t, Agg{Func: base, Arg: x}, groups[k])})
+		out = append(out, sink.MapEntry{Key: k, Value: Aggregate(t, Agg{Func: base, Arg: x}, groups[canonKey(k)])})
 	}
 	return out
 }
@@ -207,15 +207,24 @@ type valCount struct {
 }
 
 // frequencies counts the values: count descending, ties by value
-// ascending.
+// ascending. Floats count under SQL equality (see canonKey): -0 as 0,
+// every NaN as one value.
 func frequencies(vals []any) []valCount {
 	counts := map[any]int64{}
+	first := map[any]any{}
 	for _, v := range vals {
-		counts[v]++
+		k := canonKey(v)
+		if _, ok := first[k]; !ok {
+			first[k] = v
+			if f, ok := v.(float64); ok && f == 0 {
+				first[k] = 0.0
+			}
+		}
+		counts[k]++
 	}
 	out := make([]valCount, 0, len(counts))
-	for v, n := range counts {
-		out = append(out, valCount{v, n})
+	for k, n := range counts {
+		out = append(out, valCount{first[k], n})
 	}
 	slices.SortFunc(out, func(x, y valCount) int {
 		if x.n != y.n {
@@ -231,6 +240,8 @@ func toFloats(vals []any) []float64 {
 	for i, v := range vals {
 		switch v := v.(type) {
 		case int64:
+			out[i] = float64(v)
+		case uint64:
 			out[i] = float64(v)
 		case float64:
 			out[i] = v
@@ -293,7 +304,8 @@ func quantileCont(xs []float64, q float64) any {
 	if len(xs) == 0 {
 		return nil
 	}
-	v := slices.Sorted(slices.Values(xs))
+	v := slices.Clone(xs)
+	slices.SortFunc(v, func(a, b float64) int { return compare(a, b) })
 	p := q * float64(len(v)-1)
 	lo := math.Floor(p)
 	i := int(lo)

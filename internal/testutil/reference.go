@@ -286,7 +286,7 @@ func Aggregate(t *Table, a Agg, rows []int) any {
 	case "count_distinct":
 		seen := map[any]bool{}
 		for _, v := range vals {
-			seen[v] = true
+			seen[canonKey(v)] = true
 		}
 		return int64(len(seen))
 	case "first_value", "last_value":
@@ -311,20 +311,26 @@ func Aggregate(t *Table, a Agg, rows []int) any {
 		}
 		return best
 	case "sum":
-		if _, ok := vals[0].(int64); ok {
+		if _, ok := vals[0].(float64); !ok {
 			// Exact; NULL when the sum does not fit in BIGINT (SPEC's sum).
 			s := new(big.Int)
 			for _, v := range vals {
-				s.Add(s, big.NewInt(v.(int64)))
+				s.Add(s, bigInt(v))
 			}
 			if !s.IsInt64() {
 				return nil
 			}
 			return s.Int64()
 		}
+		if v, ok := nonFiniteSum(vals); ok {
+			return v
+		}
 		f, _ := exactSum(vals, false).Float64()
 		return f
 	case "avg":
+		if v, ok := nonFiniteSum(vals); ok {
+			return v
+		}
 		s := exactSum(vals, false)
 		f, _ := s.Quo(s, newFloat().SetInt64(int64(len(vals)))).Float64()
 		return f
@@ -333,6 +339,9 @@ func Aggregate(t *Table, a Agg, rows []int) any {
 		n := int64(len(vals))
 		if samp && n < 2 {
 			return nil
+		}
+		if _, ok := nonFiniteSum(vals); ok {
+			return math.NaN() // x - mean is NaN for an infinite or NaN x
 		}
 		// (n*Σx² - (Σx)²) / (n² or n(n-1)), with exact sums.
 		s, s2 := exactSum(vals, false), exactSum(vals, true)
@@ -365,6 +374,8 @@ func exactSum(vals []any, squares bool) *big.Float {
 		switch v := v.(type) {
 		case int64:
 			x.SetInt64(v)
+		case uint64:
+			x.SetUint64(v)
 		case float64:
 			x.SetFloat64(v)
 		default:
@@ -378,14 +389,85 @@ func exactSum(vals []any, squares bool) *big.Float {
 	return s
 }
 
-// compare orders two non-NULL values of one type.
+// bigInt is an integer value (int64 or uint64) as a big.Int.
+func bigInt(v any) *big.Int {
+	switch v := v.(type) {
+	case int64:
+		return big.NewInt(v)
+	case uint64:
+		return new(big.Int).SetUint64(v)
+	}
+	panic(fmt.Sprintf("testutil: %T is not an integer", v))
+}
+
+// nonFiniteSum is the IEEE sum of float values when one of them is NaN
+// or infinite: NaN with a NaN or with both infinities, else the infinity;
+// ok is false when every value is finite (or the values are integers).
+func nonFiniteSum(vals []any) (v float64, ok bool) {
+	var nan, pos, neg bool
+	for _, x := range vals {
+		f, isFloat := x.(float64)
+		switch {
+		case !isFloat:
+			return 0, false
+		case math.IsNaN(f):
+			nan = true
+		case math.IsInf(f, 1):
+			pos = true
+		case math.IsInf(f, -1):
+			neg = true
+		}
+	}
+	switch {
+	case nan || pos && neg:
+		return math.NaN(), true
+	case pos:
+		return math.Inf(1), true
+	case neg:
+		return math.Inf(-1), true
+	}
+	return 0, false
+}
+
+// canonKey is v as a map key under SQL equality: -0 is 0 and every NaN
+// one value (a Go map has NaN keys all different).
+func canonKey(v any) any {
+	if f, ok := v.(float64); ok {
+		switch {
+		case f == 0:
+			return 0.0
+		case math.IsNaN(f):
+			return nanKey{}
+		}
+	}
+	return v
+}
+
+// nanKey stands for NaN in maps keyed by canonKey.
+type nanKey struct{}
+
+// compare orders two non-NULL values of one type; floats as SQL engines
+// (DuckDB, PostgreSQL) order them: NaN above +Inf and equal to itself, -0
+// equal to 0.
 func compare(a, b any) int {
 	switch a := a.(type) {
 	case int64:
 		return cmpInt(a, b.(int64))
+	case uint64:
+		b := b.(uint64)
+		switch {
+		case a < b:
+			return -1
+		case a > b:
+			return 1
+		}
+		return 0
 	case float64:
 		b := b.(float64)
+		an, bn := math.IsNaN(a), math.IsNaN(b)
 		switch {
+		case an || bn:
+			return cmpInt(b2i(an), b2i(bn))
 		case a < b:
 			return -1
 		case a > b:

@@ -78,8 +78,9 @@ func (t *Table) Batches(rng *rand.Rand, maxRows int) []arrow.RecordBatch {
 }
 
 // BuildRecord builds an Arrow batch of schema from rows of Go values.
-// Supported field types: int64, float64, string, bool and timestamps
-// (int64 values in the field's unit). The caller releases it.
+// Supported field types: int64, int32 (int64 values), uint64 (uint64
+// values), float64, string, bool and timestamps (int64 values in the
+// field's unit). The caller releases it.
 func BuildRecord(mem memory.Allocator, schema *arrow.Schema, rows [][]any) arrow.RecordBatch {
 	if mem == nil {
 		mem = memory.DefaultAllocator
@@ -96,6 +97,10 @@ func BuildRecord(mem memory.Allocator, schema *arrow.Schema, rows [][]any) arrow
 			switch fb := fb.(type) {
 			case *array.Int64Builder:
 				fb.Append(v.(int64))
+			case *array.Int32Builder:
+				fb.Append(int32(v.(int64)))
+			case *array.Uint64Builder:
+				fb.Append(v.(uint64))
 			case *array.Float64Builder:
 				fb.Append(v.(float64))
 			case *array.StringBuilder:
