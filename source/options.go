@@ -57,8 +57,9 @@ func newOptions(opts []Option) options {
 // the end of the input, and so runs in memory bounded by its windows. A
 // row that breaks the promise stops the run with an error that names its
 // time and the bound (results already written are those of the rows
-// before it). Parquet sources ignore it: their row groups' statistics give
-// the bound.
+// before it). A column the input does not have, or one neither int64 nor
+// a timestamp, fails the open. Parquet sources ignore it: their row
+// groups' statistics give the bound.
 func WithTimeOrder(col string, lateness time.Duration) Option {
 	return func(o *options) {
 		o.timeOrder = col

@@ -76,6 +76,10 @@ type textSource struct {
 	// (seen: there is one), for LowerBound.
 	newest int64
 	seen   bool
+	// orderErr is the broken WithTimeOrder promise found in the batch
+	// Read returned last, cut before the row that broke it: the next Read
+	// returns it.
+	orderErr error
 
 	// step consumes one input row: it appends it to the builders and
 	// returns true, reports a dead letter and returns false, or returns
@@ -84,6 +88,9 @@ type textSource struct {
 }
 
 func (t *textSource) init(schema *arrow.Schema) error {
+	if err := checkTimeOrder(t.name, schema, t.opts.timeOrder); err != nil {
+		return err
+	}
 	t.schema = schema
 	t.bld = array.NewRecordBuilder(t.opts.mem, schema)
 	t.cols = make([]*textrow.Column, schema.NumFields())
@@ -153,6 +160,9 @@ func (t *textSource) read(ctx context.Context) (rec arrow.RecordBatch, err error
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if t.orderErr != nil {
+		return nil, t.orderErr
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("source: %s: internal error: %v", t.name, r)
@@ -186,9 +196,17 @@ func (t *textSource) read(ctx context.Context) (rec arrow.RecordBatch, err error
 	}
 	rec = t.bld.NewRecordBatch()
 	if t.opts.timeOrder != "" {
-		if err := t.observeOrder(rec); err != nil {
+		if cut, err := t.observeOrder(rec); err != nil {
+			// The rows before the one that broke the promise go out; the
+			// next Read reports it.
+			if cut == 0 {
+				rec.Release()
+				return nil, err
+			}
+			t.orderErr = err
+			head := rec.NewSlice(0, int64(cut))
 			rec.Release()
-			return nil, err
+			return head, nil
 		}
 	}
 	return rec, nil
@@ -196,6 +214,7 @@ func (t *textSource) read(ctx context.Context) (rec arrow.RecordBatch, err error
 
 // reset discards any partly built batch before a Seek.
 func (t *textSource) reset() {
+	t.orderErr = nil
 	rec := t.bld.NewRecordBatch()
 	rec.Release()
 	t.done = false

@@ -35,10 +35,33 @@ func (t *textSource) LowerBound(col string) (int64, bool) {
 	return t.newest - t.opts.lateMs, true
 }
 
+// checkTimeOrder checks that col, the column WithTimeOrder names (""
+// for none), is a column of schema (compared without case) of type int64
+// or timestamp: a promise about another column could never be kept.
+func checkTimeOrder(name string, schema *arrow.Schema, col string) error {
+	if col == "" {
+		return nil
+	}
+	for _, f := range schema.Fields() {
+		if strings.EqualFold(f.Name, col) {
+			if f.Type.ID() != arrow.INT64 && f.Type.ID() != arrow.TIMESTAMP {
+				return fmt.Errorf("source: %s: WithTimeOrder(%q): the column is %s; it must be int64 (epoch milliseconds) or a timestamp", name, col, f.Type)
+			}
+			return nil
+		}
+	}
+	names := make([]string, schema.NumFields())
+	for i, f := range schema.Fields() {
+		names[i] = f.Name
+	}
+	return fmt.Errorf("source: %s: WithTimeOrder(%q): no such column (the input has %s)", name, col, strings.Join(names, ", "))
+}
+
 // observeOrder checks the WithTimeOrder column of rec against the
 // promise, row by row (no value more than the lateness below the greatest
-// value before it), and notes the greatest value.
-func (t *textSource) observeOrder(rec arrow.RecordBatch) error {
+// value before it), and notes the greatest value. A broken promise is an
+// error, with cut the index of the row that broke it.
+func (t *textSource) observeOrder(rec arrow.RecordBatch) (cut int, err error) {
 	col := -1
 	for i, f := range rec.Schema().Fields() {
 		if strings.EqualFold(f.Name, t.opts.timeOrder) {
@@ -47,7 +70,7 @@ func (t *textSource) observeOrder(rec arrow.RecordBatch) error {
 		}
 	}
 	if col < 0 {
-		return nil
+		return 0, nil
 	}
 	c := rec.Column(col)
 	var millis func(i int) int64
@@ -58,7 +81,7 @@ func (t *textSource) observeOrder(rec arrow.RecordBatch) error {
 		unit := a.DataType().(*arrow.TimestampType).Unit
 		millis = func(i int) int64 { return toMillis(int64(a.Value(i)), unit) }
 	default:
-		return nil
+		return 0, nil
 	}
 	for i := range c.Len() {
 		if c.IsNull(i) {
@@ -66,7 +89,7 @@ func (t *textSource) observeOrder(rec arrow.RecordBatch) error {
 		}
 		ms := millis(i)
 		if t.seen && ms < t.newest-t.opts.lateMs {
-			return fmt.Errorf("source: %s: %s = %s is %s below the newest value before it, %s: more than the %s of lateness promised (WithTimeOrder)",
+			return i, fmt.Errorf("source: %s: %s = %s is %s below the newest value before it, %s: more than the %s of lateness promised (WithTimeOrder)",
 				t.name, rec.Schema().Field(col).Name, fmtMillis(ms), time.Duration(t.newest-ms)*time.Millisecond,
 				fmtMillis(t.newest), time.Duration(t.opts.lateMs)*time.Millisecond)
 		}
@@ -74,7 +97,7 @@ func (t *textSource) observeOrder(rec arrow.RecordBatch) error {
 			t.newest, t.seen = ms, true
 		}
 	}
-	return nil
+	return 0, nil
 }
 
 // fmtMillis formats milliseconds since the epoch as an RFC 3339 time.

@@ -72,18 +72,24 @@ func TestTextTimeOrderBound(t *testing.T) {
 		s.Close()
 
 		// The third row is 1 s below the second: a promise of 500 ms is
-		// broken, within a batch or across two.
+		// broken, within a batch or across two; the two rows before it
+		// are returned either way, then the error.
 		for _, batch := range []int{2, 4} {
 			s, _ := open(source.WithBatchSize(batch), source.WithTimeOrder("ts", 500*time.Millisecond))
 			var err error
+			rows := 0
 			for err == nil {
 				var rec arrow.RecordBatch
 				if rec, err = s.Read(context.Background()); err == nil {
+					rows += int(rec.NumRows())
 					rec.Release()
 				}
 			}
 			if err == io.EOF || !strings.Contains(err.Error(), "1s below") || !strings.Contains(err.Error(), "WithTimeOrder") {
 				t.Fatalf("%s, batches of %d: %v, want the broken promise", name, batch, err)
+			}
+			if rows != 2 {
+				t.Errorf("%s, batches of %d: %d rows before the error, want the 2 before the row that broke the promise", name, batch, rows)
 			}
 			s.Close()
 		}
@@ -98,5 +104,33 @@ func TestTextTimeOrderBound(t *testing.T) {
 			t.Fatalf("%s: a bound without WithTimeOrder", name)
 		}
 		plain.Close()
+	}
+}
+
+// TestTextTimeOrderColumn: WithTimeOrder naming a column the input does
+// not have, or one that is neither int64 nor a timestamp, fails the open
+// with an error saying so; the promise was silently ignored.
+func TestTextTimeOrderColumn(t *testing.T) {
+	const in = "id,ts,name\n1,2024-01-01T00:00:01Z,a\n"
+	for _, tc := range []struct{ col, want string }{
+		{"time", `WithTimeOrder("time"): no such column (the input has id, ts, name)`},
+		{"name", `WithTimeOrder("name"): the column is utf8; it must be int64 (epoch milliseconds) or a timestamp`},
+	} {
+		_, err := source.NewCSVReader(strings.NewReader(in), source.WithTimeOrder(tc.col, 0))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("CSV, WithTimeOrder(%q): %v, want %q", tc.col, err, tc.want)
+		}
+		_, err = source.NewJSONLReader(strings.NewReader(`{"id":1,"ts":"2024-01-01T00:00:01Z","name":"a"}`+"\n"), source.WithTimeOrder(tc.col, 0))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("JSON lines, WithTimeOrder(%q): %v, want %q", tc.col, err, tc.want)
+		}
+	}
+	for _, col := range []string{"TS", "id"} {
+		s, err := source.NewCSVReader(strings.NewReader(in), source.WithTimeOrder(col, 0))
+		if err != nil {
+			t.Errorf("WithTimeOrder(%q): %v", col, err)
+			continue
+		}
+		s.Close()
 	}
 }
