@@ -46,7 +46,9 @@ type CSV struct {
 //
 //   - integers are int64, decimals float64 (a column mixing both is
 //     float64, and NaN or Inf among numbers are float64 too), true/false
-//     (any case) are bool, RFC 3339 date-times are timestamp[ms, UTC],
+//     (any case) are bool, date-times (RFC 3339, or 2006-01-02
+//     15:04:05[.fff] as pandas writes them, read as UTC) are
+//     timestamp[ms, UTC],
 //     everything else, and any other mix, is string;
 //   - an empty field, quoted or not, is NULL, and a column with only
 //     NULLs is string.

@@ -483,3 +483,36 @@ func TestCSVSingleColumnNulls(t *testing.T) {
 		t.Fatalf("rows %v", rows)
 	}
 }
+
+// TestCSVSpaceTimestamps: a CSV as pandas and SQL tools write it, date and
+// time separated by a space and no offset, infers a timestamp column read
+// as UTC (as DuckDB reads it), as JSON lines does for such strings.
+func TestCSVSpaceTimestamps(t *testing.T) {
+	in := "user,ts\nu1,2024-01-03 10:00:00\nu2,2024-01-03 10:00:01.5\n"
+	s, err := source.NewCSVReader(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := s.Schema().Field(1).Type; !arrow.TypeEqual(got, arrow.FixedWidthTypes.Timestamp_ms) {
+		t.Fatalf("ts inferred as %s, want timestamp[ms]", got)
+	}
+	rec, err := s.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	base := time.Date(2024, 1, 3, 10, 0, 0, 0, time.UTC).UnixMilli()
+	ts := rec.Column(1).(*array.Timestamp)
+	if ts.Value(0) != arrow.Timestamp(base) || ts.Value(1) != arrow.Timestamp(base+1500) {
+		t.Errorf("times %v, %v; want %d, %d", ts.Value(0), ts.Value(1), base, base+1500)
+	}
+	j, err := source.NewJSONLReader(strings.NewReader(`{"ts":"2024-01-03 10:00:00"}` + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if got := j.Schema().Field(0).Type; !arrow.TypeEqual(got, arrow.FixedWidthTypes.Timestamp_ms) {
+		t.Errorf("JSON lines: ts inferred as %s, want timestamp[ms]", got)
+	}
+}

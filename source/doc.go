@@ -25,8 +25,9 @@
 //
 // Inferred types, the same rules for CSV and JSON lines: integers are
 // int64, decimals float64 (int and float mixed is float64, and so are
-// CSV's NaN and Inf among numbers), true/false are bool, RFC 3339
-// date-times are timestamp[ms] in UTC, and everything else — including
+// CSV's NaN and Inf among numbers), true/false are bool, date-times
+// (RFC 3339, or 2006-01-02 15:04:05[.fff] as SQL tools and pandas write
+// them, read as UTC) are timestamp[ms] in UTC, and everything else — including
 // any other mix of types, and a column seen only as NULL — is string. A
 // column made a string by a few odd values says which and where
 // (InferenceNote). An empty CSV field (quoted or not), a JSON null and a

@@ -37,7 +37,8 @@ type JSONL struct {
 // WithSampleRows) unless WithSchema gives it: the columns are the keys in
 // the order first seen; integral numbers are int64, other numbers float64
 // (a column mixing both is float64), true/false are bool, strings holding
-// RFC 3339 date-times are timestamp[ms, UTC], other strings, nested
+// date-times (RFC 3339, or 2006-01-02 15:04:05[.fff], read as UTC) are
+// timestamp[ms, UTC], other strings, nested
 // objects and arrays (kept as their JSON text) and any other mix are
 // string. null or a missing key is NULL. Keys first seen after the sample
 // are ignored.

@@ -94,7 +94,8 @@ func WithSampleRows(rows int) Option {
 // field of a CSV schema must appear in the header, a JSON key that is
 // missing from a row is NULL. Supported field types: signed and unsigned
 // integers, float32/float64, bool, string, large_string, timestamp (any
-// unit; RFC 3339 text or an integer in the column's unit) and date32
+// unit; RFC 3339 text, 2006-01-02 15:04:05[.fff] read as UTC, or an
+// integer in the column's unit) and date32
 // (2006-01-02).
 func WithSchema(s *arrow.Schema) Option {
 	return func(o *options) { o.schema = s }

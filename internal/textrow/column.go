@@ -141,7 +141,7 @@ func (c *Column) Parse(k Kind, s string) error {
 			break
 		}
 		var t time.Time
-		if t, err = time.Parse(time.RFC3339Nano, s); err == nil {
+		if t, err = ParseTime(s); err == nil {
 			c.i = values.Units(t, c.unit)
 		}
 	case arrow.DATE32:

@@ -7,7 +7,7 @@
 //     tree, handing each value over with its [Kind] and its text;
 //   - [Classify], [Inferred] and [Inference] derive a schema from sampled
 //     values (integers int64, other numbers float64, true/false bool,
-//     RFC 3339 strings timestamp[ms], anything else string);
+//     date-times timestamp[ms] (see [ParseTime]), anything else string);
 //   - [Column] parses values into a pending value for one schema field
 //     and appends it only when asked, so a row that turns out to be a dead
 //     letter leaves the builders untouched; [Decoder] does that for every

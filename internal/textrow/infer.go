@@ -330,11 +330,39 @@ func isNonFinite(s string) bool {
 	return strings.EqualFold(s, "inf") || strings.EqualFold(s, "infinity")
 }
 
-// looksTimestamp reports whether s is an RFC 3339 date-time.
+// looksTimestamp reports whether s is a date-time ParseTime reads.
 func looksTimestamp(s string) bool {
-	if len(s) < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' {
+	if len(s) < 19 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != ' ' && s[10] != 't') {
 		return false
 	}
-	_, err := time.Parse(time.RFC3339Nano, s)
+	_, err := ParseTime(s)
 	return err == nil
+}
+
+// ParseTime reads a date-time as text sources write and read it: RFC
+// 3339 (2024-01-03T10:00:00.5Z, 2024-01-03T12:00:00+02:00, t and z in
+// either case), and as SQL and pandas write it, with a space instead of
+// the T and maybe without an offset (2024-01-03 10:00:00, read as UTC,
+// as DuckDB reads such a TIMESTAMP).
+func ParseTime(s string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if len(s) < 19 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != ' ' && s[10] != 't') {
+		return time.Time{}, fmt.Errorf("%q is not a date-time (RFC 3339, or YYYY-MM-DD HH:MM:SS[.fff][offset])", s)
+	}
+	b := []byte(s)
+	b[10] = 'T'
+	if n := len(b); b[n-1] == 'z' {
+		b[n-1] = 'Z'
+	}
+	if t, err := time.Parse(time.RFC3339Nano, string(b)); err == nil {
+		return t, nil
+	}
+	// No offset: UTC.
+	t, err := time.ParseInLocation("2006-01-02T15:04:05.999999999", string(b), time.UTC)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is not a date-time (RFC 3339, or YYYY-MM-DD HH:MM:SS[.fff][offset])", s)
+	}
+	return t, nil
 }

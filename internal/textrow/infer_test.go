@@ -2,6 +2,7 @@ package textrow
 
 import (
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
@@ -177,5 +178,43 @@ func TestInferenceColumns(t *testing.T) {
 	}
 	if n := in.Notes(); n != nil {
 		t.Fatalf("notes %v", n)
+	}
+}
+
+// TestParseTime: RFC 3339 in both letter cases, and the SQL/pandas form
+// with a space and maybe no offset (UTC), are date-times; other text is
+// not, and inference agrees with ParseTime.
+func TestParseTime(t *testing.T) {
+	utc := func(y int, mo time.Month, d, h, mi, s, ns int) time.Time {
+		return time.Date(y, mo, d, h, mi, s, ns, time.UTC)
+	}
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+	}{
+		{"2024-01-03T10:00:00Z", utc(2024, 1, 3, 10, 0, 0, 0)},
+		{"2024-01-03t10:00:00z", utc(2024, 1, 3, 10, 0, 0, 0)},
+		{"2024-01-03T12:00:00.25+02:00", utc(2024, 1, 3, 10, 0, 0, 250_000_000)},
+		{"2024-01-03 10:00:00", utc(2024, 1, 3, 10, 0, 0, 0)},
+		{"2024-01-03 10:00:00.123456", utc(2024, 1, 3, 10, 0, 0, 123_456_000)},
+		{"2024-01-03 12:00:00+02:00", utc(2024, 1, 3, 10, 0, 0, 0)},
+		{"2024-01-03T10:00:00", utc(2024, 1, 3, 10, 0, 0, 0)},
+		{"2024-01-03 10:00:00Z", utc(2024, 1, 3, 10, 0, 0, 0)},
+	} {
+		got, err := ParseTime(tc.in)
+		if err != nil || !got.Equal(tc.want) {
+			t.Errorf("ParseTime(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+		if Classify(Text, tc.in) != InferTimestamp || Classify(String, tc.in) != InferTimestamp {
+			t.Errorf("%q not inferred as a timestamp", tc.in)
+		}
+	}
+	for _, in := range []string{"2024-01-03", "2024-01-03 10:00", "2024-13-03 10:00:00", "2024-01-03X10:00:00", "2024-01-03 10:00:00+0200", "10:00:00 2024-01-03", "2024-01-03 10:00:00 UTC"} {
+		if _, err := ParseTime(in); err == nil {
+			t.Errorf("ParseTime(%q) succeeded", in)
+		}
+		if Classify(Text, in) == InferTimestamp {
+			t.Errorf("%q inferred as a timestamp", in)
+		}
 	}
 }

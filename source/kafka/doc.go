@@ -15,7 +15,7 @@
 // Each message value is one JSON object. The schema is Config.Schema or is
 // inferred from a sample of the newest messages with the rules of the
 // JSON-lines source (integers int64, other numbers float64, true/false
-// bool, RFC 3339 strings timestamp[ms], everything else string). Event
+// bool, date-time strings timestamp[ms], everything else string). Event
 // time comes from the JSON field Config.TimeField or, when that is empty,
 // from the message timestamp, in a timestamp[ms] column named
 // Config.TimeColumn (default "event_time").
