@@ -55,7 +55,8 @@
 // for a body over the limit (WithMaxBodyBytes, 1 MiB by default); 501
 // when the service cannot answer lookups at all (a pipeline whose query has
 // an UNBOUNDED PRECEDING frame, or no sliding window: the message names
-// the window); 503 before the pipeline has started; 500 for anything
+// the window); 503, with Retry-After: 1, before the pipeline has started
+// (or while the service is otherwise not ready); 500 for anything
 // unexpected, including
 // a panic in the Service, which is recovered. GET /healthz answers 200 "ok".
 //

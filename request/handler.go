@@ -209,6 +209,9 @@ func (h *handler) serveFeatures(w http.ResponseWriter, r *http.Request) {
 			if status == http.StatusInternalServerError {
 				h.log.Error("request: lookup failed", "error", err)
 			}
+			if status == http.StatusServiceUnavailable && r.Context().Err() == nil {
+				w.Header().Set("Retry-After", "1") // not started yet: soon
+			}
 			writeError(w, status, msg)
 			return
 		}

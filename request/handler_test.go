@@ -89,6 +89,20 @@ func TestServiceErrors(t *testing.T) {
 			t.Errorf("%v: status %d, %s; want %d, %s", tc.svc.err, code, got, tc.status, tc.msg)
 		}
 	}
+	// A 503 tells the client when to try again; other errors do not.
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{request.Unavailable(errors.New("not started")), "1"},
+		{request.Invalid(errors.New("too old")), ""},
+	} {
+		rec := httptest.NewRecorder()
+		request.NewHandler(&fakeService{err: tc.err}).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, request.FeaturesPath, strings.NewReader(body)))
+		if got := rec.Header().Get("Retry-After"); got != tc.want {
+			t.Errorf("%v: Retry-After %q, want %q", tc.err, got, tc.want)
+		}
+	}
 	if !errors.Is(request.Invalid(io.EOF), io.EOF) || request.Invalid(nil) != nil || request.Unavailable(nil) != nil {
 		t.Error("Invalid does not wrap")
 	}
