@@ -14,7 +14,7 @@ import (
 var _ = register(&Def{
 	Name:      "count_distinct",
 	Signature: "count_distinct(x any), also written count(DISTINCT x)",
-	Doc:       "Number of distinct non-NULL values of x; 0 when there are none.",
+	Doc:       "Number of distinct non-NULL values of x; 0 when there are none. As in DuckDB, -0 and 0 are one float value, and all NaNs one.",
 	MinArgs:   1, MaxArgs: 1,
 	Bind: func(d *Def, args []Arg) (Func, error) {
 		k, err := valueArg(d, args[0])

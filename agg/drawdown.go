@@ -11,7 +11,7 @@ import (
 var _ = register(&Def{
 	Name:      "drawdown",
 	Signature: "drawdown(x integer|float)",
-	Doc:       "Largest (peak - trough) / peak over a peak and a later trough, in time order, ignoring NULL and negative values; 0 for one value, NULL for none.",
+	Doc:       "Largest (peak - trough) / peak over a peak and a later trough, in time order, ignoring NULL, negative and NaN values (pandas reads NaN as missing); 0 for one value, NULL for none.",
 	MinArgs:   1, MaxArgs: 1,
 	Bind: func(d *Def, args []Arg) (Func, error) {
 		if _, err := numericArg(d, args[0]); err != nil {

@@ -9,14 +9,14 @@ var (
 	_ = register(&Def{
 		Name:      "min",
 		Signature: "min(x number|string|timestamp|bool)",
-		Doc:       "Smallest non-NULL value of x, of x's type; NULL when there are none.",
+		Doc:       "Smallest non-NULL value of x, of x's type; NULL when there are none. Floats order as in DuckDB: NaN above +Inf, -0 equal to 0.",
 		MinArgs:   1, MaxArgs: 1,
 		Bind: func(d *Def, args []Arg) (Func, error) { return bindExtremum(d, args, false) },
 	})
 	_ = register(&Def{
 		Name:      "max",
 		Signature: "max(x number|string|timestamp|bool)",
-		Doc:       "Largest non-NULL value of x, of x's type; NULL when there are none.",
+		Doc:       "Largest non-NULL value of x, of x's type; NULL when there are none. Floats order as in DuckDB: NaN above +Inf (the largest), -0 equal to 0.",
 		MinArgs:   1, MaxArgs: 1,
 		Bind: func(d *Def, args []Arg) (Func, error) { return bindExtremum(d, args, true) },
 	})

@@ -12,7 +12,7 @@ import (
 var _ = register(&Def{
 	Name:      "sum",
 	Signature: "sum(x integer|float)",
-	Doc:       "Sum of the non-NULL values: int64 for integer x (summed exactly, as in 128 bits; uint64 values as unsigned), float64 for float x; NULL when there are none or when the exact sum of integers does not fit in BIGINT.",
+	Doc:       "Sum of the non-NULL values: int64 for integer x (summed exactly, as in 128 bits; uint64 values as unsigned), float64 for float x (NaN when the frame holds a NaN or both infinities, else ±Inf when it holds one, as in DuckDB); NULL when there are none or when the exact sum of integers does not fit in BIGINT.",
 	MinArgs:   1, MaxArgs: 1,
 	Bind: func(d *Def, args []Arg) (Func, error) {
 		k, err := numericArg(d, args[0])

@@ -8,7 +8,7 @@ import (
 var _ = register(&Def{
 	Name:      "top",
 	Signature: "top(x any, k integer constant >= 1)",
-	Doc:       "The k largest non-NULL values of x, duplicates kept, in descending order, as a list; empty for none.",
+	Doc:       "The k largest non-NULL values of x, duplicates kept, in descending order, as a list; empty for none. Floats order as in DuckDB: NaN first (above +Inf), -0 and 0 one value (given as 0).",
 	MinArgs:   2, MaxArgs: 2,
 	Bind: func(d *Def, args []Arg) (Func, error) {
 		kind, err := valueArg(d, args[0])

@@ -12,7 +12,7 @@ import (
 var _ = register(&Def{
 	Name:      "topn_frequency",
 	Signature: "topn_frequency(x any, k integer constant >= 1)",
-	Doc:       "The k most frequent non-NULL values of x with their counts, count descending then value ascending, as list<struct<value, count>>.",
+	Doc:       "The k most frequent non-NULL values of x with their counts, count descending then value ascending (floats: NaN last, -0 counted as 0), as list<struct<value, count>>; empty for none.",
 	MinArgs:   2, MaxArgs: 2,
 	Bind: func(d *Def, args []Arg) (Func, error) {
 		kind, err := valueArg(d, args[0])
