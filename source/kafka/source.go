@@ -34,8 +34,8 @@ var ErrNoGroup = errors.New("source/kafka: Commit needs a consumer group (Config
 // implements source.Source, source.Seeker and source.Partitioned.
 //
 // Read, Seek, Position, PartitionOf and Close are meant to be called from
-// one goroutine (the engine's reader); Commit, Partitions, Schema and
-// DeadLetters may be called from any goroutine.
+// one goroutine (the engine's reader); Commit, Partitions, Assigned,
+// Schema and DeadLetters may be called from any goroutine.
 type Source struct {
 	cfg     Config
 	values  *arrow.Schema // the schema of the JSON values (Config.Schema or inferred)
@@ -59,6 +59,9 @@ type Source struct {
 	ctx    context.Context // the source's lifetime
 	cancel context.CancelFunc
 	events chan event
+
+	// assignedNow is the sorted partitions of parts, for Assigned.
+	assignedNow atomic.Pointer[[]int]
 
 	// Reader-side state, owned by the goroutine calling Read.
 	parts    map[int]*part // partitions being read
@@ -436,6 +439,13 @@ func (s *Source) startPart(p int, from int64) {
 		}
 	}
 	s.parts[p] = &part{id: p, f: s.startFetcher(p, from, end)}
+	s.publishAssigned()
+}
+
+// publishAssigned makes the partitions being read what Assigned returns.
+func (s *Source) publishAssigned() {
+	a := slices.Sorted(maps.Keys(s.parts))
+	s.assignedNow.Store(&a)
 }
 
 func (s *Source) startAll() {
@@ -451,6 +461,7 @@ func (s *Source) stopAll() {
 		}
 		delete(s.parts, p)
 	}
+	s.publishAssigned()
 }
 
 // runGroup follows the group's generations, telling Read about each.
@@ -594,9 +605,13 @@ func (s *Source) PartitionID(rec arrow.RecordBatch) int {
 
 // Assigned returns the partitions being read, ascending: all of them
 // without a group; with one, those the group assigned to this member in
-// the generation Read last saw (none during a rebalance).
+// the generation Read last saw (none during a rebalance). It may be
+// called from any goroutine.
 func (s *Source) Assigned() []int {
-	return slices.Sorted(maps.Keys(s.parts))
+	if a := s.assignedNow.Load(); a != nil {
+		return slices.Clone(*a)
+	}
+	return nil
 }
 
 // DeadLetters returns how many messages could not be decoded so far.
