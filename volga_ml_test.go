@@ -167,7 +167,7 @@ func docFuncs() map[string]docFunc {
 		"top":                   {"list<type of x>", "NULL values are skipped; an empty list (never NULL) when there are none", testutil.Agg{Func: "top", Arg: "amount", Param: int64(2)}},
 		"topn_frequency":        {"list<struct<value: type of x, count: int64>>", "NULL values are skipped; an empty list (never NULL) when there are none", testutil.Agg{Func: "topn_frequency", Arg: "category", Param: int64(2)}},
 		"top1_ratio":            {"float64", "NULL values are skipped; 0 (not NULL) when there are none", testutil.Agg{Func: "top1_ratio", Arg: "category"}},
-		"ew_avg":                {"float64", "NULL values are skipped (they take no weight); NULL when there are none", testutil.Agg{Func: "ew_avg", Arg: "price", Param: 0.5}},
+		"ew_avg":                {"float64", "NULL and NaN values are skipped (they take no weight); NULL when there are none", testutil.Agg{Func: "ew_avg", Arg: "price", Param: 0.5}},
 		"drawdown":              {"float64", "NULL and negative values are skipped; 0 for one value; NULL when there are none", testutil.Agg{Func: "drawdown", Arg: "amount"}},
 		"approx_percentile":     {"float64", "NULL values are skipped; NULL when there are none", testutil.Agg{Func: "approx_percentile", Arg: "price", Param: 0.5}},
 		"approx_count_distinct": {"int64", "NULL is not a value; 0 for an empty frame", testutil.Agg{Func: "approx_count_distinct", Arg: "category"}},

@@ -11,7 +11,7 @@ import (
 var _ = register(&Def{
 	Name:      "ew_avg",
 	Signature: "ew_avg(x integer|float, alpha float constant in (0, 1])",
-	Doc:       "Exponentially weighted mean Σ w_i x_i / Σ w_i, w_i = (1-alpha)^i, i = 0 for the newest non-NULL value (pandas ewm adjust=True, ignore_na=True); NULL when there are none.",
+	Doc:       "Exponentially weighted mean Σ w_i x_i / Σ w_i, w_i = (1-alpha)^i, i = 0 for the newest value that is neither NULL nor NaN (pandas ewm adjust=True, ignore_na=True, which reads NaN as missing); NULL when there are none.",
 	MinArgs:   2, MaxArgs: 2,
 	Bind: func(d *Def, args []Arg) (Func, error) {
 		if _, err := numericArg(d, args[0]); err != nil {
@@ -67,9 +67,11 @@ type ewAvgState struct {
 func (s *ewAvgState) Add(r *Rows, a int64) {
 	c := &r.Cols[s.col]
 	if i := int(a - r.Base); !c.Null[i] {
-		s.s = s.s*s.decay + c.Float(i)
-		s.w = s.w*s.decay + 1
-		s.n++
+		if v := c.Float(i); v == v { // NaN is missing, as in pandas
+			s.s = s.s*s.decay + v
+			s.w = s.w*s.decay + 1
+			s.n++
+		}
 	}
 }
 
@@ -162,7 +164,9 @@ func (f *ewAvgFunc) leaf(r *Rows, a int64) ewNode {
 	r = r.At(a)
 	c := &r.Cols[f.col]
 	if i := int(a - r.Base); !c.Null[i] {
-		return ewNode{n: 1, s: c.Float(i), w: 1}
+		if v := c.Float(i); v == v { // NaN is missing, as in pandas
+			return ewNode{n: 1, s: v, w: 1}
+		}
 	}
 	return ewNode{}
 }

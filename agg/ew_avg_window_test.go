@@ -153,3 +153,55 @@ func canonRange(re RangeEvaluator, st State, r *Rows, lo, hi, ex int64) (float64
 	}
 	return x.s / x.w, x.n > 0
 }
+
+// TestEwAvgSkipsNaN: ew_avg reads NaN as missing, as pandas' ewm does
+// (SPEC names pandas ewm(ignore_na=True) as its definition): over 1,
+// NaN, 3 with alpha 0.5 it is (3 + 0.5*1) / (1 + 0.5) = 7/3 by the state,
+// the window and EvalRange alike, and over NaN alone it is NULL. NaN made
+// every frame holding one NaN.
+func TestEwAvgSkipsNaN(t *testing.T) {
+	nan := math.NaN()
+	fn, err := Bind("ew_avg", []Arg{{Type: arrow.PrimitiveTypes.Float64, Col: 0}, constArg(0.5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := nullableFloatRows(1.0, nan, 3.0, nan)
+	b := r.Base
+	for _, tc := range []struct {
+		lo, hi int64
+		want   any // float64, or nil for NULL
+	}{
+		{b, b + 3, 7.0 / 3},
+		{b, b + 4, 7.0 / 3},
+		{b + 1, b + 2, nil},
+		{b + 3, b + 4, nil},
+		{b + 1, b + 4, 3.0},
+	} {
+		var rows []int64
+		for a := tc.lo; a < tc.hi; a++ {
+			rows = append(rows, a)
+		}
+		st := stateOf(fn, r, rows)
+		bld := array.NewFloat64Builder(memory.DefaultAllocator)
+		st.AppendResult(bld)
+		fn.NewWindow().Eval(r, []int64{tc.lo}, []int64{tc.hi}, nil, bld)
+		re := fn.NewState()
+		fn.(RangeEvaluator).EvalRange(re, r, tc.lo, tc.hi, nil)
+		re.AppendResult(bld)
+		got := bld.NewFloat64Array()
+		for i, what := range []string{"state", "window", "EvalRange"} {
+			switch want := tc.want.(type) {
+			case nil:
+				if !got.IsNull(i) {
+					t.Errorf("[%d, %d) by the %s: %v, want NULL", tc.lo-b, tc.hi-b, what, got.Value(i))
+				}
+			case float64:
+				if got.IsNull(i) || math.Abs(got.Value(i)-want) > 1e-12 {
+					t.Errorf("[%d, %d) by the %s: %v (null %v), want %v", tc.lo-b, tc.hi-b, what, got.Value(i), got.IsNull(i), want)
+				}
+			}
+		}
+		got.Release()
+		bld.Release()
+	}
+}

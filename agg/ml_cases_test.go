@@ -130,7 +130,7 @@ func oracleCate(base func(r *Rows, rows []int64) any, x, g, cond int) func(r *Ro
 
 func oracleEwAvg(c int, alpha float64) func(r *Rows, rows []int64) any {
 	return func(r *Rows, rows []int64) any {
-		vals := floats(nonNull(r, c, rows))
+		vals := slices.DeleteFunc(floats(nonNull(r, c, rows)), math.IsNaN)
 		if len(vals) == 0 {
 			return nil
 		}

@@ -156,7 +156,8 @@ func mlAggregate(t *Table, a Agg, rows []int) (v any, ok bool) {
 	case "approx_count_distinct":
 		return int64(len(frequencies(vals))), true
 	case "ew_avg":
-		return ewAvg(toFloats(vals), a.Param.(float64)), true
+		xs := slices.DeleteFunc(toFloats(vals), math.IsNaN) // NaN is missing, as in pandas
+		return ewAvg(xs, a.Param.(float64)), true
 	case "drawdown":
 		return drawdown(toFloats(vals)), true
 	case "approx_percentile":
