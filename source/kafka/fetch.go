@@ -79,9 +79,21 @@ func (s *Source) fetchPartition(ctx context.Context, p int, from, end int64, emi
 			continue
 		}
 		failures = 0
-		next, more, err := s.consumeFetch(p, part, offset, end, emit)
+		next, more, batches, err := s.consumeFetch(p, part, offset, end, emit)
 		if err != nil {
 			return fmt.Errorf("reading the records at offset %d: %w", offset, err)
+		}
+		if more && next == offset && batches > 0 {
+			// Batches, but nothing at or after offset: a batch compaction
+			// emptied at the end of the partition, whose last offset the
+			// protocol layer does not tell. The broker answers at once
+			// with it until newer messages come: ask again after a pause,
+			// not in a busy loop.
+			select {
+			case <-time.After(fetchMaxWait):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
 		offset = next
 		if !more {
@@ -132,17 +144,18 @@ func (s *Source) fetchOnce(ctx context.Context, p int, offset int64) (*fetchapi.
 }
 
 // consumeFetch emits the data messages of a fetch response from offset on,
-// and returns the offset to fetch next and whether to go on (false: end
-// reached or emit refused).
-func (s *Source) consumeFetch(p int, part *fetchapi.ResponsePartition, offset, end int64, emit func(kafkago.Message) bool) (int64, bool, error) {
+// and returns the offset to fetch next, whether to go on (false: end
+// reached or emit refused) and how many record batches the response held.
+func (s *Source) consumeFetch(p int, part *fetchapi.ResponsePartition, offset, end int64, emit func(kafkago.Message) bool) (next int64, more bool, nbatches int, err error) {
 	records := part.RecordSet.Records
 	if records == nil {
-		return offset, true, nil
+		return offset, true, 0, nil
 	}
 	batches := []protocol.RecordReader{records}
 	if st, ok := records.(*protocol.RecordStream); ok {
 		batches = st.Records
 	}
+	nbatches = len(batches)
 	// The transactions aborted in this response's range, by first offset;
 	// a producer's data batches are skipped from its aborted transaction's
 	// first offset to the abort marker.
@@ -166,13 +179,13 @@ func (s *Source) consumeFetch(p int, part *fetchapi.ResponsePartition, offset, e
 					break
 				}
 				if err != nil {
-					return offset, false, err
+					return offset, false, nbatches, err
 				}
 				if cr.Offset < offset {
 					continue
 				}
 				if end >= 0 && cr.Offset >= end {
-					return offset, false, nil
+					return offset, false, nbatches, nil
 				}
 				if cr.Type == controlAbort {
 					delete(aborting, b.ProducerID)
@@ -191,12 +204,12 @@ func (s *Source) consumeFetch(p int, part *fetchapi.ResponsePartition, offset, e
 					break
 				}
 				if err != nil {
-					return offset, false, err
+					return offset, false, nbatches, err
 				}
 				if rec.Offset < offset || skip || (end >= 0 && rec.Offset >= end) {
 					closeRecord(rec)
 					if end >= 0 && rec.Offset >= end {
-						return offset, false, nil
+						return offset, false, nbatches, nil
 					}
 					if rec.Offset >= offset {
 						offset = rec.Offset + 1
@@ -205,16 +218,16 @@ func (s *Source) consumeFetch(p int, part *fetchapi.ResponsePartition, offset, e
 				}
 				m, err := message(s.cfg.Topic, p, rec)
 				if err != nil {
-					return offset, false, err
+					return offset, false, nbatches, err
 				}
 				offset = rec.Offset + 1
 				if !emit(m) {
-					return offset, false, nil
+					return offset, false, nbatches, nil
 				}
 			}
 		}
 	}
-	return offset, true, nil
+	return offset, true, nbatches, nil
 }
 
 // message copies a fetched record into a kafka-go message.
