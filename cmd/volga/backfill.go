@@ -72,7 +72,7 @@ func parseBackfillArgs(args []string) (*backfillConfig, error) {
 			return nil, usagef("backfill: --format must be csv or jsonl, got %q", cfg.format)
 		}
 	}
-	if err := checkSinkPath(cfg.sinkPath); err != nil {
+	if err := checkSinkPath("backfill", "sink", cfg.sinkPath); err != nil {
 		return nil, err
 	}
 	return cfg, nil

@@ -114,6 +114,13 @@ func parseGroupArgs(args []string) (*groupConfig, error) {
 	case cfg.maxBody < 1:
 		return nil, usagef("group: --max-body must be at least 1, got %d", cfg.maxBody)
 	}
+	// Refuse an extension no sink takes now rather than when the group
+	// assigns the first partition.
+	for _, f := range []struct{ name, path string }{{"sink", cfg.sink}, {"late-sink", cfg.lateSink}} {
+		if err := checkSinkPath("group", f.name, f.path); err != nil {
+			return nil, err
+		}
+	}
 	if err := cfg.wm.check("group", fs); err != nil {
 		return nil, err
 	}

@@ -373,10 +373,14 @@ func parseRunArgs(args []string) (*runConfig, error) {
 			return nil, usagef("run: --format must be csv or jsonl, got %q", cfg.format)
 		}
 	}
-	for _, p := range []string{cfg.sinkPath, cfg.lateSink} {
-		if err := checkSinkPath(p); err != nil {
-			return nil, err
-		}
+	if err := checkSinkPath("run", "sink", cfg.sinkPath); err != nil {
+		return nil, err
+	}
+	if err := checkSinkPath("run", "late-sink", cfg.lateSink); err != nil {
+		return nil, err
+	}
+	if cfg.lateSink == "-" && cfg.sinkPath == "-" {
+		return nil, usagef("run: --late-sink - and the output would both go to standard output; give --sink or --late-sink a file")
 	}
 	if err := cfg.state.check("run", fs); err != nil {
 		return nil, err
@@ -385,8 +389,9 @@ func parseRunArgs(args []string) (*runConfig, error) {
 }
 
 // checkSinkPath rejects an output path whose format cannot be told from
-// its extension before anything runs.
-func checkSinkPath(p string) error {
+// its extension before anything runs; cmd and flag (without dashes) name
+// the command and the flag in the message.
+func checkSinkPath(cmd, flag, p string) error {
 	if p == "" || p == "-" || isKafka(p) {
 		return nil
 	}
@@ -397,7 +402,7 @@ func checkSinkPath(p string) error {
 	case ".csv", ".jsonl", ".ndjson", ".parquet":
 		return nil
 	}
-	return usagef("run: cannot tell the output format of %q from its extension: use .csv, .jsonl, .ndjson or .parquet, a directory ending in / for Parquet files per checkpoint, or a kafka:// URL", p)
+	return usagef("%s: --%s %s: cannot tell the output format from its extension: use .csv, .jsonl, .ndjson or .parquet, a directory ending in / for Parquet files per checkpoint, or a kafka:// URL", cmd, flag, p)
 }
 
 func runMain(ctx context.Context, e *env, args []string) int {

@@ -344,7 +344,7 @@ func TestBackfillErrors(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"backfill", "--sql", "q.sql", "--source", "tx=tx.csv"}, exitUsage, "missing --spine PATH"},
-		{[]string{"backfill", "--sql", "q.sql", "--source", "tx=tx.csv", "--spine", "spine.csv", "--sink", "out.txt"}, exitUsage, "cannot tell the output format"},
+		{[]string{"backfill", "--sql", "q.sql", "--source", "tx=tx.csv", "--spine", "spine.csv", "--sink", "out.txt"}, exitUsage, "volga: backfill: --sink out.txt: cannot tell the output format"},
 		{[]string{"backfill", "--sql", "bad.sql", "--source", "tx=tx.csv", "--spine", "spine.csv", "--sink", "out.csv"}, exitFailure, "bad.sql:1:"},
 		{[]string{"backfill", "--sql", "q.sql", "--source", "tx=tx.csv", "--spine", "badspine.csv"}, exitFailure, `spine column "user_id" has type int64`},
 	} {

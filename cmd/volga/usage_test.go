@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSinkPathErrors: an output path whose format the extension does not
+// tell is a usage error naming the command, the flag and the path, for
+// every command and flag that writes a file; group refuses it before it
+// joins the group, not when a partition starts.
+func TestSinkPathErrors(t *testing.T) {
+	dir := files(t, "q.sql", spendSQL, "tx.csv", txCSV, "spine.csv", spineCSV)
+	kafka := "tx=kafka://127.0.0.1:1/tx?group=g&time_field=ts"
+	const use = "cannot tell the output format from its extension: use .csv, .jsonl, .ndjson or .parquet, a directory ending in / for Parquet files per checkpoint, or a kafka:// URL"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--sink", "out.txt"},
+			"volga: run: --sink out.txt: " + use},
+		{[]string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--mode", "stream", "--late-sink", "late.txt"},
+			"volga: run: --late-sink late.txt: " + use},
+		{[]string{"backfill", "--sql", "q.sql", "--source", "tx=tx.csv", "--spine", "spine.csv", "--sink", "out.txt"},
+			"volga: backfill: --sink out.txt: " + use},
+		{[]string{"group", "--sql", "q.sql", "--source", kafka, "--checkpoints", "ck", "--sink", "out-{partition}.txt"},
+			"volga: group: --sink out-{partition}.txt: " + use},
+		{[]string{"group", "--sql", "q.sql", "--source", kafka, "--checkpoints", "ck", "--sink", "out-{partition}.csv", "--late-sink", "late-{partition}.txt"},
+			"volga: group: --late-sink late-{partition}.txt: " + use},
+	} {
+		code, stdout, stderr := cli(t, context.Background(), dir, "", tc.args...)
+		if code != exitUsage || stdout != "" || stderr != tc.want+"\n" {
+			t.Errorf("volga %s: exit %d, stdout %q, stderr:\n %q\nwant exit %d and\n %q", strings.Join(tc.args, " "), code, stdout, stderr, exitUsage, tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ck")); err == nil {
+		t.Error("group created its checkpoint directory before refusing its command line")
+	}
+}
+
+// TestRunLateSinkStdoutTwice: late rows and output rows both to standard
+// output would interleave two CSV tables; refused as a usage error.
+func TestRunLateSinkStdoutTwice(t *testing.T) {
+	late := "user_id,ts,amount\nu1,2024-01-01T00:00:00Z,10\nu1,2024-01-01T01:00:00Z,5\nu1,2024-01-01T00:10:00Z,20\n"
+	dir := files(t, "q.sql", spendSQL, "tx.csv", late)
+	code, stdout, stderr := cli(t, context.Background(), dir, "", "run", "--sql", "q.sql", "--source", "tx=tx.csv", "--mode", "stream", "--batch-size", "1", "--late-sink", "-")
+	want := "volga: run: --late-sink - and the output would both go to standard output; give --sink or --late-sink a file\n"
+	if code != exitUsage || stdout != "" || stderr != want {
+		t.Errorf("exit %d, stdout %q, stderr %q; want %d, nothing, %q", code, stdout, stderr, exitUsage, want)
+	}
+	// With the output in a file, late rows may go to standard output.
+	code, stdout, _ = cli(t, context.Background(), dir, "", "run", "--sql", "q.sql", "--source", "tx=tx.csv", "--mode", "stream", "--batch-size", "1", "--sink", "out.csv", "--late-sink", "-")
+	if want := "user_id,ts,amount\nu1,2024-01-01T00:10:00Z,20\n"; code != exitOK || stdout != want {
+		t.Errorf("--sink out.csv --late-sink -: exit %d, stdout %q; want 0 and %q", code, stdout, want)
+	}
+}
