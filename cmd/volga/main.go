@@ -102,10 +102,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitUsage
 	}
 	name := args[0]
-	switch name {
-	case "-h", "-help", "--help":
+	switch {
+	case isHelpFlag(name):
 		name = "help"
-	case "-version", "--version":
+	case name == "-version" || name == "--version":
 		name = "version"
 	}
 	c := lookup(name)
@@ -126,7 +126,20 @@ var helpCommand = &command{
 // include helpCommand itself, so it cannot be set in the literal.
 func init() { helpCommand.run = runHelp }
 
+// isHelpFlag reports whether arg asks for help, as -h and --help do after
+// any command.
+func isHelpFlag(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help":
+		return true
+	}
+	return false
+}
+
 func runHelp(_ context.Context, e *env, args []string) int {
+	if len(args) == 1 && isHelpFlag(args[0]) {
+		args = []string{"help"}
+	}
 	switch len(args) {
 	case 0:
 		printUsage(e.stdout)
@@ -177,6 +190,10 @@ var versionCommand = &command{
 	summary: "print the version of volga and of Go it was built with",
 	usage:   "version",
 	run: func(_ context.Context, e *env, args []string) int {
+		if len(args) == 1 && isHelpFlag(args[0]) {
+			fmt.Fprint(e.stdout, "usage: volga version\n\nPrint the version of volga and of Go it was built with.\n")
+			return exitOK
+		}
 		if len(args) > 0 {
 			e.errorf("version takes no arguments")
 			return exitUsage

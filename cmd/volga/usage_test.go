@@ -57,3 +57,20 @@ func TestRunLateSinkStdoutTwice(t *testing.T) {
 		t.Errorf("--sink out.csv --late-sink -: exit %d, stdout %q; want 0 and %q", code, stdout, want)
 	}
 }
+
+// TestHelpFlagOnEveryCommand: --help and -h after any command print its
+// usage with exit status 0, help and version included.
+func TestHelpFlagOnEveryCommand(t *testing.T) {
+	for _, c := range commands() {
+		_, want, _ := cli(t, context.Background(), t.TempDir(), "", "help", c.name)
+		if !strings.HasPrefix(want, "usage: volga "+c.name) {
+			t.Fatalf("volga help %s: %q", c.name, want)
+		}
+		for _, flag := range []string{"--help", "-h"} {
+			code, stdout, stderr := cli(t, context.Background(), t.TempDir(), "", c.name, flag)
+			if code != exitOK || stderr != "" || stdout != want {
+				t.Errorf("volga %s %s: exit %d, stderr %q, stdout:\n%s\nwant exit 0 and what volga help %s prints:\n%s", c.name, flag, code, stderr, stdout, c.name, want)
+			}
+		}
+	}
+}
