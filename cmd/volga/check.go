@@ -36,8 +36,8 @@ func newCheckFlags(cfg *checkConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.sqlFile, "sql", "", "`FILE` holding the query that served the lookups")
 	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to the events the lookups saw")
 	fs.StringVar(&cfg.log, "log", "", "`PATH` of the logged lookups: responses of volga serve, one JSON object per line (- reads standard input)")
-	fs.Float64Var(&cfg.tolerance, "tolerance", 1e-9, "largest relative difference between two numbers that still `X` matches")
-	fs.IntVar(&cfg.examples, "examples", 10, "how many differences to list (`N`)")
+	fs.Float64Var(&cfg.tolerance, "tolerance", 1e-9, "largest relative difference `X` between two numbers that still match")
+	fs.IntVar(&cfg.examples, "examples", 10, "how many differences to list (`N`; 0: only the counts)")
 	cfg.timeOrder.registerUsage(fs, "CSV or JSON-lines events: promise that each row is at most `DURATION` behind the newest event time before it (0s: sorted), so that the events are read side by side with the logged lookups and let go as they are, in memory bounded by the windows; a row later than that stops the check (Parquet events need no promise)")
 	return fs
 }
@@ -130,5 +130,9 @@ func check(ctx context.Context, e *env, cfg *checkConfig) (*request.Report, erro
 	if tol == 0 {
 		tol = 1e-300 // CheckOptions treats 0 as the default
 	}
-	return request.Check(served, recomputed, request.CheckOptions{RelTolerance: tol, MaxExamples: max(cfg.examples, 1)}), nil
+	// CheckOptions treats 0 examples as the default too: ask for one and
+	// drop it.
+	rep := request.Check(served, recomputed, request.CheckOptions{RelTolerance: tol, MaxExamples: max(cfg.examples, 1)})
+	rep.Examples = rep.Examples[:min(cfg.examples, len(rep.Examples))]
+	return rep, nil
 }

@@ -74,3 +74,29 @@ func TestHelpFlagOnEveryCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckExamplesZero: --examples 0 lists no difference, only the
+// counts (CheckOptions reads 0 as its default of 10).
+func TestCheckExamplesZero(t *testing.T) {
+	served := `{"key":{"user_id":"u1"},"at":"2024-01-01T02:00:00Z","watermark":"+inf","features":{"spend_1h":4.6,"n_1h":2,"max_1h":3}}` + "\n"
+	dir := files(t, "q.sql", spendSQL, "tx.csv", txCSV, "log.jsonl", served)
+	want := `INCONSISTENT: 1 lookup checked; feature values: 2 matched, 1 mismatched, 0 missing, 0 extra
+largest relative difference: 0.0217 (spend_1h, key {"user_id":"u1"} at 2024-01-01T02:00:00Z: served 4.6, recomputed 4.5)
+first 0 of 1 differences:
+`
+	code, stdout, stderr := cli(t, context.Background(), dir, "", "check", "--sql", "q.sql", "--source", "tx=tx.csv", "--log", "log.jsonl", "--examples", "0")
+	if code != exitFailure || stderr != "" || stdout != want {
+		t.Errorf("exit %d, stderr %q, stdout:\n%s\nwant exit 1 and:\n%s", code, stderr, stdout, want)
+	}
+
+	// The help says what 0 does, and what X is.
+	_, help, _ := cli(t, context.Background(), dir, "", "help", "check")
+	for _, line := range []string{
+		"  -examples N\n    \thow many differences to list (N; 0: only the counts) (default 10)\n",
+		"  -tolerance X\n    \tlargest relative difference X between two numbers that still match (default 1e-09)\n",
+	} {
+		if !strings.Contains(help, line) {
+			t.Errorf("volga help check lacks %q:\n%s", line, help)
+		}
+	}
+}
