@@ -11,7 +11,7 @@ import (
 	"github.com/volga-go/volga/source"
 )
 
-const backfillSynopsis = "backfill --sql FILE --source NAME=PATH --spine PATH [--sink PATH] [--strict] [--time-order DURATION] [--parallelism N]"
+const backfillSynopsis = "backfill --sql FILE --source NAME=PATH --spine PATH [--sink PATH | --format csv|jsonl] [--strict] [--time-order DURATION] [--parallelism N]"
 
 var backfillCommand = &command{
 	name:    "backfill",

@@ -118,7 +118,7 @@
 //
 // # volga serve
 //
-//	volga serve --sql FILE --source NAME=PATH --listen ADDR [--mode batch|stream]
+//	volga serve --sql FILE --source NAME=PATH [--listen ADDR] [--mode batch|stream]
 //	            [--time-order DURATION] [--max-out-of-order DURATION]
 //	            [--watermark-interval DURATION [--watermark-max-rows N]]
 //	            [--idle-timeout DURATION] [--parallelism N] [--max-body BYTES]
@@ -126,7 +126,7 @@
 //	            [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS]
 //
 // Ingests the bound file to its end, logs "volga: ingested N rows, serving
-// on ADDR" on standard error, then serves POST /v1/features, GET /healthz
+// on ADDR" (--listen, default localhost:8080) on standard error, then serves POST /v1/features, GET /healthz
 // (package request documents the JSON), GET /readyz and GET /metrics. It
 // listens from the start: while it ingests, /healthz and /metrics answer,
 // and lookups and /readyz answer 503 until the file is read. A Kafka topic
@@ -171,8 +171,8 @@
 //
 // # volga backfill
 //
-//	volga backfill --sql FILE --source NAME=PATH --spine PATH [--sink PATH] [--strict]
-//	               [--time-order DURATION] [--parallelism N]
+//	volga backfill --sql FILE --source NAME=PATH --spine PATH [--sink PATH | --format csv|jsonl]
+//	               [--strict] [--time-order DURATION] [--parallelism N]
 //
 // For each row of the spine file (the query's key columns and time column,
 // plus labels), the features as of that row's time: one output row per
@@ -201,7 +201,9 @@
 // interrupted by SIGINT or SIGTERM: a batch run is cancelled, a stream run
 // or a run with --checkpoints stops gracefully (every row read emitted, a
 // final checkpoint taken) and says so, but its input was not read to its
-// end. serve and group, which run until stopped, exit 0 on those signals.
+// end. serve and group, which run until stopped, exit 0 on those signals
+// (serve stopped while it still ingests a file exits 130 too: it never
+// served).
 // Errors are one line on standard error starting with "volga: ";
 // query errors keep their line and column in the query file.
 package main

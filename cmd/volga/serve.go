@@ -21,7 +21,7 @@ import (
 	"github.com/volga-go/volga/request"
 )
 
-const serveSynopsis = "serve --sql FILE --source NAME=PATH --listen ADDR [--mode batch|stream] [--time-order DURATION] [--max-out-of-order DURATION] [--watermark-interval DURATION [--watermark-max-rows N]] [--idle-timeout DURATION] [--parallelism N] [--lookup-retention DURATION] [--max-body BYTES] [--checkpoints URL [--checkpoint-interval DURATION]] [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS] [--log-level LEVEL]"
+const serveSynopsis = "serve --sql FILE --source NAME=PATH [--listen ADDR] [--mode batch|stream] [--time-order DURATION] [--max-out-of-order DURATION] [--watermark-interval DURATION [--watermark-max-rows N]] [--idle-timeout DURATION] [--parallelism N] [--lookup-retention DURATION] [--max-body BYTES] [--checkpoints URL [--checkpoint-interval DURATION]] [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS] [--log-level LEVEL]"
 
 var serveCommand = &command{
 	name:    "serve",

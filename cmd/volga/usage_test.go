@@ -100,3 +100,16 @@ first 0 of 1 differences:
 		}
 	}
 }
+
+// TestServeInterruptedWhileIngesting: serve stopped by a signal before
+// its file is read never served: exit 130, as doc.go says, not the 0 of a
+// server stopped.
+func TestServeInterruptedWhileIngesting(t *testing.T) {
+	dir := files(t, "q.sql", spendSQL, "tx.csv", txCSV)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	code, stdout, stderr := cli(t, ctx, dir, "", "serve", "--sql", "q.sql", "--source", "tx=tx.csv", "--listen", "127.0.0.1:0")
+	if !strings.HasSuffix(stderr, "\nvolga: interrupted\n") || code != exitInterrupted || stdout != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want %d and \"volga: interrupted\" last", code, stdout, stderr, exitInterrupted)
+	}
+}
