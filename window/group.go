@@ -39,7 +39,10 @@ type GroupConfig struct {
 	TimeType arrow.DataType
 	// AllowedLateness applies late rows to windows that have not been
 	// emitted yet when they are no more than this far (ms) behind the
-	// watermark.
+	// watermark. Rows then enter their windows (all but those emitted
+	// at once) only that far behind the watermark, so that a window sees
+	// its rows in (event time, arrival) order whatever order they came
+	// in, as first_value, last_value, ew_avg and drawdown need.
 	AllowedLateness int64
 	// Mem allocates output arrays; nil means the Go allocator.
 	Mem memory.Allocator
@@ -484,13 +487,23 @@ func (g *GroupOperator) pushRows(rec arrow.RecordBatch, sel []int32) (out []arro
 			hb.left++
 			continue
 		}
-		// Late: applied at once to the windows not yet emitted when
-		// within the allowed lateness.
-		if g.cfg.AllowedLateness <= 0 || t <= g.wm-g.cfg.AllowedLateness || !g.add(&rows, ids[j], t, seq[i], j, true) {
+		// Late: applied to the windows not yet emitted when within the
+		// allowed lateness. It waits with the others (the rows of the
+		// windows it joins up to lateness behind the watermark do too,
+		// see advance), so that those windows see it in its place in
+		// time; input clustered by key has no such wait: its rows go in
+		// at once.
+		if g.cfg.AllowedLateness <= 0 || t <= g.wm-g.cfg.AllowedLateness || !g.openWindowOf(t) {
 			lateRows = append(lateRows, int32(i))
 			continue
 		}
 		g.stats.LateApplied++
+		if g.cfg.Clustered {
+			g.add(&rows, ids[j], t, seq[i], j, g.wm, End)
+			continue
+		}
+		g.pend = append(g.pend, groupPend{ts: t, seq: seq[i], key: ids[j], batch: id, row: int32(j)})
+		hb.left++
 	}
 	if hb.left > 0 {
 		g.held[id] = hb
@@ -504,23 +517,26 @@ func (g *GroupOperator) pushRows(rec arrow.RecordBatch, sel []int32) (out []arro
 	return nil, late, nil
 }
 
+// openWindowOf reports whether a window containing t is not emitted yet
+// (ends after the watermark).
+func (g *GroupOperator) openWindowOf(t int64) bool {
+	return floorDiv(t, g.cfg.SlideMs)*g.cfg.SlideMs+g.cfg.SizeMs-1 > g.wm
+}
+
 // add puts row i of rows (key id, time t, sequence seq) into every window
-// containing t (late: only those not emitted yet). It reports whether the
-// row went into any window.
-func (g *GroupOperator) add(rows *agg.Rows, id int32, t, seq int64, i int, late bool) bool {
-	applied := false
+// containing t whose last millisecond is in (lo, hi]: lo the watermark
+// its windows up to were emitted at.
+func (g *GroupOperator) add(rows *agg.Rows, id int32, t, seq int64, i int, lo, hi int64) {
 	g.windowsOf(t, func(start int64) {
-		if late && start+g.cfg.SizeMs-1 <= g.wm {
-			return // that window was emitted already
+		if last := start + g.cfg.SizeMs - 1; last <= lo || last > hi {
+			return // emitted already, or not this time
 		}
-		applied = true
 		w := g.win(id, start, seq)
 		w.minSeq = min(w.minSeq, seq)
 		for _, st := range w.states {
 			st.Add(rows, int64(i))
 		}
 	})
-	return applied
 }
 
 // FinishBefore tells an operator configured Clustered that every row
@@ -561,8 +577,21 @@ func (g *GroupOperator) advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 		return nil, nil
 	}
 	wm = max(wm, g.wm)
+	old := g.wm
 	g.wm = wm
 	finBelow := g.finBelow
+	// Rows go into their windows once no row before them can still come:
+	// at the watermark, or with allowed lateness (a late row may then
+	// come up to that far behind it) at the watermark less the lateness;
+	// the windows emitted now get their rows behind the watermark but
+	// not that far first (see lateRows).
+	horizon := wm
+	if d := g.cfg.AllowedLateness; d > 0 && !g.cfg.Clustered {
+		horizon = None
+		if wm > None+d {
+			horizon = wm - d
+		}
+	}
 	if fin {
 		g.finDone = finBelow
 	}
@@ -572,7 +601,7 @@ func (g *GroupOperator) advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 	rel := g.rel[:0]
 	keep := g.pend[:0]
 	for _, p := range g.pend {
-		if p.ts <= wm || fin && p.seq < finBelow {
+		if p.ts <= horizon || fin && p.seq < finBelow {
 			rel = append(rel, p)
 		} else {
 			keep = append(keep, p)
@@ -624,12 +653,15 @@ func (g *GroupOperator) advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 			g.warmWin(&ahead, rel[i+groupAhead])
 		}
 		hb := g.held[p.batch]
-		g.add(&hb.rows, p.key, p.ts, p.seq, int(p.row), false)
+		g.add(&hb.rows, p.key, p.ts, p.seq, int(p.row), old, End)
 		if hb.left--; hb.left == 0 {
 			delete(g.held, p.batch)
 		}
 	}
 	g.rel = rel[:0]
+	if horizon < wm {
+		g.lateRows(old, wm)
+	}
 	fire := g.fire[:0]
 	defer func() {
 		clear(fire) // the windows go to spare or away
@@ -761,6 +793,29 @@ func (g *GroupOperator) advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 	}
 	g.stats.RowsOut += int64(len(fire))
 	return []arrow.RecordBatch{rec}, nil
+}
+
+// lateRows puts the rows waiting with times up to wm (behind the
+// watermark, but by less than the allowed lateness) into their windows
+// emitted now: those ending in (old, wm]. They stay waiting for the
+// others, which a late row may still come before.
+func (g *GroupOperator) lateRows(old, wm int64) {
+	rel := g.rel[:0]
+	for _, p := range g.pend {
+		if p.ts <= wm {
+			rel = append(rel, p)
+		}
+	}
+	slices.SortFunc(rel, func(a, b groupPend) int {
+		if a.ts != b.ts {
+			return cmpInt(a.ts, b.ts)
+		}
+		return cmpInt(a.seq, b.seq)
+	})
+	for _, p := range rel {
+		g.add(&g.held[p.batch].rows, p.key, p.ts, p.seq, int(p.row), old, wm)
+	}
+	g.rel = rel[:0]
 }
 
 // dropLargeScratch lets go of advance's scratch (rel, fire, spans) grown
