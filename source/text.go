@@ -172,7 +172,13 @@ func (t *textSource) read(ctx context.Context) (rec arrow.RecordBatch, err error
 	for iter := 0; n < t.opts.batchSize && !t.done; iter++ {
 		if iter&1023 == 1023 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				if n == 0 {
+					return nil, err
+				}
+				// The rows consumed so far go out now: the position is
+				// past them, and a checkpoint taken after this Read
+				// must not skip them. The next Read reports ctx.Err().
+				break
 			}
 		}
 		ok, err := t.step()

@@ -2,13 +2,18 @@ package source_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/volga-go/volga/source"
 )
@@ -132,5 +137,122 @@ func TestTextTimeOrderColumn(t *testing.T) {
 			continue
 		}
 		s.Close()
+	}
+}
+
+// cancelAfter is a file that cancels a context once n bytes have been
+// read from it: a Read of the source cancelled in the middle of a batch.
+type cancelAfter struct {
+	f      *os.File
+	n      int64
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfter) Read(p []byte) (int, error) {
+	k, err := c.f.Read(p)
+	if c.n -= int64(k); c.n <= 0 {
+		c.cancel()
+	}
+	return k, err
+}
+
+func (c *cancelAfter) Seek(off int64, whence int) (int64, error) { return c.f.Seek(off, whence) }
+
+// TestTextReadCancelledKeepsPosition: a Read cancelled in the middle of
+// a batch (a pipeline stopped gracefully, which then takes a final
+// checkpoint of the source's position) returns the rows it consumed, or
+// none and ctx's error; either way Position is just past the rows Read
+// returned, so a source sought there reads the rest, every row once. It
+// returned ctx's error and dropped the up to 1023 rows a batch had
+// consumed, while Position was past them: a restored run skipped them.
+func TestTextReadCancelledKeepsPosition(t *testing.T) {
+	const rows = 20_000
+	var csvIn, jsonIn strings.Builder
+	csvIn.WriteString("id,v\n")
+	for i := range rows {
+		fmt.Fprintf(&csvIn, "%d,x%d\n", i, i)
+		fmt.Fprintf(&jsonIn, "{\"id\":%d,\"v\":\"x%d\"}\n", i, i)
+	}
+	for name, in := range map[string]string{"csv": csvIn.String(), "jsonl": jsonIn.String()} {
+		path := filepath.Join(t.TempDir(), "in."+name)
+		if err := os.WriteFile(path, []byte(in), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, cut := range []int64{30_000, 100_000, 200_000} {
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			r := &cancelAfter{f: f, n: cut, cancel: cancel}
+			open := func(r io.Reader) (interface {
+				source.Source
+				source.Seeker
+			}, error) {
+				if name == "csv" {
+					return source.NewCSVReader(r, source.WithBatchSize(4096))
+				}
+				return source.NewJSONLReader(r, source.WithBatchSize(4096))
+			}
+			src, err := open(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int64
+			for {
+				rec, err := src.Read(ctx)
+				if err != nil {
+					if !errors.Is(err, context.Canceled) {
+						t.Fatalf("%s, cut %d: %v", name, cut, err)
+					}
+					break
+				}
+				ids := rec.Column(0).(*array.Int64)
+				for i := range ids.Len() {
+					got = append(got, ids.Value(i))
+				}
+				rec.Release()
+			}
+			pos, err := src.Position()
+			if err != nil {
+				t.Fatal(err)
+			}
+			src.Close()
+			f.Close()
+			if len(got) == rows {
+				t.Fatalf("%s, cut %d: nothing was cancelled", name, cut)
+			}
+			again, err := source.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := again.(source.Seeker).Seek(pos); err != nil {
+				t.Fatal(err)
+			}
+			for {
+				rec, err := again.Read(context.Background())
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids := rec.Column(0).(*array.Int64)
+				for i := range ids.Len() {
+					got = append(got, ids.Value(i))
+				}
+				rec.Release()
+			}
+			again.Close()
+			if len(got) != rows {
+				t.Errorf("%s, cut %d: %d rows before and after the position, want %d", name, cut, len(got), rows)
+			}
+			for i, id := range got {
+				if id != int64(i) {
+					t.Errorf("%s, cut %d: row %d is id %d", name, cut, i, id)
+					break
+				}
+			}
+		}
 	}
 }
