@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,11 +38,11 @@ func isKafka(path string) bool { return strings.HasPrefix(path, kafkaScheme) }
 func kafkaURL(raw string) (brokers []string, topic string, q url.Values, err error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("bad Kafka URL %q: %v", raw, err)
+		return nil, "", nil, usagef("bad Kafka URL %q: %v", raw, err)
 	}
 	topic = strings.Trim(u.Path, "/")
 	if u.Host == "" || topic == "" || strings.Contains(topic, "/") {
-		return nil, "", nil, fmt.Errorf("bad Kafka URL %q: want kafka://HOST:PORT[,HOST:PORT...]/TOPIC[?params]", raw)
+		return nil, "", nil, usagef("bad Kafka URL %q: want kafka://HOST:PORT[,HOST:PORT...]/TOPIC[?params]", raw)
 	}
 	return strings.Split(u.Host, ","), topic, u.Query(), nil
 }
@@ -73,10 +75,10 @@ func kafkaSourceConfig(path string, bounded bool) (kafka.Config, error) {
 		return kafka.Config{}, err
 	}
 	cfg := kafka.Config{Brokers: brokers, Topic: topic, StopAtEnd: bounded, StartOffset: kafka.FirstOffset}
-	for key, vals := range q {
-		v := vals[len(vals)-1]
+	for _, key := range slices.Sorted(maps.Keys(q)) {
+		v := q[key][len(q[key])-1]
 		bad := func(what string) error {
-			return fmt.Errorf("Kafka URL %q: parameter %s=%q: %s", path, key, v, what)
+			return usagef("Kafka URL %q: parameter %s=%q: %s", path, key, v, what)
 		}
 		switch key {
 		case "group":
@@ -119,7 +121,7 @@ func kafkaSourceConfig(path string, bounded bool) (kafka.Config, error) {
 		case "dead_letter_topic":
 			cfg.DeadLetterTopic = v
 		default:
-			return kafka.Config{}, fmt.Errorf("Kafka URL %q: unknown parameter %q", path, key)
+			return kafka.Config{}, usagef("Kafka URL %q: unknown parameter %q", path, key)
 		}
 	}
 	return cfg, nil
@@ -136,15 +138,15 @@ func openOutput(path string) (sink.Sink, error) {
 		return nil, err
 	}
 	cfg := kafkasink.SinkConfig{Brokers: brokers, Topic: topic}
-	for key, vals := range q {
-		v := vals[len(vals)-1]
+	for _, key := range slices.Sorted(maps.Keys(q)) {
+		v := q[key][len(q[key])-1]
 		switch key {
 		case "key":
 			cfg.KeyColumns = strings.Split(v, ",")
 		case "id":
 			cfg.IDColumns = strings.Split(v, ",")
 		default:
-			return nil, fmt.Errorf("Kafka URL %q: unknown sink parameter %q", path, key)
+			return nil, usagef("Kafka URL %q: unknown sink parameter %q", path, key)
 		}
 	}
 	s, err := kafkasink.NewSink(cfg)
