@@ -71,7 +71,7 @@ func (cfg *stateConfig) check(cmd string, fs *flag.FlagSet) error {
 		}
 	}
 	if cfg.rowPages < 0 {
-		return usagef("%s: --row-pages must be positive, got %d", cmd, cfg.rowPages)
+		return usagef("%s: --row-pages must not be negative (0: no row paging), got %d", cmd, cfg.rowPages)
 	}
 	if cfg.stateDir != "" {
 		if cfg.checkpoints == "" && cfg.memoryBudget == 0 && cfg.rowPages == 0 {

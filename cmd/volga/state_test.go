@@ -127,7 +127,7 @@ func TestStateFlagErrors(t *testing.T) {
 			{[]string{"--memory-budget", "-1"}, `invalid value "-1" for flag -memory-budget: must not be negative (see 'volga help ` + cmd + `')`},
 			{[]string{"--memory-budget", "1M"}, `invalid value "1M" for flag -memory-budget: unknown unit "M": use B, kB, MB, GB, TB, KiB, MiB, GiB or TiB (see 'volga help ` + cmd + `')`},
 			{[]string{"--state-dir", "state"}, "--state-dir applies with --checkpoints, --memory-budget or --row-pages only"},
-			{[]string{"--row-pages", "-5"}, "--row-pages must be positive, got -5"},
+			{[]string{"--row-pages", "-5"}, "--row-pages must not be negative (0: no row paging), got -5"},
 			{[]string{"--state-dir", "full", "--memory-budget", "64MiB"}, "--state-dir full: is not empty and holds no state store; the run empties it, so name a new or empty directory"},
 			{[]string{"--state-dir", "tx.csv", "--checkpoints", "ckpt"}, "--state-dir tx.csv: not a directory"},
 		} {
