@@ -446,7 +446,11 @@ aggregates. The SELECT list may only hold GROUP BY keys, ` + "`window_start`" + 
 ` + "`window_end`" + ` and aggregates. NULL is a key of its own. Batch output is ordered
 by window start, then by the arrival of each window's first row; in
 streaming, rows arriving behind the watermark are late: dropped from every
-window, counted (` + "`Stats().LateDropped`" + `) and handed to the late sink.
+window, counted (` + "`Stats().LateDropped`" + `) and handed to the late sink. With
+` + "`WithAllowedLateness(d)`" + `, a late row no more than d behind the watermark with
+a window not yet emitted joins its windows not yet emitted, in event-time
+order, and counts in ` + "`Stats().LateApplied`" + ` (windows already emitted are not
+emitted again); other late rows are dropped as above.
 `)
 	for _, ex := range docGroupExamples {
 		query := docGroupSQL(ex.w, ex.aggs)
