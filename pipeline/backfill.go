@@ -31,6 +31,22 @@ const probeColName = "__volga_probe"
 //
 // It is one sort-merge pass: events and spine rows go through the window
 // operators together, the spine rows as probes that are never stored.
+// ErrSpine is matched (errors.Is) by Backfill's errors about the spine's
+// columns: a key or time column it lacks, a column of another type than
+// the events' column of that name, or a column named like a feature or
+// with a reserved name. The events and the query are not at fault.
+var ErrSpine = errors.New("volga: the spine does not fit the query")
+
+// spineError is an error about the spine's columns, matching ErrSpine.
+type spineError struct{ msg string }
+
+func (e *spineError) Error() string        { return e.msg }
+func (e *spineError) Is(target error) bool { return target == ErrSpine }
+
+func spineErrorf(format string, args ...any) error {
+	return &spineError{msg: fmt.Sprintf(format, args...)}
+}
+
 func Backfill(ctx context.Context, plan *Plan, events, spine source.Source, out sink.Sink, timeColumn string, strict bool, opt RunOptions) (err error) {
 	closeOut := true
 	defer func() {
@@ -52,7 +68,7 @@ func Backfill(ctx context.Context, plan *Plan, events, spine source.Source, out 
 	var spineOnly []arrow.Field
 	for _, f := range ss.Fields() {
 		if strings.HasPrefix(f.Name, "__volga_") {
-			return fmt.Errorf("volga: spine column %q: names starting with __volga_ are reserved", f.Name)
+			return spineErrorf("volga: spine column %q: names starting with __volga_ are reserved", f.Name)
 		}
 		idx := fieldIndexFold(es, f.Name)
 		if idx < 0 {
@@ -60,7 +76,7 @@ func Backfill(ctx context.Context, plan *Plan, events, spine source.Source, out 
 			continue
 		}
 		if !arrow.TypeEqual(es.Field(idx).Type, f.Type) {
-			return fmt.Errorf("volga: spine column %q has type %s, but the events' column has type %s", f.Name, f.Type, es.Field(idx).Type)
+			return spineErrorf("volga: spine column %q has type %s, but the events' column has type %s", f.Name, f.Type, es.Field(idx).Type)
 		}
 	}
 	for i := range fields {
@@ -79,7 +95,7 @@ func Backfill(ctx context.Context, plan *Plan, events, spine source.Source, out 
 	need := append(c.LookupKeys(), c.TimeColumn)
 	for _, name := range need {
 		if fieldIndexFold(ss, name) < 0 {
-			return fmt.Errorf("volga: the spine has no column %q (it needs the key columns %s and the time column %q)", name, strings.Join(c.LookupKeys(), ", "), c.TimeColumn)
+			return spineErrorf("volga: the spine has no column %q (it needs the key columns %s and the time column %q)", name, strings.Join(c.LookupKeys(), ", "), c.TimeColumn)
 		}
 	}
 	// The output holds the spine's columns and the features: one name
@@ -87,7 +103,7 @@ func Backfill(ctx context.Context, plan *Plan, events, spine source.Source, out 
 	// object's last "s" hides the spine's label s).
 	for _, it := range plan.Items {
 		if it.Agg != nil && fieldIndexFold(ss, it.Name) >= 0 {
-			return fmt.Errorf("volga: the spine's column %q has the name of a feature of the query; rename the column or give the feature another name (AS ...)", ss.Field(fieldIndexFold(ss, it.Name)).Name)
+			return spineErrorf("volga: the spine's column %q has the name of a feature of the query; rename the column or give the feature another name (AS ...)", ss.Field(fieldIndexFold(ss, it.Name)).Name)
 		}
 	}
 	for _, st := range c.stages {

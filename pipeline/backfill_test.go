@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -190,21 +191,21 @@ func TestBackfillErrors(t *testing.T) {
 	}
 	q := `SELECT count(*) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '1' SECOND PRECEDING AND CURRENT ROW) AS n FROM events`
 	noKey := arrow.NewSchema([]arrow.Field{{Name: "ts", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	if err := run(q, noKey); err == nil || !strings.Contains(err.Error(), `"user_id"`) {
-		t.Errorf("spine without the key column: %v", err)
+	if err := run(q, noKey); err == nil || !strings.Contains(err.Error(), `"user_id"`) || !errors.Is(err, pipeline.ErrSpine) {
+		t.Errorf("spine without the key column: %v (ErrSpine: %v)", err, errors.Is(err, pipeline.ErrSpine))
 	}
 	badType := arrow.NewSchema([]arrow.Field{{Name: "ts", Type: arrow.BinaryTypes.String}, {Name: "user_id", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	if err := run(q, badType); err == nil || !strings.Contains(err.Error(), "type") {
+	if err := run(q, badType); err == nil || !strings.Contains(err.Error(), "type") || !errors.Is(err, pipeline.ErrSpine) {
 		t.Errorf("spine time column of the wrong type: %v", err)
 	}
 	// A label named like a feature (in another case) would be a second
 	// column "n" in the output.
 	dup := arrow.NewSchema([]arrow.Field{{Name: "ts", Type: arrow.PrimitiveTypes.Int64}, {Name: "user_id", Type: arrow.PrimitiveTypes.Int64}, {Name: "N", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	if err := run(q, dup); err == nil || !strings.Contains(err.Error(), `"N" has the name of a feature`) {
+	if err := run(q, dup); err == nil || !strings.Contains(err.Error(), `"N" has the name of a feature`) || !errors.Is(err, pipeline.ErrSpine) {
 		t.Errorf("spine column named as a feature: %v", err)
 	}
-	if err := run(`SELECT user_id, count(*) AS n FROM events GROUP BY user_id, tumble(ts, INTERVAL '1' HOUR)`, spineSchema); err == nil {
-		t.Error("backfill of a tumble query: no error")
+	if err := run(`SELECT user_id, count(*) AS n FROM events GROUP BY user_id, tumble(ts, INTERVAL '1' HOUR)`, spineSchema); err == nil || errors.Is(err, pipeline.ErrSpine) {
+		t.Errorf("backfill of a tumble query: %v, want an error about the query, not the spine", err)
 	}
 }
 

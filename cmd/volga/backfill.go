@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"strings"
 
 	"github.com/volga-go/volga"
+	"github.com/volga-go/volga/pipeline"
 	"github.com/volga-go/volga/source"
 )
 
@@ -129,9 +131,14 @@ func backfill(ctx context.Context, e *env, cfg *backfillConfig) error {
 		bar := startProgress(e.stderr, "backfill", estimateRows(q.table.path), counted.rows.Load, e.progressEvery)
 		defer bar.stop()
 	}
-	return volga.Backfill(ctx, q.text, spine, out,
+	err = volga.Backfill(ctx, q.text, spine, out,
 		volga.WithSource(q.plan.Table, evSrc),
 		volga.WithStrict(cfg.strict),
 		volga.WithParallelism(cfg.parallelism),
 		volga.WithDeadLetters(dead.report))
+	if errors.Is(err, pipeline.ErrSpine) {
+		// Name the file: the message speaks of "the spine".
+		err = fmt.Errorf("--spine %s: %s", cfg.spine, strings.TrimPrefix(err.Error(), "volga: "))
+	}
+	return err
 }

@@ -337,7 +337,7 @@ func TestBackfill(t *testing.T) {
 
 func TestBackfillErrors(t *testing.T) {
 	dir := files(t, "q.sql", spendSQL, "tx.csv", txCSV, "spine.csv", spineCSV,
-		"badspine.csv", "user_id,ts\n1,2024-01-01T00:30:00Z\n", "bad.sql", "SELECT sum(nope) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS s FROM tx")
+		"badspine.csv", "user_id,ts\n1,2024-01-01T00:30:00Z\n", "nots.csv", "user_id,when\nu1,2024-01-01T00:30:00Z\n", "bad.sql", "SELECT sum(nope) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS s FROM tx")
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -346,7 +346,8 @@ func TestBackfillErrors(t *testing.T) {
 		{[]string{"backfill", "--sql", "q.sql", "--source", "tx=tx.csv"}, exitUsage, "missing --spine PATH"},
 		{[]string{"backfill", "--sql", "q.sql", "--source", "tx=tx.csv", "--spine", "spine.csv", "--sink", "out.txt"}, exitUsage, "volga: backfill: --sink out.txt: cannot tell the output format"},
 		{[]string{"backfill", "--sql", "bad.sql", "--source", "tx=tx.csv", "--spine", "spine.csv", "--sink", "out.csv"}, exitFailure, "bad.sql:1:"},
-		{[]string{"backfill", "--sql", "q.sql", "--source", "tx=tx.csv", "--spine", "badspine.csv"}, exitFailure, `spine column "user_id" has type int64`},
+		{[]string{"backfill", "--sql", "q.sql", "--source", "tx=tx.csv", "--spine", "badspine.csv"}, exitFailure, `volga: --spine badspine.csv: spine column "user_id" has type int64`},
+		{[]string{"backfill", "--sql", "q.sql", "--source", "tx=tx.csv", "--spine", "nots.csv"}, exitFailure, `volga: --spine nots.csv: the spine has no column "ts" (it needs the key columns user_id and the time column "ts")`},
 	} {
 		code, _, stderr := cli(t, context.Background(), dir, "", tc.args...)
 		if code != tc.code || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.msg) {
