@@ -259,6 +259,9 @@ func runGroup(ctx context.Context, e *env, cfg *groupConfig, ready func(string))
 	}
 	g, err := volga.NewGroup(q.text, gc, opts...)
 	if err != nil {
+		if strings.HasPrefix(err.Error(), "source/kafka:") {
+			return err // the topic's fault (it names it), not the query's
+		}
 		return queryError(q.name, err)
 	}
 

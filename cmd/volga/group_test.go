@@ -324,4 +324,10 @@ func TestGroupCommandErrors(t *testing.T) {
 			t.Errorf("volga group %s: exit %d, stderr %q; want an error with %q", strings.Join(c.args, " "), code, stderr, c.want)
 		}
 	}
+	// A broker that does not answer is the topic's fault: the message
+	// names it, not the query file.
+	code, _, stderr := cli(t, context.Background(), dir, "", "group", "--sql", "q.sql", "--source", src, "--checkpoints", "ck", "--sink", "p{partition}.csv")
+	if code != exitFailure || !strings.HasPrefix(stderr, `volga: source/kafka: topic "tx": `) || !strings.Contains(stderr, "connection refused") {
+		t.Errorf("unreachable broker: exit %d, stderr %q; want 1 and the source's error, not the query file's", code, stderr)
+	}
 }
