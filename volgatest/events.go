@@ -128,7 +128,7 @@ func inferType(col string, rows []map[string]any) (arrow.DataType, error) {
 	for _, r := range rows {
 		switch v := r[col].(type) {
 		case nil:
-		case int, int8, int16, int32, int64, uint8, uint16, uint32:
+		case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
 			ints++
 		case float32, float64:
 			floats++
@@ -210,9 +210,11 @@ func (e Events) record(idx []int) (arrow.RecordBatch, error) {
 	return b.NewRecordBatch(), nil
 }
 
-// toInt and toFloat are strict on purpose (unlike package values): Expect
-// compares a value as an integer or a float only when it is one, so that
-// a time or a whole float is never taken for an integer.
+// toInt, toUint and toFloat are strict on purpose (unlike package
+// values): Expect compares a value as an integer or a float only when it
+// is one, so that a time or a whole float is never taken for an integer.
+// toInt and toUint take every Go integer type (sink.Value gives unsigned
+// columns as uint64) whose value fits.
 func toInt(v any) (int64, bool) {
 	switch x := v.(type) {
 	case int:
@@ -231,6 +233,23 @@ func toInt(v any) (int64, bool) {
 		return int64(x), true
 	case uint32:
 		return int64(x), true
+	case uint:
+		return int64(x), x <= math.MaxInt64
+	case uint64:
+		return int64(x), x <= math.MaxInt64
+	}
+	return 0, false
+}
+
+func toUint(v any) (uint64, bool) {
+	switch x := v.(type) {
+	case uint:
+		return uint64(x), true
+	case uint64:
+		return x, true
+	}
+	if n, ok := toInt(v); ok && n >= 0 {
+		return uint64(n), true
 	}
 	return 0, false
 }
@@ -240,6 +259,10 @@ func toFloat(v any) (float64, bool) {
 	case float64:
 		return x, true
 	case float32:
+		return float64(x), true
+	case uint:
+		return float64(x), true
+	case uint64:
 		return float64(x), true
 	}
 	if n, ok := toInt(v); ok {

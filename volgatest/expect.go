@@ -254,6 +254,11 @@ func (c comparer) equal(got, want any) bool {
 			return gi == wi
 		}
 	}
+	if gu, ok := toUint(got); ok {
+		if wu, ok := toUint(want); ok {
+			return gu == wu
+		}
+	}
 	if gf, ok := toFloat(got); ok {
 		if wf, ok := toFloat(want); ok {
 			return floatEqual(gf, wf, c.cfg.tol)
