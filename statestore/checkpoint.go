@@ -517,7 +517,7 @@ func (p *Pending) commit(ctx context.Context, parts map[string][]byte, fence fun
 	case err == nil:
 	case gcerrors.Code(err) == gcerrors.FailedPrecondition:
 		return nil, fmt.Errorf("%w: another writer wrote the manifest of epoch %d while this one uploaded its objects", ErrFenced, p.epoch)
-	case ctx.Err() != nil:
+	case ctx.Err() != nil || errors.Is(err, errCorrupt):
 		return nil, fmt.Errorf("manifest: %w", err)
 	default:
 		// A store that does not do conditional writes may refuse the
@@ -642,7 +642,9 @@ func (c *Checkpointer) supersede(ctx context.Context, epoch uint64) error {
 }
 
 // put uploads one object, filled by fill, and returns its reference;
-// with ifNotExist only if there is no object at key.
+// with ifNotExist only if there is no object at key. The object's size in
+// the bucket is checked after the upload: one shorter or longer than what
+// was written is an error wrapping errCorrupt.
 func (c *Checkpointer) put(ctx context.Context, key string, ifNotExist bool, fill func(io.Writer) error) (ObjectRef, error) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -667,6 +669,17 @@ func (c *Checkpointer) put(ctx context.Context, key string, ifNotExist bool, fil
 	}
 	if err := w.Close(); err != nil {
 		return ObjectRef{}, fmt.Errorf("upload %s: %w", key, err)
+	}
+	// The manifest must never name an object the bucket did not take
+	// whole: a store that dropped the end of an upload and reported
+	// success would otherwise make this a checkpoint Latest skips, and
+	// retention would delete the older ones it falls back to.
+	attrs, err := c.bucket.Attributes(ctx, c.cfg.prefix+key)
+	if err != nil {
+		return ObjectRef{}, fmt.Errorf("upload %s: checking its size: %w", key, err)
+	}
+	if attrs.Size != cw.n {
+		return ObjectRef{}, fmt.Errorf("%w: upload %s: the bucket holds %d bytes, %d were written", errCorrupt, key, attrs.Size, cw.n)
 	}
 	return ObjectRef{Key: key, Size: cw.n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }

@@ -1,0 +1,211 @@
+package statestore_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/blob/driver"
+	"gocloud.dev/gcerrors"
+
+	"github.com/volga-go/volga/statestore"
+)
+
+// faultyBucket is a bucket driver over another bucket whose writes can be
+// made to fail or to lose bytes: a write of a key for which fail returns
+// true fails (at Close, after its bytes were sent); one for which
+// truncate returns true keeps only the first half of its bytes and
+// reports success, as a store that lost the end of an upload would.
+type faultyBucket struct {
+	b *blob.Bucket
+
+	mu       sync.Mutex
+	fail     func(key string) bool
+	truncate func(key string) bool
+	writes   []string // keys written, in order, failed ones included
+}
+
+func newFaultyBucket(b *blob.Bucket) (*faultyBucket, *blob.Bucket) {
+	f := &faultyBucket{b: b}
+	return f, blob.NewBucket(f)
+}
+
+func (f *faultyBucket) set(fail, truncate func(key string) bool) {
+	f.mu.Lock()
+	f.fail, f.truncate = fail, truncate
+	f.mu.Unlock()
+}
+
+var errInjected = errors.New("injected write failure")
+
+func (f *faultyBucket) NewTypedWriter(ctx context.Context, key, contentType string, opts *driver.WriterOptions) (driver.Writer, error) {
+	f.mu.Lock()
+	f.writes = append(f.writes, key)
+	fail := f.fail != nil && f.fail(key)
+	trunc := f.truncate != nil && f.truncate(key)
+	f.mu.Unlock()
+	if fail {
+		return &faultyWriter{fail: true}, nil
+	}
+	w, err := f.b.NewWriter(ctx, key, &blob.WriterOptions{ContentType: contentType, IfNotExist: opts.IfNotExist})
+	if err != nil {
+		return nil, err
+	}
+	return &faultyWriter{w: w, trunc: trunc}, nil
+}
+
+type faultyWriter struct {
+	w     *blob.Writer
+	fail  bool
+	trunc bool
+	buf   []byte
+}
+
+func (w *faultyWriter) Write(p []byte) (int, error) {
+	if w.trunc || w.fail {
+		w.buf = append(w.buf, p...)
+		return len(p), nil
+	}
+	return w.w.Write(p)
+}
+
+func (w *faultyWriter) Close() error {
+	if w.fail {
+		return errInjected
+	}
+	if w.trunc {
+		if _, err := w.w.Write(w.buf[:len(w.buf)/2]); err != nil {
+			_ = w.w.Close()
+			return err
+		}
+	}
+	return w.w.Close()
+}
+
+func (f *faultyBucket) ListPaged(ctx context.Context, opts *driver.ListOptions) (*driver.ListPage, error) {
+	token, size := opts.PageToken, max(opts.PageSize, 1000)
+	if token == nil {
+		token = blob.FirstPageToken
+	}
+	objs, next, err := f.b.ListPage(ctx, token, size, &blob.ListOptions{Prefix: opts.Prefix, Delimiter: opts.Delimiter})
+	if err != nil {
+		return nil, err
+	}
+	page := &driver.ListPage{NextPageToken: next}
+	for _, o := range objs {
+		page.Objects = append(page.Objects, &driver.ListObject{Key: o.Key, ModTime: o.ModTime, Size: o.Size, MD5: o.MD5, IsDir: o.IsDir})
+	}
+	if len(next) == 0 {
+		page.NextPageToken = nil
+	}
+	return page, nil
+}
+
+func (f *faultyBucket) Delete(ctx context.Context, key string, _ *driver.DeleteOptions) error {
+	return f.b.Delete(ctx, key)
+}
+
+func (f *faultyBucket) NewRangeReader(ctx context.Context, key string, offset, length int64, _ *driver.ReaderOptions) (driver.Reader, error) {
+	r, err := f.b.NewRangeReader(ctx, key, offset, length, nil)
+	if err != nil {
+		return nil, err
+	}
+	return faultyReader{r}, nil
+}
+
+type faultyReader struct{ *blob.Reader }
+
+func (r faultyReader) Attributes() *driver.ReaderAttributes {
+	return &driver.ReaderAttributes{ContentType: r.ContentType(), ModTime: r.ModTime(), Size: r.Size()}
+}
+func (r faultyReader) As(any) bool { return false }
+
+var _ io.Reader = faultyReader{}
+
+func (f *faultyBucket) Attributes(ctx context.Context, key string) (*driver.Attributes, error) {
+	a, err := f.b.Attributes(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return &driver.Attributes{ContentType: a.ContentType, ModTime: a.ModTime, Size: a.Size, MD5: a.MD5, ETag: a.ETag}, nil
+}
+
+func (f *faultyBucket) ErrorCode(err error) gcerrors.ErrorCode { return gcerrors.Code(err) }
+func (f *faultyBucket) As(any) bool                            { return false }
+func (f *faultyBucket) ErrorAs(error, any) bool                { return false }
+func (f *faultyBucket) Copy(ctx context.Context, dst, src string, _ *driver.CopyOptions) error {
+	return f.b.Copy(ctx, dst, src, nil)
+}
+func (f *faultyBucket) SignedURL(context.Context, string, *driver.SignedURLOptions) (string, error) {
+	return "", errors.ErrUnsupported
+}
+func (f *faultyBucket) Close() error { return nil }
+
+// hasSuffix returns a key predicate matching keys ending in suffix.
+func hasSuffix(suffix string) func(string) bool {
+	return func(key string) bool { return strings.HasSuffix(key, suffix) }
+}
+
+// TestCheckpointShortUploadFails: an object the bucket kept only part of,
+// although the upload reported success, fails the checkpoint before its
+// manifest is written. Before, the commit succeeded and retention (one
+// checkpoint kept, every one full) deleted the last complete checkpoint:
+// Latest then found none, and a restarted run would have begun from
+// nothing after its sink had published the epoch.
+func TestCheckpointShortUploadFails(t *testing.T) {
+	for _, victim := range []string{"/state.backup", "/parts/pos", "/manifest.json"} {
+		t.Run(strings.Trim(victim, "/"), func(t *testing.T) {
+			forEachBucket(t, func(t *testing.T, bucket *blob.Bucket) {
+				ctx := context.Background()
+				fb, b := newFaultyBucket(bucket)
+				cp := statestore.NewCheckpointer(b, statestore.WithPrefix("p1"), statestore.WithRetain(1),
+					statestore.WithFullEvery(1), statestore.WithSpoolDir(t.TempDir()))
+				db := openBadger(t)
+				fill(t, db, 0, 2000, "a")
+				m1, err := cp.Write(ctx, db, 1, map[string][]byte{"pos": []byte("position 1")})
+				must(t, err)
+				want1 := contents(t, db)
+
+				fill(t, db, 0, 100, "b")
+				fb.set(nil, hasSuffix(victim))
+				if m, err := cp.Write(ctx, db, 2, map[string][]byte{"pos": []byte("position 2")}); err == nil {
+					t.Fatalf("a checkpoint whose %s the bucket truncated was committed: %+v", victim, m.State)
+				}
+				fb.set(nil, nil)
+
+				reader := statestore.NewCheckpointer(bucket, statestore.WithPrefix("p1"))
+				m, err := reader.Latest(ctx)
+				must(t, err)
+				if m.Epoch != 1 || m.ID != m1.ID {
+					t.Fatalf("Latest = epoch %d (%s), want epoch 1 (%s)", m.Epoch, m.ID, m1.ID)
+				}
+				rdb, parts, err := reader.Restore(ctx, m, t.TempDir())
+				must(t, err)
+				sameContents(t, contents(t, rdb), want1)
+				must(t, rdb.Close())
+				if string(parts["pos"]) != "position 1" {
+					t.Fatalf("restored part pos = %q, want %q", parts["pos"], "position 1")
+				}
+
+				// The run goes on: the next checkpoint is complete.
+				fill(t, db, 50, 150, "c")
+				m3, err := cp.Write(ctx, db, 3, map[string][]byte{"pos": []byte("position 3")})
+				must(t, err)
+				want3 := contents(t, db)
+				m, err = statestore.NewCheckpointer(bucket, statestore.WithPrefix("p1")).Latest(ctx)
+				must(t, err)
+				if m.Epoch != 3 || m.ID != m3.ID {
+					t.Fatalf("Latest = epoch %d, want 3", m.Epoch)
+				}
+				rdb, _, err = reader.Restore(ctx, m, t.TempDir())
+				must(t, err)
+				sameContents(t, contents(t, rdb), want3)
+				must(t, rdb.Close())
+			})
+		})
+	}
+}
