@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -334,10 +335,13 @@ func compare(a, b any, tol float64) (equal bool, rel float64) {
 		if x == y {
 			return true, 0
 		}
-		xi, errx := x.Int64()
-		yi, erry := y.Int64()
-		if errx == nil && erry == nil {
-			return xi == yi, relDiff(float64(xi), float64(yi))
+		// Integers compare exactly, whatever their size (a uint64
+		// feature is beyond int64, and float64 cannot tell 2^53+1 from
+		// 2^53).
+		if xi, ok := new(big.Int).SetString(string(x), 10); ok {
+			if yi, ok := new(big.Int).SetString(string(y), 10); ok {
+				return xi.Cmp(yi) == 0, bigRelDiff(xi, yi)
+			}
 		}
 		xf, errx := x.Float64()
 		yf, erry := y.Float64()
@@ -385,6 +389,21 @@ func relDiff(a, b float64) float64 {
 	d := math.Abs(a - b)
 	m := max(math.Abs(a), math.Abs(b))
 	return d / m
+}
+
+// bigRelDiff is relDiff of two integers, computed without rounding them
+// to float64 first.
+func bigRelDiff(a, b *big.Int) float64 {
+	if a.Cmp(b) == 0 {
+		return 0
+	}
+	d := new(big.Int).Sub(a, b)
+	m := new(big.Int).Abs(a)
+	if bm := new(big.Int).Abs(b); bm.Cmp(m) > 0 {
+		m = bm
+	}
+	r, _ := new(big.Float).Quo(new(big.Float).SetInt(d.Abs(d)), new(big.Float).SetInt(m)).Float64()
+	return r
 }
 
 func maxRel(a, b float64) float64 {

@@ -2,6 +2,7 @@ package request_test
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -93,4 +94,43 @@ func ExampleCheck() {
 	// largest relative difference: 0.2 (spend_1h, key {"user_id":1} at 2024-01-03T10:00:00Z: served 12.5, recomputed 10)
 	// first 1 of 1 differences:
 	//   key {"user_id":1} at 2024-01-03T10:00:00Z, spend_1h: served 12.5, recomputed 10
+}
+
+// TestCheckIntegersExactly: integers compare exactly, as CheckOptions
+// says, also beyond int64 (a uint64 feature) where float64 cannot tell
+// neighbours apart; an integer and a float still compare within the
+// tolerance.
+func TestCheckIntegersExactly(t *testing.T) {
+	at := time.Date(2024, 1, 3, 10, 0, 0, 0, time.UTC)
+	one := func(v any) []request.Record {
+		return []request.Record{{Key: map[string]any{"u": 1}, At: at, Features: request.Features{Names: []string{"n"}, Values: []any{v}}}}
+	}
+	for _, c := range []struct {
+		served, recomputed any
+		ok                 bool
+	}{
+		{uint64(math.MaxUint64), uint64(math.MaxUint64 - 1), false},
+		{uint64(math.MaxUint64), uint64(math.MaxUint64), true},
+		{uint64(1 << 63), int64(math.MaxInt64), false},
+		{uint64(1 << 63), -int64(1 << 62), false},
+		{int64(1<<53 + 1), int64(1 << 53), false},
+		{int64(3), 3.0000000001, true},
+		{uint64(math.MaxUint64), float64(math.MaxUint64), true},
+	} {
+		rep := request.Check(one(c.served), one(c.recomputed), request.CheckOptions{})
+		if rep.OK() != c.ok || rep.Matched+rep.Mismatched != 1 {
+			t.Errorf("served %v, recomputed %v: %s", c.served, c.recomputed, rep)
+		}
+		if !c.ok && rep.MaxRelDiff == 0 {
+			t.Errorf("served %v, recomputed %v: mismatched with a relative difference of 0", c.served, c.recomputed)
+		}
+	}
+	// From a log: the text of the numbers.
+	served, err := request.ReadLog(strings.NewReader(`{"key":{"u":1},"at":"2024-01-03T10:00:00Z","features":{"n":18446744073709551615}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := request.Check(served, one(uint64(math.MaxUint64-1)), request.CheckOptions{}); rep.OK() {
+		t.Errorf("logged 18446744073709551615, recomputed 18446744073709551614: %s", rep)
+	}
 }
