@@ -28,7 +28,7 @@
 //	u1,2024-01-01T00:00:00Z,10
 //	u1,2024-01-01T00:30:00Z,5`)
 //		got := volgatest.Run(t, spendQuery, events,
-//			volgatest.Streaming(time.Minute), volgatest.Shuffled("ts", time.Minute, 1))
+//			volgatest.Streaming(time.Hour), volgatest.Shuffled("ts", time.Hour, 3))
 //		volgatest.Expect(t, got, `user_id,ts,spend_1h
 //	u1,2024-01-01T00:00:00Z,10
 //	u1,2024-01-01T00:30:00Z,15`)

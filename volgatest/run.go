@@ -107,6 +107,11 @@ type Result struct {
 	Stats pipeline.StatsSnapshot
 	// Pipeline is the finished pipeline; its state answers lookups.
 	Pipeline *volga.Pipeline
+	// Arrival is the order the events arrived in: Arrival[k] is the
+	// index of the event that arrived k-th (the identity when neither
+	// Arrival nor Shuffled was given). Print it to reproduce a failing
+	// Shuffled seed with Arrival.
+	Arrival []int
 }
 
 // Run compiles query (SQL text or a *pipeline.Builder), binds events to
@@ -145,14 +150,14 @@ func Run(t testing.TB, query any, events Events, opts ...Option) *Result {
 			return nil
 		}
 	}
+	if order == nil {
+		order = make([]int, events.Len())
+		for i := range order {
+			order[i] = i
+		}
+	}
 	var recs []arrow.RecordBatch
 	if cfg.streaming {
-		if order == nil {
-			order = make([]int, events.Len())
-			for i := range order {
-				order[i] = i
-			}
-		}
 		for _, i := range order {
 			rec, err := events.record([]int{i})
 			if err != nil {
@@ -193,7 +198,7 @@ func Run(t testing.TB, query any, events Events, opts ...Option) *Result {
 		t.Fatalf("volgatest: run: %v", err)
 		return nil
 	}
-	res := &Result{Schema: p.Schema(), Stats: p.Stats(), Pipeline: p}
+	res := &Result{Schema: p.Schema(), Stats: p.Stats(), Pipeline: p, Arrival: order}
 	for _, rec := range out.Records() {
 		for _, row := range sink.Rows(rec) {
 			m := make(map[string]any, len(row))
