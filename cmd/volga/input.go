@@ -94,12 +94,23 @@ func parseFlags(cmd string, fs *flag.FlagSet, args []string) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return usagef("%s: %v (see 'volga help %s')", cmd, err, cmd)
+		return usagef("%s: %s (see 'volga help %s')", cmd, doubleDash(err.Error()), cmd)
 	}
 	if fs.NArg() > 0 {
 		return usagef("%s: unexpected argument %q; flags come as --name value (see 'volga help %s')", cmd, fs.Arg(0), cmd)
 	}
 	return nil
+}
+
+// doubleDash writes the flag names in a message of package flag as the
+// docs and the other messages do, --name, where flag writes -name.
+func doubleDash(msg string) string {
+	for _, p := range []string{"defined: -", "for flag -", "for -", "argument: -"} {
+		if i := strings.Index(msg, p); i >= 0 && !strings.HasPrefix(msg[i+len(p):], "-") {
+			return msg[:i+len(p)] + "-" + msg[i+len(p):]
+		}
+	}
+	return msg
 }
 
 // required returns a usage error for the first empty value.

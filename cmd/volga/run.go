@@ -328,14 +328,8 @@ func printRunUsage(w io.Writer) {
 func parseRunArgs(args []string) (*runConfig, error) {
 	cfg := &runConfig{}
 	fs := newRunFlags(cfg)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
-		}
-		return nil, usagef("run: %v (see 'volga help run')", err)
-	}
-	if fs.NArg() > 0 {
-		return nil, usagef("run: unexpected argument %q; flags come as --name value (see 'volga help run')", fs.Arg(0))
+	if err := parseFlags("run", fs, args); err != nil {
+		return nil, err
 	}
 	switch {
 	case cfg.sqlFile == "":
