@@ -192,7 +192,8 @@ func WithClusterInput(cols ...string) Option {
 func WithLateSink(s sink.Sink) Option { return func(c *config) { c.run.Late = s } }
 
 // WithDeadLetters receives rows the engine cannot process, such as a NULL
-// event time or an expression that fails on the row (a CAST of text that
+// event time, one beyond pipeline.MinEventTime or MaxEventTime (±2^62
+// ms), or an expression that fails on the row (a CAST of text that
 // is not a number, an integer overflow); the run goes on without them.
 // Sources have dead-letter options of their own for records they cannot
 // decode.

@@ -1012,15 +1012,16 @@ func (r *runner) prepareBatch(rec arrow.RecordBatch) (arrow.RecordBatch, error) 
 			defer rec.Release()
 		}
 	}
-	// Rows without an event time cannot be placed in any window; they go
-	// to the dead letters once the batch is known to evaluate.
+	// Rows without an event time, or with one outside [MinEventTime,
+	// MaxEventTime], cannot be placed in any window; they go to the dead
+	// letters once the batch is known to evaluate.
 	var noTime arrow.RecordBatch
 	var noTimeRows []int
 	if c.timeIdx >= 0 {
-		if tc := rec.Column(c.timeIdx); tc.NullN() > 0 {
+		if tc := rec.Column(c.timeIdx); tc.NullN() > 0 || !timesInRange(tc) {
 			var keep []int32
 			for i := 0; i < tc.Len(); i++ {
-				if tc.IsNull(i) {
+				if tc.IsNull(i) || !timeInRange(tc, i) {
 					noTimeRows = append(noTimeRows, i)
 				} else {
 					keep = append(keep, int32(i))
@@ -1042,7 +1043,13 @@ func (r *runner) prepareBatch(rec arrow.RecordBatch) (arrow.RecordBatch, error) 
 			r.stats.filtered.Add(filtered)
 		}
 		for _, i := range noTimeRows {
-			r.deadLetter(noTime, i, "NULL event time in column "+c.TimeColumn)
+			tc := noTime.Column(c.timeIdx)
+			if tc.IsNull(i) {
+				r.deadLetter(noTime, i, "NULL event time in column "+c.TimeColumn)
+				continue
+			}
+			r.deadLetter(noTime, i, fmt.Sprintf("event time %s in column %s is out of range: the engine places times from %s to %s (about 146 million years either side of 1970)",
+				tc.ValueStr(i), c.TimeColumn, time.UnixMilli(MinEventTime).UTC().Format(time.RFC3339), time.UnixMilli(MaxEventTime).UTC().Format(time.RFC3339)))
 		}
 	}
 	n := int(rec.NumRows())
@@ -1143,6 +1150,84 @@ func millisView(col arrow.Array) arrow.Array {
 	v := array.NewData(arrow.PrimitiveTypes.Int64, d.Len(), []*memory.Buffer{nil, d.Buffers()[1]}, nil, 0, d.Offset())
 	defer v.Release()
 	return array.MakeFromData(v)
+}
+
+// MinEventTime and MaxEventTime bound the event times the engine places
+// in windows, in milliseconds since the Unix epoch (±2^62, about 146
+// million years either side of 1970): a row whose event time is outside
+// goes to the dead letters, as one without an event time does, so that
+// frame and window arithmetic near the limits of int64 cannot overflow
+// (math.MinInt64 is also the watermark before any row).
+const (
+	MinEventTime int64 = -(1 << 62)
+	MaxEventTime int64 = 1 << 62
+)
+
+// timesInRange reports whether every event time of col (int64
+// milliseconds or a timestamp of any unit) is within [MinEventTime,
+// MaxEventTime] once in milliseconds: one pass over the values (NULL
+// slots included: they hold whatever the builder left, and are set aside
+// as NULL anyway).
+func timesInRange(col arrow.Array) bool {
+	lo, hi, ok := unitBounds(col)
+	if !ok {
+		return true
+	}
+	switch a := col.(type) {
+	case *array.Int64:
+		return valuesWithin(a.Int64Values(), lo, hi)
+	case *array.Timestamp:
+		return valuesWithin(a.TimestampValues(), arrow.Timestamp(lo), arrow.Timestamp(hi))
+	}
+	return true
+}
+
+// valuesWithin reports whether every value of vs is within [lo, hi].
+func valuesWithin[T int64 | arrow.Timestamp](vs []T, lo, hi T) bool {
+	mn, mx := lo, hi
+	if len(vs) > 0 {
+		mn, mx = vs[0], vs[0]
+	}
+	for _, v := range vs {
+		mn, mx = min(mn, v), max(mx, v)
+	}
+	return mn >= lo && mx <= hi
+}
+
+// timeInRange reports whether event time i of col is within
+// [MinEventTime, MaxEventTime] once in milliseconds.
+func timeInRange(col arrow.Array, i int) bool {
+	lo, hi, ok := unitBounds(col)
+	if !ok {
+		return true
+	}
+	var v int64
+	switch a := col.(type) {
+	case *array.Int64:
+		v = a.Value(i)
+	case *array.Timestamp:
+		v = int64(a.Value(i))
+	}
+	return v >= lo && v <= hi
+}
+
+// unitBounds gives the range of raw values of an event-time column that
+// are within [MinEventTime, MaxEventTime] in milliseconds (ok false for
+// a column that needs no check: a unit finer than milliseconds cannot
+// reach the limits).
+func unitBounds(col arrow.Array) (lo, hi int64, ok bool) {
+	switch dt := col.DataType().(type) {
+	case *arrow.Int64Type:
+		return MinEventTime, MaxEventTime, true
+	case *arrow.TimestampType:
+		switch dt.Unit {
+		case arrow.Second:
+			return MinEventTime / 1000, MaxEventTime / 1000, true
+		case arrow.Millisecond:
+			return MinEventTime, MaxEventTime, true
+		}
+	}
+	return 0, 0, false
 }
 
 // appendMillis appends event times as epoch milliseconds (floor).
