@@ -25,8 +25,9 @@ type Record struct {
 
 // ReadLog reads logged lookups in the response format of NewHandler:
 // one JSON object per line with "key", "at" and "features" ("watermark"
-// is optional), or a line holding an array of such objects. Blank lines
-// are skipped. Errors name the line.
+// is optional: without it a lookup counts as served complete, as with
+// "+inf"), or a line holding an array of such objects. Blank lines are
+// skipped. Errors name the line.
 func ReadLog(r io.Reader) ([]Record, error) {
 	var out []Record
 	sc := bufio.NewScanner(r)
@@ -90,7 +91,11 @@ func parseRecord(raw json.RawMessage) (Record, error) {
 	if rec.At, err = parseAt(w.At); err != nil {
 		return Record{}, err
 	}
-	if rec.Features.Watermark, err = parseWatermark(w.Watermark); err != nil {
+	if len(bytes.TrimSpace(w.Watermark)) == 0 {
+		// No watermark logged: nothing says the answer was incomplete,
+		// so Check compares it strictly.
+		rec.Features.Watermark = EndWatermark
+	} else if rec.Features.Watermark, err = parseWatermark(w.Watermark); err != nil {
 		return Record{}, err
 	}
 	if rec.Features.Names, rec.Features.Values, err = decodeOrdered(w.Features); err != nil {
@@ -132,6 +137,11 @@ type Report struct {
 	Matched int
 	// Mismatched values differ.
 	Mismatched int
+	// Unsettled values differ on lookups served before their time was
+	// complete: the served watermark was earlier than the lookup's time,
+	// so rows still on their way then (within the stream's out-of-order
+	// bound) can explain the difference. They are not mismatches.
+	Unsettled int
 	// Missing values were served but not recomputed: the lookup (key and
 	// time) or the feature is absent offline.
 	Missing int
@@ -158,6 +168,9 @@ func (r *Report) String() string {
 	}
 	fmt.Fprintf(&b, "%s: %d lookup%s checked; feature values: %d matched, %d mismatched, %d missing, %d extra\n",
 		verdict, r.Lookups, plural(r.Lookups), r.Matched, r.Mismatched, r.Missing, r.Extra)
+	if r.Unsettled > 0 {
+		fmt.Fprintf(&b, "%d value%s differ on lookups served before their time was complete (watermark earlier than the lookup time): not counted as mismatches\n", r.Unsettled, plural(r.Unsettled))
+	}
 	if r.MaxRelDiffAt != nil {
 		m := r.MaxRelDiffAt
 		fmt.Fprintf(&b, "largest relative difference: %.3g (%s, key %s at %s: served %s, recomputed %s)\n",
@@ -194,7 +207,10 @@ func plural(n int) string {
 // logged twice pairs with two recomputed records), features by name
 // (case-insensitively). Values are compared as their JSON renderings
 // (AppendJSON), so a value read back from a JSON log equals the Go value
-// it was rendered from; numbers compare within opts.RelTolerance.
+// it was rendered from; numbers compare within opts.RelTolerance. A
+// value that differs on a lookup served with a watermark earlier than
+// its time is Unsettled, not Mismatched: rows that had not yet arrived
+// when it was served may explain it.
 func Check(served, recomputed []Record, opts CheckOptions) *Report {
 	if opts.RelTolerance <= 0 {
 		opts.RelTolerance = 1e-9
@@ -244,9 +260,12 @@ func Check(served, recomputed []Record, opts CheckOptions) *Report {
 				mm := m
 				rep.MaxRelDiffAt = &mm
 			}
-			if eq {
+			switch {
+			case eq:
 				rep.Matched++
-			} else {
+			case s.Features.Watermark < s.At.UnixMilli():
+				rep.Unsettled++
+			default:
 				rep.Mismatched++
 				note(m)
 			}

@@ -103,7 +103,7 @@ func ExampleCheck() {
 func TestCheckIntegersExactly(t *testing.T) {
 	at := time.Date(2024, 1, 3, 10, 0, 0, 0, time.UTC)
 	one := func(v any) []request.Record {
-		return []request.Record{{Key: map[string]any{"u": 1}, At: at, Features: request.Features{Names: []string{"n"}, Values: []any{v}}}}
+		return []request.Record{{Key: map[string]any{"u": 1}, At: at, Features: request.Features{Names: []string{"n"}, Values: []any{v}, Watermark: request.EndWatermark}}}
 	}
 	for _, c := range []struct {
 		served, recomputed any
@@ -132,5 +132,49 @@ func TestCheckIntegersExactly(t *testing.T) {
 	}
 	if rep := request.Check(served, one(uint64(math.MaxUint64-1)), request.CheckOptions{}); rep.OK() {
 		t.Errorf("logged 18446744073709551615, recomputed 18446744073709551614: %s", rep)
+	}
+}
+
+// TestCheckUnsettled: a value that differs on a lookup served with a
+// watermark earlier than its time (rows of the frame may have been on
+// their way) is unsettled, not a mismatch; with the watermark at or past
+// the time, or none logged, it is a mismatch; equal values match either
+// way.
+func TestCheckUnsettled(t *testing.T) {
+	const log = `{"key":{"u":1},"at":"2024-01-03T10:00:00Z","watermark":"2024-01-03T09:59:58Z","features":{"n":2,"s":1.5}}
+{"key":{"u":2},"at":"2024-01-03T10:00:00Z","watermark":"2024-01-03T10:00:00Z","features":{"n":2}}
+{"key":{"u":3},"at":"2024-01-03T10:00:00Z","features":{"n":2}}
+{"key":{"u":4},"at":"2024-01-03T10:00:00Z","watermark":null,"features":{"n":0}}
+`
+	served, err := request.ReadLog(strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2024, 1, 3, 10, 0, 0, 0, time.UTC)
+	rec := func(u int64, names []string, vals ...any) request.Record {
+		return request.Record{Key: map[string]any{"u": u}, At: at, Features: request.Features{Names: names, Values: vals, Watermark: request.EndWatermark}}
+	}
+	recomputed := []request.Record{
+		rec(1, []string{"n", "s"}, int64(3), 1.5), // n differs: served 2 s before its time
+		rec(2, []string{"n"}, int64(3)),           // watermark at the time: complete
+		rec(3, []string{"n"}, int64(3)),           // no watermark logged: strict
+		rec(4, []string{"n"}, int64(1)),           // served before any row
+	}
+	rep := request.Check(served, recomputed, request.CheckOptions{})
+	if rep.Matched != 1 || rep.Unsettled != 2 || rep.Mismatched != 2 || rep.OK() {
+		t.Errorf("report %+v:\n%s", rep, rep)
+	}
+	if !strings.Contains(rep.String(), "2 values differ on lookups served before their time was complete") {
+		t.Errorf("summary:\n%s", rep)
+	}
+	for _, m := range rep.Examples {
+		if k := m.Key["u"]; k != int64(2) && k != int64(3) {
+			t.Errorf("example of key %v: only the complete lookups' differences are mismatches", k)
+		}
+	}
+	// Only unsettled differences: consistent.
+	rep = request.Check(served[:1], recomputed[:1], request.CheckOptions{})
+	if !rep.OK() || rep.Unsettled != 1 || rep.Matched != 1 {
+		t.Errorf("unsettled only: %+v", rep)
 	}
 }

@@ -190,7 +190,8 @@
 //
 // Recomputes logged lookups (responses of volga serve, one per line) with
 // a backfill and prints how many feature values match; exit status 1 when
-// any differs.
+// any differs (values of lookups served with a watermark earlier than
+// their time are reported as unsettled, not as differences).
 //
 // # Exit status
 //
