@@ -394,8 +394,8 @@ func (r *runner) openStore() error {
 	return nil
 }
 
-// openDir prepares the store's directory: dir emptied, or a new
-// temporary one. The store's content comes from the checkpoint (or
+// openDir prepares the store's directory: dir emptied (refused while
+// another run's open store holds it), or a new temporary one. The store's content comes from the checkpoint (or
 // nothing): whatever a crashed run left there is stale.
 func (cr *checkpointRun) openDir(dir string) error {
 	if dir == "" {
@@ -406,7 +406,7 @@ func (cr *checkpointRun) openDir(dir string) error {
 		cr.dir, cr.temp = d, true
 		return nil
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	if err := statestore.ClearDir(dir); err != nil {
 		return fmt.Errorf("volga: clearing state directory: %w", err)
 	}
 	cr.dir = dir

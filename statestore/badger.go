@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -137,6 +138,45 @@ func OpenBadger(dir string, opts ...BadgerOption) (*Badger, error) {
 		return nil, fmt.Errorf("statestore: open badger in %s: %w", dir, err)
 	}
 	return &Badger{db: db, dir: dir}, nil
+}
+
+// ErrDirInUse is matched (errors.Is) by the error of ClearDir for a
+// directory that an open Badger store holds, in this process or another.
+var ErrDirInUse = errors.New("statestore: the directory is in use by an open store (another run with the same state directory?)")
+
+// ClearDir empties dir, the directory of a Badger store that a run is
+// about to fill anew (from a checkpoint, or from nothing): whatever a
+// crashed run left there is stale. dir itself is kept (it may be a mount
+// point); a dir that does not exist is no error. A directory that an open
+// store holds (Badger's lock on its directory, taken by a run in this
+// process or another) is refused with ErrDirInUse and left as it is: a
+// second run given the same directory must not wipe a running one's
+// state. (Where there is no flock, Windows among them, the lock is not
+// checked.)
+func ClearDir(dir string) error {
+	f, err := os.Open(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("statestore: clear %s: %w", dir, err)
+	}
+	defer f.Close()
+	unlock, err := lockDir(f)
+	if err != nil {
+		return fmt.Errorf("statestore: clear %s: %w", dir, err)
+	}
+	defer unlock()
+	entries, err := f.ReadDir(-1)
+	if err != nil {
+		return fmt.Errorf("statestore: clear %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("statestore: clear %s: %w", dir, err)
+		}
+	}
+	return nil
 }
 
 // baseLevelSize is the size Badger's base level (the one level 0
