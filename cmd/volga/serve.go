@@ -87,7 +87,7 @@ func newServeFlags(cfg *serveConfig) *flag.FlagSet {
 func printServeUsage(w io.Writer) {
 	var cfg serveConfig
 	printCommandUsage(w, serveSynopsis,
-		"Ingests the file bound to the query's table to its end, then serves the query's\nwindowed features as of any time over HTTP: POST /v1/features with\n{\"key\": {...}, \"at\": \"RFC 3339 time\"}, GET /healthz, GET /readyz, and Prometheus\nmetrics on GET /metrics. It listens from the start; lookups and /readyz\nanswer 503 until the file is read. A Kafka topic in stream mode, which\nnever ends, is served as it is read. SIGINT or SIGTERM stops the server gracefully (exit\nstatus 0).",
+		"Ingests the file bound to the query's table to its end, then serves the query's\nwindowed features as of any time over HTTP: POST /v1/features with\n{\"key\": {...}, \"at\": \"RFC 3339 time\"}, GET /healthz, GET /readyz, and Prometheus\nmetrics on GET /metrics. It listens from the start; lookups and /readyz\nanswer 503 until the file is read. A Kafka topic in stream mode, which\nnever ends, is served as it is read. SIGINT or SIGTERM stops the server\ngracefully (exit status 0).",
 		newServeFlags(&cfg), "volga serve --sql spend.sql --source tx=tx.csv --listen :8080")
 	fmt.Fprint(w, "\n"+checkpointHelp+"  Restarted after ingesting its input, serve restores the state from the\n  final checkpoint instead of reading the input again.\n")
 }
@@ -349,14 +349,14 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
+// readyPath is where serve answers its readiness probe.
+const readyPath = "/readyz"
+
 // newLookupServer returns the HTTP server of serve and group: the lookup
 // handler made by handler (bodies up to maxBody bytes, logging to logger,
 // its request metrics on reg) on /, reg's metrics on GET /metrics and,
 // when ready is not nil, GET /readyz: 200 when ready gives nil, 503 with
 // its error otherwise.
-// readyPath is where serve answers its readiness probe.
-const readyPath = "/readyz"
-
 func newLookupServer(reg *prometheus.Registry, logger *slog.Logger, maxBody int64, handler func(...request.HandlerOption) http.Handler, ready func() error) (*http.Server, error) {
 	hm, err := request.NewMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"pipeline": volga.DefaultName}, reg))
 	if err != nil {
