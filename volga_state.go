@@ -79,8 +79,10 @@ func WithMemoryBudget(bytes int64) Option { return func(c *config) { c.run.Memor
 func WithRowPaging(rows int) Option { return func(c *config) { c.run.PageRows = rows } }
 
 // WithStateDir places the pipeline's state store (Badger) in dir, which is
-// emptied when the run starts: the state comes from the checkpoint. The
-// default is a temporary directory removed when the run ends.
+// emptied when the run starts: the state comes from the checkpoint. A
+// directory a running pipeline's store holds (in this process or another)
+// is refused with statestore.ErrDirInUse and left alone. The default is a
+// temporary directory removed when the run ends.
 func WithStateDir(dir string) Option { return func(c *config) { c.run.StateDir = dir } }
 
 func (c *config) ckpt() *pipeline.Checkpointing {
