@@ -19,18 +19,6 @@ import (
 
 const probeColName = "__volga_probe"
 
-// Backfill computes point-in-time training data (SPEC section 6): for each
-// row of spine, the plan's windowed features as of that row's time,
-// exactly what a lookup at (key, time) would have returned online had
-// every event with ts <= time been ingested; with strict, only events with
-// ts < time. The spine has the plan's PARTITION BY columns and its ORDER BY
-// time column under the same names and types as the events, plus any
-// other columns (labels), which are passed through. The output has the
-// spine's columns in spine order, then one column per windowed aggregate
-// in SELECT order, one row per spine row, in spine order.
-//
-// It is one sort-merge pass: events and spine rows go through the window
-// operators together, the spine rows as probes that are never stored.
 // ErrSpine is matched (errors.Is) by Backfill's errors about the spine's
 // columns: a key or time column it lacks, a column of another type than
 // the events' column of that name, or a column named like a feature or
@@ -47,6 +35,19 @@ func spineErrorf(format string, args ...any) error {
 	return &spineError{msg: fmt.Sprintf(format, args...)}
 }
 
+// Backfill computes point-in-time training data (SPEC section 6): for each
+// row of spine, the plan's windowed features as of that row's time,
+// exactly what a lookup at (key, time) would have returned online had
+// every event with ts <= time been ingested; with strict, only events with
+// ts < time. The spine has the plan's PARTITION BY columns and its ORDER BY
+// time column under the same names and types as the events, plus any
+// other columns (labels), which are passed through. The output has the
+// spine's columns in spine order, then one column per windowed aggregate
+// in SELECT order, one row per spine row, in spine order.
+//
+// It is one sort-merge pass: events and spine rows go through the window
+// operators together, the spine rows as probes that are never stored.
+// Errors about the spine's columns match ErrSpine.
 func Backfill(ctx context.Context, plan *Plan, events, spine source.Source, out sink.Sink, timeColumn string, strict bool, opt RunOptions) (err error) {
 	closeOut := true
 	defer func() {

@@ -395,8 +395,9 @@ func (r *runner) openStore() error {
 }
 
 // openDir prepares the store's directory: dir emptied (refused while
-// another run's open store holds it), or a new temporary one. The store's content comes from the checkpoint (or
-// nothing): whatever a crashed run left there is stale.
+// another run's open store holds it), or a new temporary one. The store's
+// content comes from the checkpoint (or nothing): whatever a crashed run
+// left there is stale.
 func (cr *checkpointRun) openDir(dir string) error {
 	if dir == "" {
 		d, err := os.MkdirTemp("", "volga-state-*")
