@@ -1018,10 +1018,12 @@ func (r *runner) prepareBatch(rec arrow.RecordBatch) (arrow.RecordBatch, error) 
 	var noTime arrow.RecordBatch
 	var noTimeRows []int
 	if c.timeIdx >= 0 {
-		if tc := rec.Column(c.timeIdx); tc.NullN() > 0 || !timesInRange(tc) {
+		tc := rec.Column(c.timeIdx)
+		lo, hi, bounded := unitBounds(tc)
+		if tc.NullN() > 0 || bounded && !timesWithin(tc, lo, hi) {
 			var keep []int32
 			for i := 0; i < tc.Len(); i++ {
-				if tc.IsNull(i) || !timeInRange(tc, i) {
+				if tc.IsNull(i) || bounded && !timeWithin(tc, i, lo, hi) {
 					noTimeRows = append(noTimeRows, i)
 				} else {
 					keep = append(keep, int32(i))
@@ -1163,16 +1165,11 @@ const (
 	MaxEventTime int64 = 1 << 62
 )
 
-// timesInRange reports whether every event time of col (int64
-// milliseconds or a timestamp of any unit) is within [MinEventTime,
-// MaxEventTime] once in milliseconds: one pass over the values (NULL
-// slots included: they hold whatever the builder left, and are set aside
-// as NULL anyway).
-func timesInRange(col arrow.Array) bool {
-	lo, hi, ok := unitBounds(col)
-	if !ok {
-		return true
-	}
+// timesWithin reports whether every raw value of the event-time column
+// col (int64 milliseconds or a timestamp) is within [lo, hi]: one pass
+// over the values (NULL slots included: they hold whatever the builder
+// left, and are set aside as NULL anyway).
+func timesWithin(col arrow.Array, lo, hi int64) bool {
 	switch a := col.(type) {
 	case *array.Int64:
 		return valuesWithin(a.Int64Values(), lo, hi)
@@ -1194,13 +1191,9 @@ func valuesWithin[T int64 | arrow.Timestamp](vs []T, lo, hi T) bool {
 	return mn >= lo && mx <= hi
 }
 
-// timeInRange reports whether event time i of col is within
-// [MinEventTime, MaxEventTime] once in milliseconds.
-func timeInRange(col arrow.Array, i int) bool {
-	lo, hi, ok := unitBounds(col)
-	if !ok {
-		return true
-	}
+// timeWithin reports whether raw value i of the event-time column col is
+// within [lo, hi].
+func timeWithin(col arrow.Array, i int, lo, hi int64) bool {
 	var v int64
 	switch a := col.(type) {
 	case *array.Int64:
@@ -1212,9 +1205,9 @@ func timeInRange(col arrow.Array, i int) bool {
 }
 
 // unitBounds gives the range of raw values of an event-time column that
-// are within [MinEventTime, MaxEventTime] in milliseconds (ok false for
-// a column that needs no check: a unit finer than milliseconds cannot
-// reach the limits).
+// are within [MinEventTime, MaxEventTime] once in milliseconds (ok false
+// for a column that needs no check: a unit finer than milliseconds
+// cannot reach the limits).
 func unitBounds(col arrow.Array) (lo, hi int64, ok bool) {
 	switch dt := col.DataType().(type) {
 	case *arrow.Int64Type:
