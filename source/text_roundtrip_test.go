@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/volga-go/volga/internal/values"
 	"github.com/volga-go/volga/sink"
 	"github.com/volga-go/volga/source"
 )
@@ -94,7 +95,7 @@ func rtValue(r *rand.Rand, dt arrow.DataType, b array.Builder) {
 		if unit == arrow.Nanosecond {
 			lo, hi = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
 		}
-		l, h := unitsOf(lo, unit), unitsOf(hi, unit)
+		l, h := values.Units(lo, unit), values.Units(hi, unit)
 		v := []int64{0, -1, 1, l, h, l + int64(r.Uint64N(uint64(h)-uint64(l)))}[r.IntN(6)]
 		b.Append(arrow.Timestamp(v))
 	case *array.Date32Builder:
@@ -104,18 +105,6 @@ func rtValue(r *rand.Rand, dt arrow.DataType, b array.Builder) {
 	default:
 		panic(fmt.Sprintf("no generator for %s", dt))
 	}
-}
-
-func unitsOf(t time.Time, u arrow.TimeUnit) int64 {
-	switch u {
-	case arrow.Second:
-		return t.Unix()
-	case arrow.Millisecond:
-		return t.UnixMilli()
-	case arrow.Microsecond:
-		return t.UnixMicro()
-	}
-	return t.UnixNano()
 }
 
 func rtString(r *rand.Rand) string {

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/big"
@@ -454,14 +455,7 @@ func compare(a, b any) int {
 	case int64:
 		return cmpInt(a, b.(int64))
 	case uint64:
-		b := b.(uint64)
-		switch {
-		case a < b:
-			return -1
-		case a > b:
-			return 1
-		}
-		return 0
+		return cmp.Compare(a, b.(uint64))
 	case float64:
 		b := b.(float64)
 		an, bn := math.IsNaN(a), math.IsNaN(b)
