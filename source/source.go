@@ -50,8 +50,10 @@ type Projector interface {
 // of a partition that lags behind the others are not late merely because
 // another partition is ahead. A partition that delivers nothing for longer
 // than the idle timeout (watermark.WithIdleTimeout) stops holding the
-// combined watermark back, so a quiet partition, or one read by another
-// member of a consumer group, does not stall the pipeline. The engine
+// combined watermark back, so a quiet partition does not stall the
+// pipeline; a partition the source does not read at the moment (one
+// another member of a consumer group reads) holds nothing back if the
+// source implements Assigning. The engine
 // looks at the clock only when Read returns: a partitioned source whose
 // partitions can all go quiet should return an empty batch when nothing
 // has come for a while (the Kafka source does after its IdleWake, one
