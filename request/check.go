@@ -210,7 +210,10 @@ func plural(n int) string {
 // it was rendered from; numbers compare within opts.RelTolerance. A
 // value that differs on a lookup served with a watermark earlier than
 // its time is Unsettled, not Mismatched: rows that had not yet arrived
-// when it was served may explain it.
+// when it was served may explain it. Served records built in Go carry the
+// watermark their lookup answered (Features.Watermark; EndWatermark for
+// an answer known complete): the zero value is the epoch, which counts
+// every later lookup as served early.
 func Check(served, recomputed []Record, opts CheckOptions) *Report {
 	if opts.RelTolerance <= 0 {
 		opts.RelTolerance = 1e-9
