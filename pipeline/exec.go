@@ -623,6 +623,11 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 		for p, mx := range rs.Max {
 			if mx != watermark.None {
 				gens[p].Observe(mx)
+				// The combiner too: a partition with no row since the
+				// restore would otherwise hold the watermark at None,
+				// below where the run that took the checkpoint had it,
+				// and rows late there would be on time here.
+				comb.Update(p, gens[p].Current())
 			}
 		}
 		lastWM = rs.LastWM
