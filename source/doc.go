@@ -13,7 +13,10 @@
 //   - [CSV] and [JSONL]: text files or readers, with the schema inferred
 //     from a sample of rows or given with [WithSchema];
 //   - [Parquet]: one or more Parquet files read in order;
-//   - [Open]: picks one of them from a path's extension;
+//   - [TextFiles]: several CSV or JSON-lines files read in order, as one
+//     source ([NewCSVFiles], [NewJSONLFiles]);
+//   - [Open]: picks one of them from a path's extension, or from the
+//     files of a directory or glob pattern;
 //   - [Clustered]: the rows of another bounded source, read whole and
 //     ordered by key (each key's rows in input order), for batch runs
 //     that go key by key (volga.WithClusterInput).

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/volga-go/volga/sink"
@@ -96,4 +98,53 @@ alice,3,2024-01-03T10:00:04Z
 	// alice 12.5
 	// alice 3
 	// carol 1
+}
+
+// A day's events per CSV file, read as one source in name order: the
+// schema comes from the first file, and each file's header may order the
+// columns its own way.
+func ExampleNewCSVFiles() {
+	dir, err := os.MkdirTemp("", "events")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	days := map[string]string{
+		"2024-01-01.csv": "user,amount,ts\nalice,12.5,2024-01-01T10:00:00Z\n",
+		"2024-01-02.csv": "ts,user,amount\n2024-01-02T09:30:00Z,bob,3\n2024-01-02T11:00:00Z,alice,7\n",
+	}
+	for name, body := range days {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	// source.Open(dir) or source.Open(dir + "/*.csv") does the same.
+	src, err := source.NewCSVFiles([]string{filepath.Join(dir, "2024-01-*.csv")})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer src.Close()
+	fmt.Println(len(src.Files()), "files")
+	for {
+		rec, err := src.Read(context.Background())
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		for _, row := range sink.Rows(rec) {
+			fmt.Println(row...)
+		}
+		rec.Release()
+	}
+	// Output:
+	// 2 files
+	// alice 12.5 2024-01-01 10:00:00 +0000 UTC
+	// bob 3 2024-01-02 09:30:00 +0000 UTC
+	// alice 7 2024-01-02 11:00:00 +0000 UTC
 }

@@ -141,7 +141,7 @@ func NewParquet(paths ...string) (*Parquet, error) {
 // it matches, in name order. The list of files is taken when the source
 // is opened; positions (Seek) count files in that list.
 func NewParquetFiles(paths []string, opts ...Option) (p *Parquet, err error) {
-	if paths, err = expandParquetPaths(paths); err != nil {
+	if paths, err = expandPaths(paths, "parquet", []string{".parquet"}); err != nil {
 		return nil, err
 	}
 	if len(paths) == 0 {
@@ -569,9 +569,12 @@ func (p *Parquet) Close() error {
 	return nil
 }
 
-// expandParquetPaths replaces directories and glob patterns among paths by
-// the files they stand for (see NewParquetFiles).
-func expandParquetPaths(paths []string) ([]string, error) {
+// expandPaths replaces directories and glob patterns among paths by the
+// files they stand for: a directory's files with one of the extensions
+// exts (any case) in name order, leaving out names that start with "." or
+// "_", and a glob pattern's matches in name order (see NewParquetFiles).
+// kind names the format in errors.
+func expandPaths(paths []string, kind string, exts []string) ([]string, error) {
 	var out []string
 	for _, path := range paths {
 		fi, err := os.Stat(path)
@@ -579,12 +582,12 @@ func expandParquetPaths(paths []string) ([]string, error) {
 		case err == nil && fi.IsDir():
 			ents, err := os.ReadDir(path)
 			if err != nil {
-				return nil, fmt.Errorf("source: parquet %s: %w", path, err)
+				return nil, fmt.Errorf("source: %s %s: %w", kind, path, err)
 			}
 			n := len(out)
 			for _, e := range ents {
 				name := e.Name()
-				if strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || !strings.EqualFold(filepath.Ext(name), ".parquet") {
+				if strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || !hasExt(name, exts) {
 					continue
 				}
 				if fi, err := os.Stat(filepath.Join(path, name)); err != nil || !fi.Mode().IsRegular() {
@@ -593,12 +596,12 @@ func expandParquetPaths(paths []string) ([]string, error) {
 				out = append(out, filepath.Join(path, name))
 			}
 			if len(out) == n {
-				return nil, fmt.Errorf("source: parquet %s: no .parquet files in the directory", path)
+				return nil, fmt.Errorf("source: %s %s: no %s files in the directory", kind, path, strings.Join(exts, ", "))
 			}
 		case err != nil && strings.ContainsAny(path, "*?["):
 			matches, err := filepath.Glob(path)
 			if err != nil {
-				return nil, fmt.Errorf("source: parquet %s: %w", path, err)
+				return nil, fmt.Errorf("source: %s %s: %w", kind, path, err)
 			}
 			n := len(out)
 			for _, m := range matches {
@@ -607,11 +610,22 @@ func expandParquetPaths(paths []string) ([]string, error) {
 				}
 			}
 			if len(out) == n {
-				return nil, fmt.Errorf("source: parquet %s: no file matches", path)
+				return nil, fmt.Errorf("source: %s %s: no file matches", kind, path)
 			}
 		default:
 			out = append(out, path)
 		}
 	}
 	return out, nil
+}
+
+// hasExt reports whether name ends in one of exts, in any case.
+func hasExt(name string, exts []string) bool {
+	ext := filepath.Ext(name)
+	for _, e := range exts {
+		if strings.EqualFold(ext, e) {
+			return true
+		}
+	}
+	return false
 }

@@ -26,7 +26,14 @@ func (t *textSource) LowerBound(col string) (int64, bool) {
 	if t.done {
 		return math.MaxInt64, true
 	}
-	if !t.seen {
+	return t.boundRead(col)
+}
+
+// boundRead is the bound the rows read give for col: the greatest value
+// of the WithTimeOrder column minus the lateness, ok false for another
+// column or before the first row.
+func (t *textSource) boundRead(col string) (int64, bool) {
+	if t.opts.timeOrder == "" || !strings.EqualFold(col, t.opts.timeOrder) || !t.seen {
 		return 0, false
 	}
 	if t.newest < math.MinInt64+t.opts.lateMs {

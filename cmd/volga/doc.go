@@ -27,7 +27,9 @@
 // The query in FILE ("-" reads it from standard input) is one SELECT of the
 // Volga SQL dialect over one table; --source binds that table's name to a
 // file, whose format follows its extension (.csv, .jsonl, .ndjson, .json,
-// .parquet) and whose schema is inferred from its first rows. Output goes to
+// .parquet) and whose schema is inferred from its first rows, or to a
+// directory or glob pattern ('events/*.csv') of files of one format, read
+// in name order with the schema of the first. Output goes to
 // the --sink file, CSV or JSON lines after its extension (.csv, .jsonl,
 // .ndjson, .parquet), or as CSV to standard output when --sink is "-" or
 // absent (--format jsonl changes that).
