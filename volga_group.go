@@ -2,7 +2,6 @@ package volga
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -104,13 +103,17 @@ type GroupConfig struct {
 type KeyEncoder func(key []any) ([]byte, error)
 
 // JSONKey encodes a one-column key as its JSON value ("alice", 42) and a
-// longer one as a JSON array of them (["alice",42]), as sink/kafka writes
-// message keys.
+// longer one as a JSON array of them (["alice",42]), byte for byte as
+// sink/kafka writes message keys: strings escape only quotes, backslashes
+// and control characters (not &, <, > or U+2028, as encoding/json does),
+// times are RFC 3339 in UTC with only the fractional digits needed
+// (whatever the time's location), floats take Go's shortest form
+// (strconv 'g'), and NULL is null.
 func JSONKey(key []any) ([]byte, error) {
 	if len(key) == 1 {
-		return json.Marshal(key[0])
+		return request.AppendJSON(nil, key[0]), nil
 	}
-	return json.Marshal(key)
+	return request.AppendJSON(nil, key), nil
 }
 
 // RawKey encodes a one-column key as its bare text: a string as its

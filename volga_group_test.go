@@ -713,6 +713,8 @@ func TestKeyEncoders(t *testing.T) {
 		{volga.JSONKey, []any{"alice"}, `"alice"`},
 		{volga.JSONKey, []any{int64(42)}, `42`},
 		{volga.JSONKey, []any{"alice", int64(42)}, `["alice",42]`},
+		{volga.JSONKey, []any{"AT&T <b>\u2028"}, "\"AT&T <b>\u2028\""},
+		{volga.JSONKey, []any{time.Date(2024, 1, 3, 11, 0, 0, 500_000_000, time.FixedZone("", 3600)), nil, 1e6, uint64(1) << 63}, `["2024-01-03T10:00:00.5Z",null,1e+06,9223372036854775808]`},
 		{volga.RawKey, []any{"alice"}, `alice`},
 		{volga.RawKey, []any{int64(-42)}, `-42`},
 		{volga.RawKey, []any{true}, `true`},
