@@ -1,9 +1,14 @@
 package pipeline_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,19 +44,29 @@ func (s *partInterrupting) PartitionOf(rec arrow.RecordBatch) int {
 // the end).
 func runPartitioned(t *testing.T, query, path string, parts int, batches []arrow.RecordBatch, after int, opts ...volga.Option) {
 	t.Helper()
+	if err := runPartitionedCtx(context.Background(), t, query, path, parts, batches, after, nil, opts...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runPartitionedCtx is runPartitioned cancelling the run with cancel
+// (a crash) rather than stopping it, when cancel is not nil; it returns
+// the run's error.
+func runPartitionedCtx(ctx context.Context, t *testing.T, query, path string, parts int, batches []arrow.RecordBatch, after int, cancel context.CancelFunc, opts ...volga.Option) error {
+	t.Helper()
 	out, err := sink.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := &partInterrupting{Interrupting: testutil.NewInterrupting(testutil.EventSchema, after, nil, batches...), parts: parts}
+	src := &partInterrupting{Interrupting: testutil.NewInterrupting(testutil.EventSchema, after, cancel, batches...), parts: parts}
 	p, err := volga.SQL(query, append([]volga.Option{volga.WithSource("events", src), volga.WithSink(out)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	src.Interrupt = p.Stop
-	if err := p.Run(context.Background()); err != nil {
-		t.Fatal(err)
+	if cancel == nil {
+		src.Interrupt = p.Stop
 	}
+	return p.Run(ctx)
 }
 
 // TestCheckpointRestoresPartitionWatermarks: a run resumed from a
@@ -87,5 +102,101 @@ func TestCheckpointRestoresPartitionWatermarks(t *testing.T) {
 	got, _ := os.ReadFile(out)
 	if string(got) != string(want) {
 		t.Fatalf("resumed after a stop:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// partitionedBatches cuts tab's rows, in their order, into batches of one
+// partition (id modulo parts) each: every partition gathers its rows until
+// it has 1 to maxRows of them (at random), then sends them as a batch. The
+// caller releases them.
+func partitionedBatches(rng *rand.Rand, tab *testutil.Table, parts, maxRows int) []arrow.RecordBatch {
+	pending := make([][][]any, parts)
+	size := make([]int, parts)
+	for p := range size {
+		size[p] = 1 + rng.IntN(maxRows)
+	}
+	var out []arrow.RecordBatch
+	flush := func(p int) {
+		out = append(out, testutil.BuildRecord(memory.DefaultAllocator, tab.Schema, pending[p]))
+		pending[p], size[p] = nil, 1+rng.IntN(maxRows)
+	}
+	idc := tab.Col("id")
+	for _, r := range tab.Rows {
+		p := int(r[idc].(int64) % int64(parts))
+		if pending[p] = append(pending[p], r); len(pending[p]) == size[p] {
+			flush(p)
+		}
+	}
+	for p := range pending {
+		if len(pending[p]) > 0 {
+			flush(p)
+		}
+	}
+	return out
+}
+
+// TestCheckpointPartitionedExactlyOnce: a streaming run over a source of
+// three partitions, each with rows out of order beyond the bound (late
+// rows), cancelled again and again at random reads and resumed from its
+// latest checkpoint, writes exactly the output and the late rows of an
+// uninterrupted run, with and without allowed lateness.
+func TestCheckpointPartitionedExactlyOnce(t *testing.T) {
+	for _, c := range []struct {
+		par     int
+		allowed time.Duration
+	}{{1, 0}, {2, 0}, {2, 500 * time.Millisecond}} {
+		for _, seed := range testutil.Seeds(2) {
+			t.Run(fmt.Sprintf("par%d_allowed%v_seed%d", c.par, c.allowed, seed), func(t *testing.T) {
+				rng := testutil.Rand(seed)
+				tab := testutil.Events(rng, testutil.DefaultEvents(3000))
+				tab = tab.Subset(testutil.Shuffle(rng, tab, "ts", nil, 4000))
+				batches := partitionedBatches(rng, tab, 3, 20)
+				defer arrowutil.ReleaseAll(batches)
+				query := ckQuery
+				if c.allowed > 0 {
+					query = strings.Replace(ckQuery, "RANGE BETWEEN UNBOUNDED PRECEDING", "RANGE BETWEEN INTERVAL '10' SECOND PRECEDING", 1)
+				}
+				opts := []volga.Option{volga.WithMode(volga.Streaming), volga.WithMaxOutOfOrder(500 * time.Millisecond),
+					volga.WithParallelism(c.par), volga.WithAllowedLateness(c.allowed)}
+				dir := t.TempDir()
+				withLate := func(path string) []volga.Option {
+					late, err := sink.Open(path)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return append(opts[:len(opts):len(opts)], volga.WithLateSink(late))
+				}
+				ref, refLate := filepath.Join(dir, "ref.csv"), filepath.Join(dir, "ref-late.csv")
+				if err := runPartitionedCtx(context.Background(), t, query, ref, 3, batches, 0, nil, withLate(refLate)...); err != nil {
+					t.Fatal(err)
+				}
+				want, _ := os.ReadFile(ref)
+				wantLate, _ := os.ReadFile(refLate)
+				if n := bytes.Count(wantLate, []byte("\n")); n < 10 {
+					t.Fatalf("only %d late rows (with the header): too few for the test to tell", n)
+				}
+				bucket := memblob.OpenBucket(nil)
+				defer bucket.Close()
+				out, outLate := filepath.Join(dir, "out.csv"), filepath.Join(dir, "out-late.csv")
+				var ckpts atomic.Int64
+				crashes := crashAndResume(t, rng, 6, len(batches)/3, func(ctx context.Context, after int, cancel context.CancelFunc) error {
+					ckOpts := append(withLate(outLate), volga.WithCheckpointBucket(bucket, time.Millisecond),
+						volga.WithOnCheckpoint(func(volga.CheckpointInfo) { ckpts.Add(1) }))
+					return runPartitionedCtx(ctx, t, query, out, 3, batches, after, cancel, ckOpts...)
+				})
+				if ckpts.Load() < 2 {
+					t.Fatalf("only %d checkpoints were taken", ckpts.Load())
+				}
+				t.Logf("%d interruptions, %d checkpoints, %d late rows", crashes, ckpts.Load(), bytes.Count(wantLate, []byte("\n"))-1)
+				got, _ := os.ReadFile(out)
+				if !bytes.Equal(got, want) {
+					t.Fatalf("after %d interruptions the output differs from an uninterrupted run:\n%s", crashes, lineDiff(got, want))
+				}
+				gotLate, _ := os.ReadFile(outLate)
+				if gotLate, wantLate := sortedLines(gotLate), sortedLines(wantLate); !bytes.Equal(gotLate, wantLate) {
+					t.Fatalf("after %d interruptions the late rows differ from an uninterrupted run's:\n%s", crashes, lineDiff(gotLate, wantLate))
+				}
+			})
+		}
 	}
 }
