@@ -104,6 +104,11 @@ func (g *Group) misdirected(ctx context.Context, body []byte) *NotOwnerError {
 		if rq.Key == nil {
 			return nil
 		}
+		for col, v := range rq.Key {
+			if n, ok := v.(json.Number); ok {
+				rq.Key[col] = jsonNumber(n)
+			}
+		}
 		_, err := g.route(ctx, rq.Key)
 		var noe *NotOwnerError
 		if errors.As(err, &noe) && noe.Member != "" {
@@ -111,6 +116,24 @@ func (g *Group) misdirected(ctx context.Context, body []byte) *NotOwnerError {
 		}
 	}
 	return nil
+}
+
+// jsonNumber is a JSON number as the lookup handler reads a key value:
+// an int64, a uint64 beyond int64's range, or else a float64 (42.0 and
+// 4.2e1 are integers to an integer column), so that the key is placed
+// in the partition its lookup would be answered from. A number float64
+// cannot hold stays as it is (the lookup handler refuses it).
+func jsonNumber(n json.Number) any {
+	if i, err := n.Int64(); err == nil {
+		return i
+	}
+	if u, err := strconv.ParseUint(string(n), 10, 64); err == nil {
+		return u
+	}
+	if f, err := n.Float64(); err == nil {
+		return f
+	}
+	return n
 }
 
 func writeMisdirected(w http.ResponseWriter, e *NotOwnerError) {

@@ -177,3 +177,50 @@ func TestGroupLookupOwnPartitionStarting(t *testing.T) {
 			resp.StatusCode, resp.Header.Get("X-Volga-Owner"))
 	}
 }
+
+// A key the lookup handler reads as an integer though written with a
+// fraction or an exponent (42.0, as clients that hold ids as floats write
+// them) is routed like 42: 421 naming its owner, not 503 (the router did
+// not place it, and the member's own lookup found it was not the owner's:
+// try again, for ever).
+func TestGroupHandlerRoutesIntegerKeyWrittenAsFloat(t *testing.T) {
+	const parts = 2
+	addrs := newGroupCluster(t, parts, "tx")
+	produceGroup(t, addrs, "tx", 0, 48, &kafkago.Hash{}, volga.RawKey)
+	bucket := memblob.OpenBucket(nil)
+	defer bucket.Close()
+	const query = `SELECT id, ts, count(*) OVER w AS n FROM tx
+		WINDOW w AS (PARTITION BY id ORDER BY ts RANGE BETWEEN INTERVAL '1' MINUTE PRECEDING AND CURRENT ROW)`
+	a := startGroup(t, query, rawKeyGroupConfig(addrs, "float-keys", bucket, "http://a.example:8080"))
+	b := startGroup(t, query, rawKeyGroupConfig(addrs, "float-keys", bucket, "http://b.example:8080"))
+	groupWaitFor(t, "the two members to share the partitions", 20*time.Second, func() bool {
+		return ownership([]*runningGroup{a, b}, parts) && len(a.g.Owned()) == 1
+	})
+	id := int64(-1)
+	for i := range int64(100) {
+		p, err := a.g.PartitionOf(map[string]any{"id": i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(b.g.Owned(), p) {
+			id = i
+			break
+		}
+	}
+	if id < 0 {
+		t.Fatal("no id in b's partition")
+	}
+	srv := httptest.NewServer(a.g.Handler())
+	defer srv.Close()
+	for _, written := range []string{fmt.Sprint(id), fmt.Sprintf("%d.0", id), fmt.Sprintf("%de0", id)} {
+		for _, body := range []string{
+			fmt.Sprintf(`{"key": {"id": %s}, "at": 0}`, written),
+			fmt.Sprintf(`[{"key": {"id": %s}, "at": 0}]`, written),
+		} {
+			status, b := post(t, srv.URL+request.FeaturesPath, body)
+			if status != http.StatusMisdirectedRequest || !strings.Contains(string(b), `"owner":"http://b.example:8080"`) {
+				t.Errorf("%s: status %d: %s; want 421 naming b", body, status, b)
+			}
+		}
+	}
+}
