@@ -26,6 +26,7 @@ import (
 	"github.com/volga-go/volga/sink"
 	"github.com/volga-go/volga/source"
 	"github.com/volga-go/volga/source/kafka"
+	"github.com/volga-go/volga/statestore"
 )
 
 // GroupConfig configures a Group.
@@ -666,6 +667,9 @@ func (g *Group) startPartition(ctx context.Context, gen *kafkago.Generation, end
 		func(c *config) {
 			ck := c.ckpt()
 			ck.Bucket, ck.Prefix = bucket, shard+"/"
+			if dir, ok := statestore.SyncDir(g.cfg.CheckpointURL); ok && g.cfg.CheckpointBucket == nil {
+				ck.SyncDir = dir
+			}
 			if g.cfg.CheckpointInterval > 0 {
 				ck.Interval = g.cfg.CheckpointInterval
 			}

@@ -12,6 +12,7 @@ import (
 	_ "gocloud.dev/blob/s3blob"
 
 	"github.com/volga-go/volga/pipeline"
+	"github.com/volga-go/volga/statestore"
 )
 
 // CheckpointInfo describes a completed checkpoint; see WithOnCheckpoint.
@@ -107,5 +108,8 @@ func (c *config) openCheckpointBucket(ctx context.Context) (func(), error) {
 		return nil, fmt.Errorf("volga: opening the checkpoint bucket %s: %w", c.ckptURL, err)
 	}
 	c.run.Checkpoints.Bucket = b
+	if dir, ok := statestore.SyncDir(u); ok {
+		c.run.Checkpoints.SyncDir = dir
+	}
 	return func() { _ = b.Close() }, nil
 }

@@ -68,6 +68,12 @@ type Checkpointing struct {
 	Bucket *blob.Bucket
 	// Prefix is prepended to every object name in Bucket.
 	Prefix string
+	// SyncDir, for a Bucket that is a local directory (a file:// bucket),
+	// is that directory: every checkpoint object is then flushed to disk
+	// before the manifest names it (statestore.WithSyncDir), so that
+	// checkpoints survive a power loss. volga.WithCheckpoints sets it for
+	// file:// URLs (statestore.SyncDir).
+	SyncDir string
 	// Interval is the time between checkpoints (default 10 s). A
 	// checkpoint still uploading when the next is due delays it.
 	Interval time.Duration
@@ -338,6 +344,9 @@ func (r *runner) openCheckpoints(ctx context.Context) error {
 	opts := []statestore.CheckpointOption{statestore.WithRetain(cfg.Retain), statestore.WithLogger(log)}
 	if cfg.Prefix != "" {
 		opts = append(opts, statestore.WithPrefix(cfg.Prefix))
+	}
+	if cfg.SyncDir != "" {
+		opts = append(opts, statestore.WithSyncDir(cfg.SyncDir))
 	}
 	cr.ckp = statestore.NewCheckpointer(cfg.Bucket, opts...)
 	if err := cr.openDir(r.opt.StateDir); err != nil {

@@ -151,6 +151,7 @@ type checkpointConfig struct {
 	fullEvery int
 	spoolDir  string
 	logger    *slog.Logger
+	syncDir   string // WithSyncDir
 }
 
 type checkpointOptionFunc func(*checkpointConfig)
@@ -178,6 +179,19 @@ func WithFullEvery(n int) CheckpointOption {
 	return checkpointOptionFunc(func(c *checkpointConfig) { c.fullEvery = n })
 }
 
+// WithSyncDir says the bucket is a local directory, dir, such as a
+// file:// bucket (gocloud.dev/blob/fileblob) opened on it: every object a
+// checkpoint writes is then flushed to disk (fsync), with the directories
+// above it up to dir, before the next is written and before the manifest
+// names it, so that a power loss cannot leave a manifest naming objects
+// the disk never got, nor retention delete the older checkpoints in favour
+// of one that is lost. fileblob cannot do this itself. OpenBucket sets it
+// up for file:// URLs (SyncDir). The objects are found at dir joined with
+// the prefix and key, as fileblob stores keys made of printable ASCII.
+func WithSyncDir(dir string) CheckpointOption {
+	return checkpointOptionFunc(func(c *checkpointConfig) { c.syncDir = dir })
+}
+
 // WithSpoolDir sets the local directory where Prepare spools state
 // backups until Commit uploads them; the default is os.TempDir().
 func WithSpoolDir(dir string) CheckpointOption {
@@ -203,10 +217,11 @@ type Checkpointer struct {
 	bucket *blob.Bucket
 	cfg    checkpointConfig
 
-	mu      sync.Mutex
-	pending bool                       // a Prepare awaits its Commit or Abort
-	own     map[uint64]map[string]bool // epoch -> ids of the checkpoints this one began there
-	warned  bool                       // the store refused a conditional write once
+	mu       sync.Mutex
+	pending  bool                       // a Prepare awaits its Commit or Abort
+	own      map[uint64]map[string]bool // epoch -> ids of the checkpoints this one began there
+	warned   bool                       // the store refused a conditional write once
+	syncWarn sync.Once                  // WithSyncDir's object was not found, once
 
 	openMu sync.Mutex
 	opened bool
@@ -669,6 +684,20 @@ func (c *Checkpointer) put(ctx context.Context, key string, ifNotExist bool, fil
 	}
 	if err := w.Close(); err != nil {
 		return ObjectRef{}, fmt.Errorf("upload %s: %w", key, err)
+	}
+	if c.cfg.syncDir != "" {
+		switch err := syncObject(c.cfg.syncDir, c.cfg.prefix+key); {
+		case errors.Is(err, os.ErrNotExist):
+			// Not where a file:// bucket on syncDir keeps it (a key
+			// fileblob escapes, or another bucket): warn, and go on
+			// without flushing rather than without checkpoints.
+			c.syncWarn.Do(func() {
+				c.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "statestore: checkpoint objects are not flushed to disk: an object is not found under the sync directory",
+					slog.String("dir", c.cfg.syncDir), slog.String("key", c.cfg.prefix+key), slog.Any("error", err))
+			})
+		case err != nil:
+			return ObjectRef{}, fmt.Errorf("upload %s: flushing it to disk: %w", key, err)
+		}
 	}
 	// The manifest must never name an object the bucket did not take
 	// whole: a store that dropped the end of an upload and reported

@@ -24,6 +24,10 @@
 // checkpoint, skipping damaged ones with a logged error, and Restore
 // rebuilds the store and returns the parts. FORMAT.md in this directory
 // describes the layout in the bucket and the key conventions operators use.
+// fileblob does not flush what it writes to disk: in a file:// bucket
+// opened with OpenBucket (or given WithSyncDir), every object is flushed
+// (fsync), with its directories, before the manifest names it, so that a
+// checkpoint Latest finds survives a power loss.
 //
 // Package storetest has one conformance suite that every implementation
 // runs, so that they cannot drift apart.
