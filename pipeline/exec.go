@@ -61,7 +61,10 @@ type RunOptions struct {
 	// Mode is Batch or Streaming.
 	Mode Mode
 	// MaxOutOfOrder bounds how far behind the newest event time a row may
-	// arrive and still be on time (streaming).
+	// arrive and still be on time (streaming): the watermark is the newest
+	// event time minus it, and a row at or behind the watermark is late,
+	// so a row less than MaxOutOfOrder behind is on time and one exactly
+	// that far behind is late.
 	MaxOutOfOrder time.Duration
 	// AllowedLateness applies late rows no more than this far behind the
 	// watermark (streaming); 0 drops every late row.

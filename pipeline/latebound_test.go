@@ -1,0 +1,80 @@
+package pipeline_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/volga-go/volga"
+	"github.com/volga-go/volga/internal/arrowutil"
+	"github.com/volga-go/volga/internal/testutil"
+	"github.com/volga-go/volga/sink"
+	"github.com/volga-go/volga/source"
+)
+
+// TestLatenessAtTheBounds: the watermark is the newest event time minus
+// the out-of-orderness bound, and a row at or behind it is late (SPEC
+// section 7): a row exactly the bound behind the newest is late, one a
+// millisecond less behind is on time. With allowed lateness d, a late row
+// is applied only when its time is above the watermark minus d.
+func TestLatenessAtTheBounds(t *testing.T) {
+	row := func(id, ts int64) []any { return []any{id, int64(1), "m", ts, int64(1), 1.0, "c"} }
+	// One row per batch: the watermark moves after each.
+	rows := [][]any{
+		row(0, 10_000),
+		row(1, 9_000), // the bound (1 s) behind: at the watermark, late
+		row(2, 9_001), // a millisecond less: on time
+		row(3, 8_501), // late, 499 ms behind the watermark
+		row(4, 8_500), // late, 500 ms behind it
+		row(5, 12_000),
+	}
+	var batches []arrow.RecordBatch
+	for _, r := range rows {
+		batches = append(batches, testutil.BuildRecord(memory.DefaultAllocator, testutil.EventSchema, [][]any{r}))
+	}
+	defer arrowutil.ReleaseAll(batches)
+	const query = `SELECT id, count(*) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW) AS n FROM events`
+	for _, c := range []struct {
+		allowed   time.Duration
+		out, late string
+	}{
+		// Without allowed lateness every late row is dropped.
+		{0, "[[2 1] [0 2] [5 3]]", "[1 3 4]"},
+		// With 500 ms, rows above 9000 - 500 are applied, emitted at once
+		// with their frame as of arrival (each sees itself only: no row
+		// before either has come); the rows released later see them.
+		{500 * time.Millisecond, "[[1 1] [3 1] [2 3] [0 4] [5 5]]", "[4]"},
+	} {
+		t.Run(fmt.Sprint(c.allowed), func(t *testing.T) {
+			src := source.NewMemory(testutil.EventSchema, batches...)
+			defer src.Close()
+			out, late := sink.NewCollector(), sink.NewCollector()
+			defer out.Release()
+			defer late.Release()
+			p, err := volga.SQL(query, volga.WithSource("events", src), volga.WithSink(out), volga.WithLateSink(late),
+				volga.WithMode(volga.Streaming), volga.WithMaxOutOfOrder(time.Second), volga.WithAllowedLateness(c.allowed))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(out.Rows()); got != c.out {
+				t.Errorf("output (id, n) %s, want %s", got, c.out)
+			}
+			var lateIDs []int64
+			for _, r := range late.Rows() {
+				lateIDs = append(lateIDs, r[0].(int64))
+			}
+			slices.Sort(lateIDs)
+			if got := fmt.Sprint(lateIDs); got != c.late {
+				t.Errorf("late rows %s, want %s", got, c.late)
+			}
+		})
+	}
+}
