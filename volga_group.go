@@ -847,7 +847,8 @@ func (g *Group) droppedBy(ctx context.Context, gen *kafkago.Generation, err erro
 
 // describeTimeout bounds a fence's DescribeGroups: a coordinator that does
 // not answer in time leaves ownership unconfirmed (the checkpoint fails;
-// the run goes on).
+// the run goes on). It bounds a lookup's too (see owner): the lookup is
+// unavailable, to be tried again.
 const describeTimeout = 10 * time.Second
 
 // errNotMember is stillMember's answer when the group's description does
@@ -960,7 +961,8 @@ func (g *Group) route(ctx context.Context, key map[string]any) (*Pipeline, error
 // answered by the pipeline of the key's partition (see PartitionOf) when
 // this member owns it; otherwise a *NotOwnerError names the member that
 // does, from the group's description (DescribeGroups). When that
-// description cannot be read the error matches request.ErrUnavailable.
+// description cannot be read (or the coordinator has not answered within
+// 10 s) the error matches request.ErrUnavailable.
 func (g *Group) Lookup(ctx context.Context, key map[string]any, at time.Time, row map[string]any) (LookupResult, error) {
 	if g.lookupOK != nil {
 		return LookupResult{}, g.lookupOK
@@ -984,8 +986,9 @@ func (g *Group) LookupInto(ctx context.Context, dst *FeatureRow, key map[string]
 	return p.LookupInto(ctx, dst, key, at, row)
 }
 
-// owner returns the member owning partition p, from DescribeGroups; the
-// answer is kept for the generation this member is in.
+// owner returns the member owning partition p, from DescribeGroups
+// (given up after describeTimeout); the answer is kept for the
+// generation this member is in.
 func (g *Group) owner(ctx context.Context, p int) (ownerInfo, error) {
 	g.mu.Lock()
 	if g.gen >= 0 && g.ownGen == g.gen {
@@ -996,6 +999,8 @@ func (g *Group) owner(ctx context.Context, p int) (ownerInfo, error) {
 	}
 	gen := g.gen
 	g.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, describeTimeout)
+	defer cancel()
 	res, err := g.client.DescribeGroups(ctx, &kafkago.DescribeGroupsRequest{GroupIDs: []string{g.cfg.Source.GroupID}})
 	if err != nil {
 		return ownerInfo{}, fmt.Errorf("volga: describing group %q: %w", g.cfg.Source.GroupID, err)

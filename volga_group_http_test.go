@@ -224,3 +224,76 @@ func TestGroupHandlerRoutesIntegerKeyWrittenAsFloat(t *testing.T) {
 		}
 	}
 }
+
+// A lookup of another member's partition asks the coordinator who owns
+// it; a coordinator that takes the request and never answers makes the
+// lookup give up (unavailable: 503, try again), not wait for ever with
+// its goroutine and, over HTTP, its connection.
+func TestGroupLookupOwnerHangs(t *testing.T) {
+	const parts = 2
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(parts, "tx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	addrs := c.ListenAddrs()
+	produceGroup(t, addrs, "tx", 0, 48, &kafkago.Hash{}, volga.RawKey)
+	bucket := memblob.OpenBucket(nil)
+	defer bucket.Close()
+	cfg := func(addr string) volga.GroupConfig {
+		c := rawKeyGroupConfig(addrs, "owner-hangs", bucket, addr)
+		c.CheckpointInterval = time.Hour // no fence asks the coordinator meanwhile
+		return c
+	}
+	a := startGroup(t, groupQuery, cfg("http://a.example:8080"))
+	b := startGroup(t, groupQuery, cfg("http://b.example:8080"))
+	groupWaitFor(t, "the two members to share the partitions", 20*time.Second, func() bool {
+		return ownership([]*runningGroup{a, b}, parts) && len(a.g.Owned()) == 1
+	})
+	var key map[string]any
+	for u := range groupUsers {
+		k := map[string]any{"user_id": groupUser(u)}
+		if p, err := a.g.PartitionOf(k); err != nil {
+			t.Fatal(err)
+		} else if slices.Contains(b.g.Owned(), p) {
+			key = k
+			break
+		}
+	}
+	if key == nil {
+		t.Fatal("no user in b's partition")
+	}
+	release := make(chan struct{})
+	var hung atomic.Int32
+	c.ControlKey(kmsg.DescribeGroups.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		select {
+		case <-release:
+		default:
+			hung.Add(1)
+			c.SleepControl(func() { <-release })
+		}
+		return nil, nil, false
+	})
+	defer close(release) // before the members stop: their leaving asks too
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.g.Lookup(context.Background(), key, groupBase.Add(time.Minute), nil)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, request.ErrUnavailable) {
+			t.Fatalf("Lookup while the coordinator does not answer: %v, want an error marked request.ErrUnavailable", err)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Lookup while the coordinator does not answer: %v, want it to say it gave up waiting", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("Lookup still waiting for a coordinator that does not answer after a minute (%d DescribeGroups held)", hung.Load())
+	}
+	if hung.Load() == 0 {
+		t.Fatal("the lookup did not ask the coordinator")
+	}
+}
