@@ -58,7 +58,10 @@
 // the window); 503, with Retry-After: 1, before the pipeline has started
 // (or while the service is otherwise not ready); 500 for anything
 // unexpected, including
-// a panic in the Service, which is recovered. GET /healthz answers 200 "ok".
+// a panic in the Service, which is recovered. A lookup that fails because
+// the client went away (its request's context was cancelled) is counted
+// as 499 (StatusAborted), not as a 503 of the service's. GET /healthz
+// answers 200 "ok".
 //
 // # Online/offline consistency
 //

@@ -202,6 +202,12 @@ func (h *handler) serveFeatures(w http.ResponseWriter, r *http.Request) {
 		f, err := h.svc.Lookup(r.Context(), l.key, l.at, l.row)
 		if err != nil {
 			status := statusOf(err)
+			if r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+				// The client went away (or the server cut its connection):
+				// no one reads the answer, and it is no failure of the
+				// service's, which a 503 would count as.
+				status = StatusAborted
+			}
 			msg := err.Error()
 			if batch {
 				msg = fmt.Sprintf("request %d: %s", i, msg)

@@ -22,7 +22,8 @@ import (
 // handler is the path served (FeaturesPath or HealthPath) or "other" for
 // any other path, so that the label stays bounded whatever clients send;
 // code is the HTTP status answered (StatusAborted for a request the
-// service aborted before answering).
+// service aborted before answering, or one whose client went away while
+// it was looked up).
 type Metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
@@ -64,13 +65,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // leaves the handler uninstrumented.
 func WithMetrics(m *Metrics) HandlerOption { return func(h *handler) { h.metrics = m } }
 
-// observe records one answered request.
 // StatusAborted is the code the request metrics count a request under
 // when the service aborted it (a panic with http.ErrAbortHandler) before
-// answering: 499, the code nginx logs for a request closed before its
-// answer.
+// answering, or when its lookup failed because the request's context was
+// cancelled (the client closed the connection): 499, the code nginx logs
+// for a request closed before its answer.
 const StatusAborted = 499
 
+// observe records one answered request.
 func (m *Metrics) observe(path string, code int, d time.Duration) {
 	switch path {
 	case FeaturesPath, HealthPath:

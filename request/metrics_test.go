@@ -109,3 +109,61 @@ volga_http_requests_total{code="499",handler="/v1/features"} 1
 		t.Error(err)
 	}
 }
+
+// waiter is a Service whose lookups wait for their context to end.
+type waiter struct{ entered chan struct{} }
+
+func (waiter) KeyColumns() []string { return []string{"k"} }
+func (w waiter) Lookup(ctx context.Context, _ map[string]any, _ time.Time, _ map[string]any) (Features, error) {
+	w.entered <- struct{}{}
+	<-ctx.Done()
+	return Features{}, ctx.Err()
+}
+
+// TestMetricsCountClientGoneAs499: a lookup that fails because its client
+// closed the connection (over a real listener) counts as StatusAborted,
+// not as a 503, which says the service could not answer.
+func TestMetricsCountClientGoneAs499(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := waiter{entered: make(chan struct{}, 1)}
+	srv := httptest.NewServer(NewHandler(svc, WithMetrics(m)))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+FeaturesPath, strings.NewReader(`{"key": {"k": 1}, "at": 0}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		failed <- err
+	}()
+	<-svc.entered
+	cancel()
+	if err := <-failed; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled request: %v", err)
+	}
+	const want = `
+# HELP volga_http_requests_total HTTP requests answered by the lookup handler, by path and status code.
+# TYPE volga_http_requests_total counter
+volga_http_requests_total{code="499",handler="/v1/features"} 1
+`
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := testutil.GatherAndCompare(reg, strings.NewReader(want), "volga_http_requests_total")
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
