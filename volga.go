@@ -259,7 +259,7 @@ func WithStrict(strict bool) Option { return func(c *config) { c.strict = strict
 func Backfill(ctx context.Context, query string, spine source.Source, out sink.Sink, opts ...Option) error {
 	plan, err := pipeline.ParseSQL(query)
 	if err != nil {
-		return err
+		return abandon(err, out)
 	}
 	cfg := config{sources: map[string]source.Source{}}
 	for _, o := range opts {
@@ -267,10 +267,10 @@ func Backfill(ctx context.Context, query string, spine source.Source, out sink.S
 	}
 	events, ok := cfg.sources[strings.ToLower(plan.Table)]
 	if !ok {
-		return plan.ErrorAt(plan.Table, "no source bound to table %q; use volga.WithSource", plan.Table)
+		return abandon(plan.ErrorAt(plan.Table, "no source bound to table %q; use volga.WithSource", plan.Table), out)
 	}
 	if len(cfg.clusterInput) > 0 {
-		return errors.New("volga: WithClusterInput does not apply to backfills (events and spine are read in time order)")
+		return abandon(errors.New("volga: WithClusterInput does not apply to backfills (events and spine are read in time order)"), out)
 	}
 	// The window operators register there, for WithMetrics's
 	// volga_window_* metrics.
@@ -460,7 +460,11 @@ func clusterInput(src source.Source, cfg *config) (source.Source, error) {
 func (p *Pipeline) Schema() *arrow.Schema { return p.compiled.Output }
 
 // Run executes the pipeline until its source ends (or ctx is cancelled)
-// and closes the sink. A Pipeline runs once.
+// and closes the sink. A run that fails (an error, a cancelled ctx
+// included) abandons the sinks that publish at Close (sink.Abandoner):
+// without checkpoints a file sink then leaves its file as it was, rather
+// than publish partial output; use Stop to end a stream with its output
+// published. A Pipeline runs once.
 func (p *Pipeline) Run(ctx context.Context) error {
 	p.mu.Lock()
 	if p.ran {
@@ -476,7 +480,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	closeBucket, err := cfg.openCheckpointBucket(ctx)
 	if err != nil {
-		return err
+		return abandon(err, p.cfg.sink, cfg.run.Late)
 	}
 	defer closeBucket()
 	opts := cfg.run
@@ -484,6 +488,28 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	opts.Live = &p.live
 	opts.Stop = p.stop
 	return p.compiled.Run(ctx, p.src, p.cfg.sink, opts)
+}
+
+// abandon ends the sinks of a run or backfill that failed before it
+// started, as the engine ends those of a run that fails (Abandon where
+// the sink has it, so that no empty or partial file is published, else
+// Close), and returns err with their errors, if any.
+func abandon(err error, sinks ...sink.Sink) error {
+	for _, s := range sinks {
+		if s == nil {
+			continue
+		}
+		var cerr error
+		if a, ok := s.(sink.Abandoner); ok {
+			cerr = a.Abandon()
+		} else {
+			cerr = s.Close()
+		}
+		if cerr != nil {
+			err = errors.Join(err, fmt.Errorf("volga: closing sink: %w", cerr))
+		}
+	}
+	return err
 }
 
 // LookupResult holds the features of one key at one time; see Lookup.

@@ -49,10 +49,11 @@ func spineErrorf(format string, args ...any) error {
 // operators together, the spine rows as probes that are never stored.
 // Errors about the spine's columns match ErrSpine.
 func Backfill(ctx context.Context, plan *Plan, events, spine source.Source, out sink.Sink, timeColumn string, strict bool, opt RunOptions) (err error) {
-	closeOut := true
+	closeOut := true // until Run has out: it closes it
 	defer func() {
 		if closeOut {
-			if cerr := out.Close(); err == nil && cerr != nil {
+			// A failed backfill abandons out (see Abandoner).
+			if cerr := closeSinks(out, nil, err, opt.Logger); err == nil && cerr != nil {
 				err = cerr
 			}
 		}

@@ -299,7 +299,7 @@ var resultPool memory.Allocator = mempool.Shared
 // Run executes the pipeline: it reads src until it ends (or ctx is
 // cancelled), and writes the output to out. It returns the first error of
 // any operator; on return every goroutine it started has exited.
-func (c *Compiled) Run(ctx context.Context, src source.Source, out sink.Sink, opt RunOptions) error {
+func (c *Compiled) Run(ctx context.Context, src source.Source, out sink.Sink, opt RunOptions) (err error) {
 	if opt.Parallelism <= 0 {
 		opt.Parallelism = 1
 	}
@@ -319,20 +319,28 @@ func (c *Compiled) Run(ctx context.Context, src source.Source, out sink.Sink, op
 	}
 	opt.Stats.watermark.Store(watermark.None)
 	if !c.Source.Equal(src.Schema()) {
-		return fmt.Errorf("volga: source schema %s does not match the schema the pipeline was compiled for %s", src.Schema(), c.Source)
+		err := fmt.Errorf("volga: source schema %s does not match the schema the pipeline was compiled for %s", src.Schema(), c.Source)
+		return errors.Join(err, closeSinks(out, opt.Late, err, opt.Logger))
 	}
 	if opt.Name == "" {
 		opt.Name = DefaultName
 	}
 	cluster, finStages, err := c.clusterCols(opt)
 	if err != nil {
-		return err
+		return errors.Join(err, closeSinks(out, opt.Late, err, opt.Logger))
 	}
 	r := &runner{c: c, opt: opt, resMem: resMem, src: src, out: out, stats: opt.Stats, cluster: cluster, finStages: finStages,
 		released: make([]atomic.Int64, len(c.stages))}
 	for s := range r.released {
 		r.released[s].Store(watermark.None)
 	}
+	// The merger closes the sinks; a run that ends before it starts
+	// abandons them here.
+	defer func() {
+		if cerr := r.closeSinks(err); err == nil {
+			err = cerr
+		}
+	}()
 	switch {
 	case opt.Checkpoints != nil:
 		if err := r.openCheckpoints(ctx); err != nil {
@@ -359,6 +367,9 @@ type runner struct {
 	out   sink.Sink
 	stats *Stats
 	seq   int64
+	// sinksClosed: closeSinks ran (the merger's, or Run's when the run
+	// ended before the merger started).
+	sinksClosed bool
 	// ck is the run's state store and checkpoints; nil when all state
 	// is in memory.
 	ck *checkpointRun
@@ -528,6 +539,13 @@ func (r *runner) run(ctx context.Context) error {
 		mergeFrom = 1
 	}
 	g.Go(func() (err error) {
+		// The sinks are closed after recoverAs, so that they learn of a
+		// panic in Write as of any other error (closeSinks).
+		defer func() {
+			if cerr := r.closeSinks(err); err == nil {
+				err = cerr
+			}
+		}()
 		defer recoverAs("the merger (the sink's Write)", r.opt.Logger, &err)
 		return r.merge(ctx, final, mergeFrom)
 	})
@@ -761,6 +779,15 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 		}
 		read := rec.NumRows()
 		prep, err := r.prepare(rec)
+		if err == nil && streaming && r.c.timeIdx >= 0 && (prep == nil || prep.NumRows() < read) {
+			// The rows WHERE dropped (or the dead letters took) were
+			// seen too: the watermark follows every event time the
+			// partition delivers (SPEC 7), so that a partition whose
+			// rows the query filters out does not hold it back.
+			if mx, ok := maxEventTime(rec.Column(r.c.timeIdx)); ok {
+				gens[p].Observe(mx)
+			}
+		}
 		rec.Release()
 		if err != nil {
 			return err
@@ -773,10 +800,12 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 			// sent once it is due: held back by the interval, or held
 			// by a partition that has since counted as idle.
 			if streaming && r.c.timeIdx >= 0 {
-				if partitioned && read > 0 {
-					comb.Touch(p) // rows came, all filtered out
+				wm := comb.Current()
+				if read > 0 {
+					// Rows came, all filtered out: their times count.
+					wm = comb.Update(p, gens[p].Current())
 				}
-				if wm := comb.Current(); wm > lastWM && wmDue() {
+				if wm > lastWM && wmDue() {
 					lastWM = wm
 					r.stats.watermark.Store(wm)
 					if err := broadcast(wm); err != nil {
@@ -1264,6 +1293,59 @@ func appendMillis(b *array.Int64Builder, col arrow.Array) {
 			b.UnsafeAppend(q)
 		}
 	}
+}
+
+// maxEventTime returns the greatest event time, in milliseconds (floor),
+// of the rows of the event-time column col (int64 milliseconds or a
+// timestamp) that have one within [MinEventTime, MaxEventTime]; ok is
+// false when none has.
+func maxEventTime(col arrow.Array) (mx int64, ok bool) {
+	lo, hi, bounded := unitBounds(col)
+	if !bounded {
+		lo, hi = math.MinInt64, math.MaxInt64
+	}
+	unit := arrow.Millisecond
+	switch a := col.(type) {
+	case *array.Int64:
+		mx, ok = maxValid(a.Int64Values(), col, lo, hi)
+	case *array.Timestamp:
+		unit = a.DataType().(*arrow.TimestampType).Unit
+		var t arrow.Timestamp
+		t, ok = maxValid(a.TimestampValues(), col, arrow.Timestamp(lo), arrow.Timestamp(hi))
+		mx = int64(t)
+	}
+	if !ok {
+		return 0, false
+	}
+	div := int64(1)
+	switch unit {
+	case arrow.Second:
+		return mx * 1000, true
+	case arrow.Microsecond:
+		div = 1000
+	case arrow.Nanosecond:
+		div = 1000000
+	}
+	q := mx / div
+	if mx%div < 0 {
+		q--
+	}
+	return q, true
+}
+
+// maxValid returns the greatest of the values vs of the rows of col that
+// are not NULL and are within [lo, hi].
+func maxValid[T int64 | arrow.Timestamp](vs []T, col arrow.Array, lo, hi T) (mx T, ok bool) {
+	nulls := col.NullN() > 0
+	for i, v := range vs {
+		if v < lo || v > hi || nulls && col.IsNull(i) {
+			continue
+		}
+		if !ok || v > mx {
+			mx, ok = v, true
+		}
+	}
+	return mx, ok
 }
 
 func (r *runner) deadLetter(rec arrow.RecordBatch, row int, reason string) {
@@ -1791,11 +1873,6 @@ func (r *runner) task(ctx context.Context, s int, st *stage, id, senders int, in
 // arrival sequence (batch) or by (event time, sequence) (streaming) up to
 // the watermark all tasks have passed.
 func (r *runner) merge(ctx context.Context, in chan msg, n int) (err error) {
-	defer func() {
-		if cerr := r.closeSinks(errors.Is(err, ErrFenced)); err == nil {
-			err = cerr
-		}
-	}()
 	c := r.c
 	last := c.prep
 	tsCol, seqCol := c.Source.NumFields(), c.Source.NumFields()+1
@@ -1997,35 +2074,47 @@ func (r *runner) merge(ctx context.Context, in chan msg, n int) (err error) {
 	return ctx.Err()
 }
 
-// closeSinks closes the sinks; after a run that lost its checkpoints to
-// another (fenced), a sink that can be abandoned (an Abandoner) is,
-// rather than finishing output that is now the other run's to write.
-func (r *runner) closeSinks(fenced bool) error {
-	closeSink := func(s sink.Sink) error {
-		if a, ok := s.(Abandoner); ok && fenced {
+// closeSinks closes the sinks at the end of a run, once. A run that
+// failed (runErr is not nil), or lost its checkpoints to another run
+// (ErrFenced), abandons the sinks that can be (an Abandoner), rather than
+// publish output that is incomplete or now the other run's to write.
+func (r *runner) closeSinks(runErr error) error {
+	if r.sinksClosed {
+		return nil
+	}
+	r.sinksClosed = true
+	return closeSinks(r.out, r.opt.Late, runErr, r.opt.Logger)
+}
+
+// closeSinks closes out and late (if not nil), or abandons them when
+// runErr is not nil (see runner.closeSinks).
+func closeSinks(out, late sink.Sink, runErr error, log *slog.Logger) error {
+	closeSink := func(s sink.Sink) (err error) {
+		defer recoverAs("the sink's Close", log, &err)
+		if a, ok := s.(Abandoner); ok && runErr != nil {
 			return a.Abandon()
 		}
 		return s.Close()
 	}
-	err := closeSink(r.out)
+	err := closeSink(out)
 	if err != nil {
 		err = fmt.Errorf("volga: closing sink: %w", err)
 	}
-	if r.opt.Late != nil {
-		if lerr := closeSink(r.opt.Late); lerr != nil && err == nil {
+	if late != nil {
+		if lerr := closeSink(late); lerr != nil && err == nil {
 			err = fmt.Errorf("volga: closing late-row sink: %w", lerr)
 		}
 	}
 	return err
 }
 
-// Abandoner is a sink that Close would make finish its output (write a
-// whole file, sink.Parquet), and that a run which lost its checkpoints to
-// another run (ErrFenced) ends with Abandon instead, leaving that to the
-// run that owns the checkpoints now.
-type Abandoner interface {
-	Abandon() error
-}
+// Abandoner is a sink that Close would make publish its output (move a
+// file into place, write a whole Parquet file): a run that fails, or that
+// lost its checkpoints to another run (ErrFenced), ends it with Abandon
+// instead, so that a failed run leaves no partial file and a fenced one
+// leaves the output to the run that owns the checkpoints now. See
+// sink.Abandoner.
+type Abandoner = sink.Abandoner
 
 // projectOutput returns the sorted distinct columns of the last stage's
 // layout the output needs (outIdx and, when > 0, the probe flags

@@ -28,7 +28,11 @@
 // [ParquetDir] grows by one Parquet file per epoch, published at Commit
 // (part-<epoch:020d>.parquet). Without checkpoints the engine calls none
 // of the Committer methods and Close publishes everything; a ParquetDir
-// then publishes a file every WithFileRows rows (at least once).
+// then publishes a file every WithFileRows rows (at least once). A run
+// that fails ends its sinks with Abandon ([Abandoner]) instead of Close:
+// without checkpoints the file of a CSV, JSON-lines or Parquet sink is
+// then left as it was before the run (or not created), never empty or
+// partial; under checkpoints the staged epochs wait for the resumed run.
 //
 // The other sinks are at least once: after a recovery they see again the
 // rows written since the last completed checkpoint. That is the case of

@@ -931,20 +931,36 @@ func castData(d arrow.ArrayData, t arrow.DataType) (arrow.ArrayData, error) {
 	return od, nil
 }
 
-// Abandon ends a sink under checkpoints without writing the final file:
-// the engine calls it instead of Close when the run lost its checkpoints
-// to another run (a consumer group member the group dropped while it ran,
-// pipeline.ErrFenced). The file is the new owner's to write, from the
-// checkpoint it restored; this instance's open epoch is dropped and its
-// prepared epochs stay staged (the new owner's Recover keeps those its
-// checkpoint lists and removes the others). Without checkpoints Abandon
-// is Close.
+// Abandon implements [Abandoner]: it ends the sink without writing the
+// file. The engine calls it instead of Close when the run fails, or lost
+// its checkpoints to another run (a consumer group member the group
+// dropped while it ran, pipeline.ErrFenced). Without checkpoints the
+// rows are dropped and a file already at the path is left as it is.
+// Under checkpoints the file is the resumed run's (or the new owner's) to
+// write, from the checkpoint it restores; this instance's open epoch is
+// dropped and its prepared and committed epochs stay staged (Recover
+// keeps those its checkpoint lists and removes the others). A target
+// written in place (not a regular file) is closed as by Close.
 func (p *Parquet) Abandon() error {
 	if p.closed {
 		return nil
 	}
-	if !p.ckpt || p.direct {
+	if p.direct {
 		return p.Close()
+	}
+	if !p.ckpt {
+		p.closed = true
+		var err error
+		if p.fw != nil {
+			err = p.closeWriter()
+			if rerr := os.Remove(p.current(parquetExt)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+				err = errors.Join(err, fmt.Errorf("sink: %w", rerr))
+			}
+		}
+		if err == nil {
+			err = p.rmdir()
+		}
+		return err
 	}
 	p.closed = true
 	if p.fw == nil {

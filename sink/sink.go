@@ -48,3 +48,22 @@ type Committer interface {
 	// that of epochs <= epoch.
 	Recover(ctx context.Context, epoch uint64, state []byte) error
 }
+
+// Abandoner is implemented by sinks whose Close publishes output that a
+// failed run must not publish (the file sinks made by [CreateCSV],
+// [CreateJSONL] and [NewParquet]). The engine ends a run that fails
+// (Run returns an error: a source or sink error, a cancelled context),
+// or that lost its checkpoints to another run, with Abandon instead of
+// Close.
+//
+// Abandon releases what the sink holds without publishing what Close
+// would. Without checkpoints the target is left as it was before the
+// run (a file the sink created is removed), so a failed run leaves no
+// empty or partial file. Under checkpoints the rows written after the
+// last PrepareCommit are dropped and the prepared epochs stay staged for
+// Recover, as Close does; a Parquet file is not written (the run that
+// resumes from the checkpoint writes it). Abandon after Close, or twice,
+// does nothing.
+type Abandoner interface {
+	Abandon() error
+}

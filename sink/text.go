@@ -108,6 +108,9 @@ func (t *textWriter) flush() error {
 	return nil
 }
 
+// errAbandoned is what a file sink's close is told when it is abandoned.
+var errAbandoned = errors.New("sink: abandoned")
+
 func (t *textWriter) close() error {
 	if t.closed {
 		return nil
@@ -126,6 +129,17 @@ func (t *textWriter) close() error {
 		err = errors.Join(err, t.file.Close())
 	}
 	return err
+}
+
+// abandon ends the writer of a run that failed: a file sink publishes
+// nothing (see textFile.close); the other writers flush, as Close does,
+// since what they wrote cannot be taken back.
+func (t *textWriter) abandon() error {
+	if t.closed || t.tx == nil {
+		return t.close()
+	}
+	t.closed = true
+	return t.tx.close(t.w, errAbandoned)
 }
 
 var errClosed = errors.New("sink: closed")
@@ -201,16 +215,19 @@ type CSV struct{ t textWriter }
 func NewCSV(w io.Writer) *CSV { return &CSV{t: newTextWriter(w, nil)} }
 
 // CreateCSV returns a CSV sink writing to the file at path, which it
-// creates if needed. The file is truncated when the sink starts (its first
-// Write, PrepareCommit or Close) unless Recover comes first.
+// creates if needed. What the file held is replaced by the output of the
+// run when the sink publishes it, unless Recover comes first.
 //
 // The sink is transactional (see the package documentation): rows are
 // staged in the directory .<name>.volga next to the file. Without
 // checkpoints Close moves them into the file (they are not visible
-// before). With checkpoints the rows of an epoch are appended to the file
-// by Commit, once the checkpoint of that epoch is complete, and Recover
-// restores the file to exactly the output of the restored epoch: exactly
-// once. The header is written once, before the first row published. A
+// before), replacing it whole; Abandon, which the engine calls instead of
+// Close when the run fails, drops them and leaves the file as it was (or
+// removes it if CreateCSV created it), so a failed run never leaves an
+// empty or partial file. With checkpoints the file is emptied at the
+// first PrepareCommit, the rows of an epoch are appended to it by Commit,
+// once the checkpoint of that epoch is complete, and Recover restores the
+// file to exactly the output of the restored epoch: exactly once. The header is written once, before the first row published. A
 // path that exists and is not a regular file (/dev/stdout, a named pipe)
 // is written directly, at least once, like NewCSV.
 func CreateCSV(path string) (*CSV, error) {
@@ -263,6 +280,13 @@ func (c *CSV) Write(ctx context.Context, rec arrow.RecordBatch) error {
 
 // Flush writes any buffered rows to the underlying writer.
 func (c *CSV) Flush() error { return c.t.flush() }
+
+// Abandon implements [Abandoner]: it ends the sink of a run that failed
+// without publishing its rows. A file sink made by CreateCSV drops the
+// rows not yet published and leaves the file as it was before the run
+// (a file CreateCSV created is removed); under checkpoints it is Close.
+// A sink over an io.Writer flushes, as Close does.
+func (c *CSV) Abandon() error { return c.t.abandon() }
 
 // Close flushes the output and closes the file if the sink created it. A
 // file sink publishes its rows if no checkpoint was taken; under
@@ -378,6 +402,9 @@ func (j *JSONL) Write(ctx context.Context, rec arrow.RecordBatch) error {
 
 // Flush writes any buffered rows to the underlying writer.
 func (j *JSONL) Flush() error { return j.t.flush() }
+
+// Abandon implements [Abandoner]; see CSV.Abandon.
+func (j *JSONL) Abandon() error { return j.t.abandon() }
 
 // Close flushes the output and closes the file if the sink created it; see
 // CSV.Close.

@@ -22,7 +22,9 @@ var copyChunk = 1 << 20
 // CreateCSV or CreateJSONL. It is the io.Writer under the sink's buffer.
 //
 // Rows go to the staging file current-<token> (stager.token). Without
-// checkpoints, Close renames it over the target. With checkpoints,
+// checkpoints, Close renames it over the target; until then the target
+// keeps what it held, so a run that fails (Abandon) leaves it as it was.
+// With checkpoints, the target is emptied at the first PrepareCommit;
 // PrepareCommit(e) fsyncs it and renames it to epoch-<e>-<token>;
 // Commit(e) appends the staged files of epochs <= e to the target in
 // order, fsyncs the target and removes them.
@@ -32,9 +34,11 @@ var copyChunk = 1 << 20
 // boundary and re-append exactly what a crash left out.
 type textFile struct {
 	stager
-	target *os.File // opened read-write at creation, never truncated before the sink starts
+	target *os.File // opened read-write at creation, never truncated before the sink publishes
 
+	created bool // the target did not exist before openTextFile made it
 	started bool // the first Write, PrepareCommit, Close or Recover happened
+	emptied bool // the target was truncated for this run, or restored by Recover
 	ckpt    bool // PrepareCommit or Recover was called: checkpoint mode
 	last    uint64
 	hasLast bool
@@ -73,23 +77,31 @@ func openTextFile(p string) (*textFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sink: %w", err)
 	}
-	return &textFile{stager: stager{path: p, dir: stagingDir(p), parentDirty: serr != nil}, target: f}, nil
+	created := errors.Is(serr, fs.ErrNotExist)
+	return &textFile{stager: stager{path: p, dir: stagingDir(p), parentDirty: serr != nil}, target: f, created: created}, nil
 }
 
-// start begins a run from scratch: the target is emptied (as os.Create
-// would) and leftovers of an earlier run are removed from the staging
-// directory.
+// start begins a run from scratch: leftovers of an earlier run are
+// removed from the staging directory. The target is left as it is until
+// the sink publishes (empty).
 func (f *textFile) start() error {
 	if f.started {
 		return nil
 	}
 	f.started = true
-	if err := f.clean(nil); err != nil {
-		return err
+	return f.clean(nil)
+}
+
+// empty truncates the target, once per run: the output of a run started
+// from scratch replaces what the target held (as os.Create would).
+func (f *textFile) empty() error {
+	if f.emptied {
+		return nil
 	}
 	if err := f.target.Truncate(0); err != nil {
 		return fmt.Errorf("sink: %w", err)
 	}
+	f.emptied = true
 	return f.step("truncate target")
 }
 
@@ -139,6 +151,9 @@ func (f *textFile) prepare(w *bufio.Writer, epoch uint64) ([]byte, error) {
 		return nil, fmt.Errorf("sink: PrepareCommit(%d) after epoch %d", epoch, f.last)
 	}
 	if err := f.start(); err != nil {
+		return nil, err
+	}
+	if err := f.empty(); err != nil {
 		return nil, err
 	}
 	if err := w.Flush(); err != nil {
@@ -355,14 +370,17 @@ func (f *textFile) recover(epoch uint64, state []byte) error {
 	if err := f.clean(nil); err != nil {
 		return err
 	}
-	f.ckpt, f.last, f.hasLast, f.length = true, epoch, true, st.Len
+	f.ckpt, f.last, f.hasLast, f.length, f.emptied = true, epoch, true, st.Len, true
 	return nil
 }
 
 // close ends the sink. Without checkpoints the staged rows replace the
-// target. With checkpoints the rows written after the last PrepareCommit
-// are dropped (they belong to no checkpoint and will be replayed) and
-// prepared epochs stay staged for Commit after a restart (Recover).
+// target, unless the run failed (failed is not nil: a write error, or
+// Abandon): then the staged rows are dropped and the target is left as
+// it was, or removed if openTextFile created it. With checkpoints the
+// rows written after the last PrepareCommit are dropped (they belong to
+// no checkpoint and will be replayed) and prepared epochs stay staged for
+// Commit after a restart (Recover).
 func (f *textFile) close(w *bufio.Writer, failed error) error {
 	var err error
 	if !f.ckpt && failed == nil {
@@ -384,7 +402,10 @@ func (f *textFile) close(w *bufio.Writer, failed error) error {
 				err = syncDir(filepath.Dir(f.path))
 			}
 		default:
-			err = syncFile(f.target) // the truncation by start
+			err = f.empty() // a run without rows: an empty file
+			if err == nil {
+				err = syncFile(f.target)
+			}
 		}
 	} else {
 		w.Reset(f) // drop the buffered rows
@@ -400,6 +421,14 @@ func (f *textFile) close(w *bufio.Writer, failed error) error {
 	if f.cur != nil {
 		f.cur.Close()
 		f.cur = nil
+	}
+	if !f.ckpt && failed != nil && f.created && !f.emptied {
+		// Nothing was published to the file made for this run.
+		if fi, serr := os.Stat(f.path); serr == nil && fi.Size() == 0 {
+			if rerr := os.Remove(f.path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+				err = errors.Join(err, fmt.Errorf("sink: %w", rerr))
+			}
+		}
 	}
 	if err == nil {
 		err = f.rmdir()

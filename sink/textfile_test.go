@@ -77,7 +77,9 @@ func TestTextSinkCheckpoints(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			checkFile(t, k, path, "", "before the first PrepareCommit")
+			// The file keeps what it held until the sink publishes:
+			// a run that fails before leaves it as it was.
+			checkFile(t, k, path, "old output\n", "before the first PrepareCommit")
 			st1 := mustPrepare(t, s, 1)
 			checkFile(t, k, path, "", "after PrepareCommit(1)")
 			mustCommit(t, s, 1)

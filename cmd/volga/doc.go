@@ -204,7 +204,10 @@
 // interrupted by SIGINT or SIGTERM: a batch run is cancelled, a stream run
 // or a run with --checkpoints stops gracefully (every row read emitted, a
 // final checkpoint taken) and says so, but its input was not read to its
-// end. serve and group, which run until stopped, exit 0 on those signals
+// end. A run or backfill that fails, or a batch run interrupted without
+// --checkpoints, leaves a .csv, .jsonl or .parquet --sink file as it was
+// before (or does not create it): it never leaves an empty or partial
+// file in its place. serve and group, which run until stopped, exit 0 on those signals
 // (serve stopped while it still ingests a file exits 130 too: it never
 // served).
 // Errors are one line on standard error starting with "volga: ";

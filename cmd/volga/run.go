@@ -519,17 +519,21 @@ func runPipeline(ctx context.Context, e *env, cfg *runConfig) (err error) {
 		out = &flushingSink{Sink: out}
 	}
 	opts = append(opts, volga.WithSink(out))
+	var late sink.Sink
 	if cfg.mode == volga.Streaming && cfg.lateSink != "" {
-		late, _, err := openSink(cfg.lateSink, "", e.stdout, false)
+		late, _, err = openSink(cfg.lateSink, "", e.stdout, false)
 		if err != nil {
-			out.Close()
+			abandonSink(out) // leaves a file --sink names as it was
 			return err
 		}
 		opts = append(opts, volga.WithLateSink(late))
 	}
 	p, err := volga.FromPlan(plan, opts...)
 	if err != nil {
-		out.Close()
+		abandonSink(out)
+		if late != nil {
+			abandonSink(late)
+		}
 		return queryError(queryName, err)
 	}
 
@@ -659,6 +663,16 @@ func openSink(path, format string, stdout io.Writer, flushEach bool) (sink.Sink,
 		return sink.NewJSONL(stdout), flushEach, nil
 	}
 	return sink.NewCSV(stdout), flushEach, nil
+}
+
+// abandonSink ends an output the run will not write: a file sink leaves
+// its file as it was (sink.Abandoner), where Close would publish an empty
+// one.
+func abandonSink(s sink.Sink) error {
+	if a, ok := s.(sink.Abandoner); ok {
+		return a.Abandon()
+	}
+	return s.Close()
 }
 
 // flushingSink flushes standard output after every batch, so that a

@@ -1,0 +1,151 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/volga-go/volga/internal/arrowutil"
+)
+
+// TestFileSinksAbandon: a file sink the engine abandons (the run failed)
+// without checkpoints publishes nothing: a file already at the path keeps
+// what it held, a path where there was none gets no file, and nothing is
+// left staged. Under checkpoints the committed output stays (text) or
+// stays staged for Recover (Parquet), and a resumed run completes it.
+func TestFileSinksAbandon(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	b := txBatches(mem, 3)
+	defer arrowutil.ReleaseAll(b)
+	for _, k := range append(textKinds[:len(textKinds):len(textKinds)], parquetKind) {
+		t.Run(k.name, func(t *testing.T) {
+			staged := func(path string) {
+				t.Helper()
+				if _, err := os.Stat(stagingDir(path)); !errors.Is(err, fs.ErrNotExist) {
+					t.Fatalf("staging directory left behind (stat: %v)", err)
+				}
+			}
+			// A file of an earlier run is left as it was.
+			path := filepath.Join(t.TempDir(), k.file)
+			if err := os.WriteFile(path, []byte("earlier output\n"), 0o666); err != nil {
+				t.Fatal(err)
+			}
+			s, err := k.open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustWrite(t, s, b[0], b[1])
+			if err := s.(Abandoner).Abandon(); err != nil {
+				t.Fatal(err)
+			}
+			if got := readText(t, path); got != "earlier output\n" {
+				t.Fatalf("after Abandon the file holds %q, want the earlier output", got)
+			}
+			staged(path)
+			if err := s.Close(); err != nil {
+				t.Fatalf("Close after Abandon: %v", err)
+			}
+			if got := readText(t, path); got != "earlier output\n" {
+				t.Fatalf("after Abandon and Close the file holds %q", got)
+			}
+
+			// No file before: none after.
+			path = filepath.Join(t.TempDir(), k.file)
+			s, err = k.open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustWrite(t, s, b[0])
+			if err := s.(Abandoner).Abandon(); err != nil {
+				t.Fatal(err)
+			}
+			if got := readText(t, path); got != "<missing>" {
+				t.Fatalf("after Abandon a file was left: %q", got)
+			}
+			staged(path)
+
+			// Abandoned before any row (a run that failed at once).
+			s, err = k.open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.(Abandoner).Abandon(); err != nil {
+				t.Fatal(err)
+			}
+			if got := readText(t, path); got != "<missing>" {
+				t.Fatalf("after Abandon a file was left: %q", got)
+			}
+			staged(path)
+
+			// Under checkpoints: epoch 1 committed, epoch 2 written, then
+			// the run fails. Resumed from epoch 1, the output is whole.
+			path = filepath.Join(t.TempDir(), k.file)
+			s, err = k.open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustWrite(t, s, b[0])
+			st1 := mustPrepare(t, s, 1)
+			mustCommit(t, s, 1)
+			mustWrite(t, s, b[1])
+			if err := s.(Abandoner).Abandon(); err != nil {
+				t.Fatal(err)
+			}
+			want1 := noCheckpointRun(t, k, [][]arrow.RecordBatch{{b[0]}})
+			if k.whole {
+				want1 = "<missing>" // the Parquet file is written at the end
+			}
+			if got := k.read(t, path); got != want1 {
+				t.Fatalf("after Abandon under checkpoints: got\n%s\nwant\n%s", got, want1)
+			}
+			s, err = k.open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Recover(ctx, 1, st1); err != nil {
+				t.Fatal(err)
+			}
+			mustWrite(t, s, b[1], b[2])
+			mustPrepare(t, s, 2)
+			mustCommit(t, s, 2)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := k.read(t, path), noCheckpointRun(t, k, [][]arrow.RecordBatch{b}); got != want {
+				t.Fatalf("resumed run: got\n%s\nwant\n%s", got, want)
+			}
+			staged(path)
+		})
+	}
+}
+
+// TestTextSinkEmptyRunReplacesFile: a run that succeeds without a row
+// still replaces what the file held (by an empty file), as before.
+func TestTextSinkEmptyRunReplacesFile(t *testing.T) {
+	for _, k := range textKinds {
+		t.Run(k.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), k.file)
+			if err := os.WriteFile(path, []byte("earlier output\n"), 0o666); err != nil {
+				t.Fatal(err)
+			}
+			s, err := k.open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := readText(t, path); got != "" {
+				t.Fatalf("file holds %q, want it empty", got)
+			}
+		})
+	}
+}
