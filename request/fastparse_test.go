@@ -145,5 +145,9 @@ func FuzzParseFast(f *testing.F) {
 		if _, ok := parseFast(raw, []string{"user_id", "shop"}); ok && !json.Valid(raw) {
 			t.Fatalf("%q: taken, but not valid JSON", raw)
 		}
+		// And so must it for what encoding/json's path accepts.
+		if _, err := parseLookupJSON(raw, []string{"user_id", "shop"}); err == nil && !json.Valid(raw) {
+			t.Fatalf("%q: accepted, but not valid JSON", raw)
+		}
 	})
 }

@@ -159,7 +159,7 @@ func (h *handler) serveFeatures(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
 		return
 	}
-	body = bytes.TrimSpace(body)
+	body = trimJSONSpace(body)
 	keyCols := h.svc.KeyColumns()
 	var one [1]lookup // a single request's, without a heap allocation
 	reqs := one[:0]
@@ -280,6 +280,20 @@ func statusOf(err error) int {
 	return http.StatusInternalServerError
 }
 
+// trimJSONSpace trims the whitespace JSON allows around a value (space,
+// tab, newline, carriage return) from b; bytes.TrimSpace would also take
+// \v, \f, U+0085 and U+00A0, which make a body that is not JSON.
+func trimJSONSpace(b []byte) []byte {
+	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
 // decodeStrict decodes exactly one JSON value, numbers as json.Number,
 // unknown struct fields refused.
 func decodeStrict(b []byte, v any) error {
@@ -313,7 +327,7 @@ func parseLookup(raw []byte, keyCols []string) (lookup, error) {
 // shortcut (parseFast) does not take, with the errors it reports.
 func parseLookupJSON(raw []byte, keyCols []string) (lookup, error) {
 	var wr wireRequest
-	raw = bytes.TrimSpace(raw)
+	raw = trimJSONSpace(raw)
 	if len(raw) > 0 && raw[0] != '{' {
 		return lookup{}, badRequest("want a JSON object such as {\"key\": {...}, \"at\": \"2024-01-03T10:00:00Z\"}")
 	}

@@ -155,3 +155,29 @@ func ExampleNewHandler() {
 	// 200 OK
 	// {"key":{"user_id":42,"shop":"s1"},"at":"2024-01-03T10:00:00Z","watermark":"+inf","features":{"spend_1h":12.5,"n_1h":3}}
 }
+
+// TestBodyWhitespace: JSON's whitespace (space, tab, newline, carriage
+// return) may surround a request; other Unicode space (\v, \f, U+0085,
+// U+00A0) makes a body that is not JSON, refused as encoding/json
+// refuses it.
+func TestBodyWhitespace(t *testing.T) {
+	h := request.NewHandler(&fakeService{features: request.Features{Watermark: request.EndWatermark}})
+	batch := "[" + body + "]"
+	for _, tc := range []struct {
+		body   string
+		status int
+	}{
+		{" \t\r\n" + body + "\r\n \t", 200},
+		{" \t\r\n" + batch + "\r\n \t", 200},
+		{"\v" + body, 400},
+		{body + "\f", 400},
+		{"\u00a0" + body, 400},
+		{body + "\u0085", 400},
+		{"\u00a0" + batch, 400},
+		{batch + "\v", 400},
+	} {
+		if code, got := do(t, h, http.MethodPost, request.FeaturesPath, tc.body); code != tc.status {
+			t.Errorf("%q: status %d, %s; want %d", tc.body, code, got, tc.status)
+		}
+	}
+}
