@@ -62,7 +62,8 @@ type RunOptions struct {
 	Mode Mode
 	// MaxOutOfOrder bounds how far behind the newest event time a row may
 	// arrive and still be on time (streaming): the watermark is the newest
-	// event time minus it, and a row at or behind the watermark is late,
+	// event time read (of the partition, with a source.Partitioned; rows
+	// WHERE drops count too) minus it, and a row at or behind it is late,
 	// so a row less than MaxOutOfOrder behind is on time and one exactly
 	// that far behind is late.
 	MaxOutOfOrder time.Duration
