@@ -34,6 +34,19 @@
 // .ndjson, .parquet), or as CSV to standard output when --sink is "-" or
 // absent (--format jsonl changes that).
 //
+// A source or sink may also be a Kafka topic,
+// kafka://HOST:PORT[,HOST:PORT...]/TOPIC?params (JSON messages): source
+// parameters group, time_field or time_column, start, stop_at_end,
+// batch_size, max_wait, dead_letter_topic; sink parameters key and id. A
+// cluster that wants TLS takes tls=true (tls_ca=FILE for a private
+// authority, tls_cert=FILE and tls_key=FILE for a client certificate,
+// tls_insecure=true to skip verification), and one that wants SASL takes
+// sasl=plain, scram-sha-256 or scram-sha-512 with the user and password in
+// the URL (kafka://USER:PASSWORD@HOST:PORT/TOPIC) or the user there and
+// the password in the environment variable VOLGA_KAFKA_PASSWORD;
+// client_id names the client. Messages show the URL with its password
+// hidden.
+//
 // For example, the spend of each user over the last hour, for every
 // transaction:
 //

@@ -126,7 +126,7 @@ func parseGroupArgs(args []string) (*groupConfig, error) {
 	}
 	for _, b := range cfg.sources {
 		if !isKafka(b.path) {
-			return nil, usagef("group: --source %s=%s: want a Kafka topic, kafka://HOST:PORT/TOPIC?group=G&time_field=ts", b.name, b.path)
+			return nil, usagef("group: --source %s=%s: want a Kafka topic, kafka://HOST:PORT/TOPIC?group=G&time_field=ts", b.name, redactURL(b.path))
 		}
 	}
 	// A member's --state-dir holds a state store per partition (p0003),
@@ -199,10 +199,10 @@ func runGroup(ctx context.Context, e *env, cfg *groupConfig, ready func(string))
 		return err
 	}
 	if src.GroupID == "" {
-		return usagef("group: --source %s=%s: the URL needs ?group=G, the consumer group this process joins", q.table.name, q.table.path)
+		return usagef("group: --source %s=%s: the URL needs ?group=G, the consumer group this process joins", q.table.name, redactURL(q.table.path))
 	}
 	if src.StopAtEnd {
-		return usagef("group: --source %s=%s: stop_at_end does not apply: a member runs until stopped", q.table.name, q.table.path)
+		return usagef("group: --source %s=%s: stop_at_end does not apply: a member runs until stopped", q.table.name, redactURL(q.table.path))
 	}
 	logger := newLogger(e.stderr, cfg.logLevel)
 	dead := &deadLetters{e: e}

@@ -36,7 +36,7 @@ func loadQuery(cmd, sqlFile string, sources bindings, stdin io.Reader) (*query, 
 	found := false
 	for _, b := range sources {
 		if !strings.EqualFold(b.name, plan.Table) {
-			return nil, fmt.Errorf("--source %s=%s: the query reads only table %q", b.name, b.path, plan.Table)
+			return nil, fmt.Errorf("--source %s=%s: the query reads only table %q", b.name, redactURL(b.path), plan.Table)
 		}
 		q.table, found = b, true
 	}

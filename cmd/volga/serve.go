@@ -204,7 +204,7 @@ func serveAfterIngest(ctx context.Context, e *env, cfg *serveConfig, path string
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	addr := ln.Addr().String()
-	fmt.Fprintf(e.stderr, "volga: ingesting %s, listening on %s (lookups answer 503 until it is read)\n", path, addr)
+	fmt.Fprintf(e.stderr, "volga: ingesting %s, listening on %s (lookups answer 503 until it is read)\n", redactURL(path), addr)
 	if err := p.Run(ctx); err != nil {
 		_ = srv.Close()
 		return err
@@ -240,7 +240,7 @@ func (g *ingestGate) ready() error {
 	if g.open.Load() {
 		return nil
 	}
-	return fmt.Errorf("ingesting %s: %d rows read so far; lookups are answered once it is read to its end", g.path, g.p.Stats().RowsIn)
+	return fmt.Errorf("ingesting %s: %d rows read so far; lookups are answered once it is read to its end", redactURL(g.path), g.p.Stats().RowsIn)
 }
 
 // handler returns the lookup handler's constructor for svc gated by g:
@@ -291,7 +291,7 @@ func serveWhileRunning(ctx context.Context, e *env, cfg *serveConfig, path strin
 	ran := make(chan error, 1)
 	go func() { ran <- p.Run(context.WithoutCancel(ctx)) }()
 	addr := ln.Addr().String()
-	fmt.Fprintf(e.stderr, "volga: reading %s until stopped, serving on %s\n", path, addr)
+	fmt.Fprintf(e.stderr, "volga: reading %s until stopped, serving on %s\n", redactURL(path), addr)
 	if ready != nil {
 		ready(addr)
 	}
@@ -367,7 +367,15 @@ func newLookupServer(reg *prometheus.Registry, logger *slog.Logger, maxBody int6
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError),
 	}))
+	// Other methods on /metrics and /readyz are 405, not the lookup
+	// handler's 404 (the more specific pattern wins over "/").
+	getOnly := func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Allow", "GET, HEAD")
+		http.Error(rw, fmt.Sprintf("method %s not allowed on %s; use GET", r.Method, r.URL.Path), http.StatusMethodNotAllowed)
+	}
+	mux.HandleFunc("/metrics", getOnly)
 	if ready != nil {
+		mux.HandleFunc(readyPath, getOnly)
 		mux.HandleFunc("GET "+readyPath, func(rw http.ResponseWriter, _ *http.Request) {
 			rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			if err := ready(); err != nil {
