@@ -139,21 +139,27 @@ func partitionedBatches(rng *rand.Rand, tab *testutil.Table, parts, maxRows int)
 // three partitions, each with rows out of order beyond the bound (late
 // rows), cancelled again and again at random reads and resumed from its
 // latest checkpoint, writes exactly the output and the late rows of an
-// uninterrupted run, with and without allowed lateness.
+// uninterrupted run, with and without allowed lateness, with OVER and
+// GROUP BY windows.
 func TestCheckpointPartitionedExactlyOnce(t *testing.T) {
 	for _, c := range []struct {
 		par     int
 		allowed time.Duration
-	}{{1, 0}, {2, 0}, {2, 500 * time.Millisecond}} {
+		group   bool // a GROUP BY hop query rather than ckQuery
+	}{{1, 0, false}, {2, 0, false}, {2, 500 * time.Millisecond, false}, {2, 0, true}, {1, 500 * time.Millisecond, true}} {
 		for _, seed := range testutil.Seeds(2) {
-			t.Run(fmt.Sprintf("par%d_allowed%v_seed%d", c.par, c.allowed, seed), func(t *testing.T) {
+			t.Run(fmt.Sprintf("par%d_allowed%v_group%v_seed%d", c.par, c.allowed, c.group, seed), func(t *testing.T) {
 				rng := testutil.Rand(seed)
 				tab := testutil.Events(rng, testutil.DefaultEvents(3000))
 				tab = tab.Subset(testutil.Shuffle(rng, tab, "ts", nil, 4000))
 				batches := partitionedBatches(rng, tab, 3, 20)
 				defer arrowutil.ReleaseAll(batches)
 				query := ckQuery
-				if c.allowed > 0 {
+				switch {
+				case c.group:
+					query = `SELECT user_id, count(*) AS n, sum(amount) AS s, max(merchant) AS m FROM events
+						GROUP BY user_id, hop(ts, INTERVAL '2' SECOND, INTERVAL '5' SECOND)`
+				case c.allowed > 0:
 					query = strings.Replace(ckQuery, "RANGE BETWEEN UNBOUNDED PRECEDING", "RANGE BETWEEN INTERVAL '10' SECOND PRECEDING", 1)
 				}
 				opts := []volga.Option{volga.WithMode(volga.Streaming), volga.WithMaxOutOfOrder(500 * time.Millisecond),
