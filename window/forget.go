@@ -55,7 +55,8 @@ func canForget(cfg Config, sweepable bool) bool {
 // A key that comes back later is new again: its frames start empty, as
 // they would have (a quiet key has no row any frame still to come can
 // reach), and it is numbered from 0, which changes no aggregate's value
-// (canForget). Lookups of a key not held whose frames reach the newest
+// (canForget). Lookups of a key not held, or seen anew since keys were
+// forgotten (one of them back, perhaps), whose frames reach the newest
 // row of a forgotten key (at most that of any key dropped quiet, with a
 // store) are refused (ErrTooOld), as they were for the key kept; a lookup
 // at a time still served (Config.Retention) never reaches one. Called

@@ -806,7 +806,12 @@ func (o *Operator) push(rec arrow.RecordBatch, sel []int32, dst *Dest) (out []ar
 	ids, err := o.keys.internRows(rec, sel, func(id int32, row int) {
 		o.states = append(o.states, nil)
 		o.keysCreated++
-		o.states[id] = o.newKeyState()
+		ks := o.newKeyState()
+		// The key may have been forgotten before (maybeForgetKeys):
+		// its rows, up to forgotDropped at the latest, were let go, so
+		// lookups reaching them are refused as for a key not held.
+		ks.dropped = o.forgotDropped
+		o.states[id] = ks
 		if o.cfg.Store != nil {
 			o.encs = append(o.encs, o.encodeKeyRow(rec, row))
 			o.kmeta = append(o.kmeta, keyMeta{})
