@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -269,4 +270,66 @@ func TestServeKafkaStream(t *testing.T) {
 		}
 	}
 	t.Fatalf("the lookup never saw the rows read: last answer %s, want %s", last, want)
+}
+
+// TestLookupServerMethods: /metrics and /readyz answer GET (and HEAD);
+// another method is 405 naming the allowed ones, not the lookup
+// handler's 404 "no such path", which tells a client the path is wrong.
+func TestLookupServerMethods(t *testing.T) {
+	logger := slog.New(slog.DiscardHandler)
+	var isReady atomic.Bool
+	srv, err := newLookupServer(newRegistry(), logger, request.DefaultMaxBodyBytes, func(opts ...request.HandlerOption) http.Handler {
+		return request.NewHandler(constService{}, opts...)
+	}, func() error {
+		if !isReady.Load() {
+			return errors.New("still reading")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	base := "http://" + ln.Addr().String()
+	do := func(method, path string) (int, string, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, base+path, strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Allow"), string(b)
+	}
+	for _, path := range []string{"/metrics", readyPath} {
+		for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete} {
+			if code, allow, body := do(m, path); code != http.StatusMethodNotAllowed || allow != "GET, HEAD" {
+				t.Errorf("%s %s: %d, Allow %q: %s; want 405 allowing GET, HEAD", m, path, code, allow, body)
+			}
+		}
+	}
+	if code, _, body := do(http.MethodGet, readyPath); code != http.StatusServiceUnavailable || !strings.Contains(body, "still reading") {
+		t.Errorf("GET %s before ready: %d %s", readyPath, code, body)
+	}
+	isReady.Store(true)
+	for _, m := range []string{http.MethodGet, http.MethodHead} {
+		if code, _, _ := do(m, readyPath); code != http.StatusOK {
+			t.Errorf("%s %s: %d, want 200", m, readyPath, code)
+		}
+	}
+	if code, _, body := do(http.MethodGet, "/metrics"); code != http.StatusOK || !strings.Contains(body, "go_goroutines") {
+		t.Errorf("GET /metrics: %d %.200s", code, body)
+	}
+	if code, _, body := do(http.MethodPost, request.FeaturesPath); code != http.StatusBadRequest {
+		t.Errorf("POST %s {}: %d %s, want the lookup handler's 400", request.FeaturesPath, code, body)
+	}
 }
