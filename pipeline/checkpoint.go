@@ -354,14 +354,9 @@ func (r *runner) openCheckpoints(ctx context.Context) error {
 	}
 	var bopts []statestore.BadgerOption
 	bopts = append(bopts, statestore.WithLogger(log))
-	m, err := cr.ckp.Latest(ctx)
+	db, parts, m, err := cr.ckp.RestoreLatest(ctx, cr.dir, bopts...)
 	switch {
 	case err == nil:
-		db, parts, err := cr.ckp.Restore(ctx, m, cr.dir, bopts...)
-		if err != nil {
-			cr.close()
-			return fmt.Errorf("volga: %w", err)
-		}
 		cr.db, cr.restored, cr.epoch = db, parts, m.Epoch
 		r.ck = cr
 		if _, err := r.checkRestored(); err != nil {

@@ -756,6 +756,42 @@ func (c *Checkpointer) Latest(ctx context.Context) (*Manifest, error) {
 	return nil, ErrNoCheckpoint
 }
 
+// RestoreLatest restores the newest complete checkpoint into the empty or
+// missing directory dir, as Latest then Restore do, but reading each
+// object once: the objects are checked against the manifest's sizes and
+// checksums as they are restored, where Latest reads them all first. A
+// checkpoint found damaged on the way is skipped with an error logged,
+// dir is emptied, and the next older one is restored. It returns the
+// store, the parts and the manifest restored; ErrNoCheckpoint if there is
+// no complete checkpoint; and other errors, with dir left empty, when the
+// bucket or the directory cannot be read or written (a transient failure
+// never makes it fall back to an older checkpoint).
+func (c *Checkpointer) RestoreLatest(ctx context.Context, dir string, opts ...BadgerOption) (*Badger, map[string][]byte, *Manifest, error) {
+	if err := c.open(ctx); err != nil {
+		return nil, nil, nil, fmt.Errorf("statestore: restore the latest checkpoint: %w", err)
+	}
+	epochs, err := c.epochs(ctx)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("statestore: restore the latest checkpoint: %w", err)
+	}
+	for _, e := range slices.Backward(epochs) {
+		m, err := c.readManifest(ctx, e)
+		if err == nil {
+			var db *Badger
+			var parts map[string][]byte
+			if db, parts, err = c.restore(ctx, m, dir, opts); err == nil {
+				return db, parts, m, nil
+			}
+		}
+		if !errors.Is(err, errCorrupt) {
+			return nil, nil, nil, fmt.Errorf("statestore: restore checkpoint %d into %s: %w", e, dir, err)
+		}
+		c.cfg.logger.LogAttrs(ctx, slog.LevelError, "statestore: skipping incomplete checkpoint",
+			slog.String("prefix", c.cfg.prefix), slog.Uint64("epoch", e), slog.Any("error", err))
+	}
+	return nil, nil, nil, ErrNoCheckpoint
+}
+
 // epochs lists the epochs that have a directory in the bucket, ascending.
 func (c *Checkpointer) epochs(ctx context.Context) ([]uint64, error) {
 	base := c.cfg.prefix + checkpointsDir

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +29,7 @@ type faultyBucket struct {
 	fail     func(key string) bool
 	truncate func(key string) bool
 	writes   []string // keys written, in order, failed ones included
+	reads    []string // keys opened for reading, in order
 }
 
 func newFaultyBucket(b *blob.Bucket) (*faultyBucket, *blob.Bucket) {
@@ -110,6 +113,9 @@ func (f *faultyBucket) Delete(ctx context.Context, key string, _ *driver.DeleteO
 }
 
 func (f *faultyBucket) NewRangeReader(ctx context.Context, key string, offset, length int64, _ *driver.ReaderOptions) (driver.Reader, error) {
+	f.mu.Lock()
+	f.reads = append(f.reads, key)
+	f.mu.Unlock()
 	r, err := f.b.NewRangeReader(ctx, key, offset, length, nil)
 	if err != nil {
 		return nil, err
@@ -208,4 +214,67 @@ func TestCheckpointShortUploadFails(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestRestoreLatestReadsOnce: RestoreLatest reads each object of the
+// newest checkpoint (an incremental chain's backups and the parts) once, where Latest then Restore read every object twice,
+// and restores what Latest then Restore would; a prefix with no
+// checkpoint gives ErrNoCheckpoint.
+func TestRestoreLatestReadsOnce(t *testing.T) {
+	forEachBucket(t, func(t *testing.T, bucket *blob.Bucket) {
+		ctx := context.Background()
+		fb, b := newFaultyBucket(bucket)
+		cp := statestore.NewCheckpointer(b, statestore.WithPrefix("p"), statestore.WithSpoolDir(t.TempDir()))
+		db := openBadger(t)
+		fill(t, db, 0, 1000, "a")
+		_, err := cp.Write(ctx, db, 1, map[string][]byte{"pos": []byte("1")})
+		must(t, err)
+		fill(t, db, 500, 1500, "b")
+		m2, err := cp.Write(ctx, db, 2, map[string][]byte{"pos": []byte("2"), "op": []byte("x")})
+		must(t, err)
+		want := contents(t, db)
+		if len(m2.State) != 2 {
+			t.Fatalf("epoch 2 has a chain of %d backups, want 2 (full, incremental)", len(m2.State))
+		}
+
+		reader := statestore.NewCheckpointer(b, statestore.WithPrefix("p"))
+		fb.mu.Lock()
+		fb.reads = nil
+		fb.mu.Unlock()
+		rdb, parts, m, err := reader.RestoreLatest(ctx, filepath.Join(t.TempDir(), "state"))
+		must(t, err)
+		defer rdb.Close()
+		if m.Epoch != 2 || m.ID != m2.ID {
+			t.Fatalf("RestoreLatest restored epoch %d, want 2", m.Epoch)
+		}
+		sameContents(t, contents(t, rdb), want)
+		if string(parts["pos"]) != "2" || string(parts["op"]) != "x" {
+			t.Fatalf("parts %q", parts)
+		}
+		fb.mu.Lock()
+		reads := slices.Clone(fb.reads)
+		fb.mu.Unlock()
+		seen := map[string]int{}
+		for _, k := range reads {
+			seen[k]++
+		}
+		objects := []string{m2.State[0].Key, m2.State[1].Key, m2.Parts["pos"].Key, m2.Parts["op"].Key}
+		for _, o := range objects {
+			if seen["p/"+o] != 1 {
+				t.Errorf("object %s read %d times, want once (reads %q)", o, seen["p/"+o], reads)
+			}
+		}
+		for k, n := range seen {
+			// Manifests, small, are read by the first look at the
+			// bucket too.
+			if n != 1 && !strings.HasSuffix(k, "/manifest.json") {
+				t.Errorf("%s read %d times", k, n)
+			}
+		}
+
+		empty := statestore.NewCheckpointer(bucket, statestore.WithPrefix("none"))
+		if _, _, _, err := empty.RestoreLatest(ctx, t.TempDir()); !errors.Is(err, statestore.ErrNoCheckpoint) {
+			t.Fatalf("RestoreLatest of an empty prefix: %v, want ErrNoCheckpoint", err)
+		}
+	})
 }

@@ -365,10 +365,27 @@ func TestCheckpointCorrupt(t *testing.T) {
 					t.Fatalf("logged errors %q, want one about epoch 2", errs)
 				}
 				t.Log(errs[0])
+				// RestoreLatest falls back the same way, into one
+				// directory: the damaged checkpoint's partial restore, if
+				// any, is cleared first.
+				dir := filepath.Join(t.TempDir(), "latest")
+				rdb, parts, rm, err := cp.RestoreLatest(ctx, dir)
+				must(t, err)
+				if rm.Epoch != 1 || rm.ID != m1.ID {
+					t.Fatalf("RestoreLatest restored epoch %d, want the previous complete checkpoint 1", rm.Epoch)
+				}
+				sameContents(t, contents(t, rdb), want1)
+				if string(parts["pos"]) != "1" {
+					t.Fatalf("RestoreLatest parts %q, want pos=1", parts)
+				}
+				must(t, rdb.Close())
+				if errs := logs.messages(slog.LevelError); len(errs) != 2 || !strings.Contains(errs[1], "epoch=2") {
+					t.Fatalf("logged errors %q, want a second one about epoch 2", errs)
+				}
 				if _, _, err := cp.Restore(ctx, m2, t.TempDir()); err == nil && !strings.Contains(d.name, "manifest") {
 					t.Fatalf("Restore of the damaged checkpoint succeeded")
 				}
-				rdb, parts, err := cp.Restore(ctx, got, t.TempDir())
+				rdb, parts, err = cp.Restore(ctx, got, t.TempDir())
 				must(t, err)
 				sameContents(t, contents(t, rdb), want1)
 				if string(parts["pos"]) != "1" {

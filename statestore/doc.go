@@ -22,7 +22,8 @@
 // opaque named parts such as source positions, each object with a SHA-256
 // checksum, and a manifest written last. Latest finds the newest complete
 // checkpoint, skipping damaged ones with a logged error, and Restore
-// rebuilds the store and returns the parts. FORMAT.md in this directory
+// rebuilds the store and returns the parts; RestoreLatest does both,
+// reading each object once (checked as it is restored) instead of twice. FORMAT.md in this directory
 // describes the layout in the bucket and the key conventions operators use.
 // fileblob does not flush what it writes to disk: in a file:// bucket
 // opened with OpenBucket (or given WithSyncDir), every object is flushed
