@@ -149,3 +149,48 @@ func TestTextSinkEmptyRunReplacesFile(t *testing.T) {
 		})
 	}
 }
+
+// TestTextSinkFailsBeforeFirstCommit: under checkpoints, a file's earlier
+// content stays until the run's first Commit: a run whose first
+// checkpoint never completes (PrepareCommit, then the run fails) leaves
+// it as it was, and a restart from scratch replaces it.
+func TestTextSinkFailsBeforeFirstCommit(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	b := txBatches(mem, 2)
+	defer arrowutil.ReleaseAll(b)
+	for _, k := range textKinds {
+		t.Run(k.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), k.file)
+			if err := os.WriteFile(path, []byte("earlier output\n"), 0o666); err != nil {
+				t.Fatal(err)
+			}
+			s, err := k.open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustWrite(t, s, b[0])
+			mustPrepare(t, s, 1)
+			mustWrite(t, s, b[1])
+			if err := s.(Abandoner).Abandon(); err != nil {
+				t.Fatal(err)
+			}
+			checkFile(t, k, path, "earlier output\n", "after a run failed before its first Commit")
+
+			s, err = k.open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustWrite(t, s, b[0])
+			mustPrepare(t, s, 1)
+			mustCommit(t, s, 1)
+			mustWrite(t, s, b[1])
+			mustPrepare(t, s, 2)
+			mustCommit(t, s, 2)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			checkFile(t, k, path, expectText(t, k, b[0], b[1]), "after the run started again")
+		})
+	}
+}

@@ -225,7 +225,7 @@ func NewCSV(w io.Writer) *CSV { return &CSV{t: newTextWriter(w, nil)} }
 // Close when the run fails, drops them and leaves the file as it was (or
 // removes it if CreateCSV created it), so a failed run never leaves an
 // empty or partial file. With checkpoints the file is emptied at the
-// first PrepareCommit, the rows of an epoch are appended to it by Commit,
+// first Commit, the rows of an epoch are appended to it by Commit,
 // once the checkpoint of that epoch is complete, and Recover restores the
 // file to exactly the output of the restored epoch: exactly once. The header is written once, before the first row published. A
 // path that exists and is not a regular file (/dev/stdout, a named pipe)

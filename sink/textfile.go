@@ -24,7 +24,7 @@ var copyChunk = 1 << 20
 // Rows go to the staging file current-<token> (stager.token). Without
 // checkpoints, Close renames it over the target; until then the target
 // keeps what it held, so a run that fails (Abandon) leaves it as it was.
-// With checkpoints, the target is emptied at the first PrepareCommit;
+// With checkpoints, the target is emptied at the first Commit;
 // PrepareCommit(e) fsyncs it and renames it to epoch-<e>-<token>;
 // Commit(e) appends the staged files of epochs <= e to the target in
 // order, fsyncs the target and removes them.
@@ -153,9 +153,6 @@ func (f *textFile) prepare(w *bufio.Writer, epoch uint64) ([]byte, error) {
 	if err := f.start(); err != nil {
 		return nil, err
 	}
-	if err := f.empty(); err != nil {
-		return nil, err
-	}
 	if err := w.Flush(); err != nil {
 		return nil, err
 	}
@@ -193,13 +190,24 @@ func (f *textFile) prepare(w *bufio.Writer, epoch uint64) ([]byte, error) {
 	return json.Marshal(textState{Format: textStateFormat, Epoch: epoch, Len: f.length, Staged: f.pending})
 }
 
-// publish appends the staged epochs <= epoch to the target.
+// publish appends the staged epochs <= epoch to the target. The first
+// publication of a run started from scratch empties the target first.
 func (f *textFile) publish(epoch uint64) error {
+	truncated := false
+	if f.ckpt && !f.emptied {
+		if err := f.empty(); err != nil {
+			return err
+		}
+		truncated = true
+	}
 	n := 0
 	for n < len(f.pending) && f.pending[n].Epoch <= epoch {
 		n++
 	}
 	if n == 0 {
+		if truncated {
+			return f.syncTarget()
+		}
 		return nil
 	}
 	size, err := f.targetSize()

@@ -81,7 +81,7 @@ func TestTextSinkCheckpoints(t *testing.T) {
 			// a run that fails before leaves it as it was.
 			checkFile(t, k, path, "old output\n", "before the first PrepareCommit")
 			st1 := mustPrepare(t, s, 1)
-			checkFile(t, k, path, "", "after PrepareCommit(1)")
+			checkFile(t, k, path, "old output\n", "after PrepareCommit(1)")
 			mustCommit(t, s, 1)
 			checkFile(t, k, path, expectText(t, k, b[0]), "after Commit(1)")
 
@@ -177,7 +177,8 @@ func TestTextSinkEmptyCheckpointedRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			st := mustPrepare(t, s, 1)
-			checkFile(t, k, path, "", "after PrepareCommit(1)")
+			// The first Commit replaces the old content.
+			checkFile(t, k, path, "old output\n", "after PrepareCommit(1)")
 			mustCommit(t, s, 1)
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
