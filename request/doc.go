@@ -60,7 +60,9 @@
 // unexpected, including
 // a panic in the Service, which is recovered. A lookup that fails because
 // the client went away (its request's context was cancelled) is counted
-// as 499 (StatusAborted), not as a 503 of the service's. GET /healthz
+// as 499 (StatusAborted), not as a 503 of the service's. A Service error
+// that is a Responder writes its own answer instead (a volga.Group's 421
+// Misdirected Request naming the member that owns a key). GET /healthz
 // answers 200 "ok".
 //
 // # Online/offline consistency

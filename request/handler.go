@@ -201,6 +201,10 @@ func (h *handler) serveFeatures(w http.ResponseWriter, r *http.Request) {
 	for i, l := range reqs {
 		f, err := h.svc.Lookup(r.Context(), l.key, l.at, l.row)
 		if err != nil {
+			if resp, ok := errors.AsType[Responder](err); ok {
+				resp.WriteResponse(w)
+				return
+			}
 			status := statusOf(err)
 			if r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 				// The client went away (or the server cut its connection):

@@ -181,3 +181,28 @@ func TestBodyWhitespace(t *testing.T) {
 		}
 	}
 }
+
+// teapot is a Responder: it writes its own answer.
+type teapot struct{}
+
+func (teapot) Error() string { return "short and stout" }
+func (teapot) WriteResponse(w http.ResponseWriter) {
+	w.Header().Set("X-Pot", "tea")
+	w.WriteHeader(http.StatusTeapot)
+	io.WriteString(w, "{\"pot\":true}\n")
+}
+
+// TestResponder: a Service error that is a Responder, however wrapped,
+// writes the answer itself, for a single lookup and a batch.
+func TestResponder(t *testing.T) {
+	for _, err := range []error{teapot{}, request.Unavailable(teapot{}), request.Invalid(fmt.Errorf("wrapped: %w", teapot{}))} {
+		h := request.NewHandler(&fakeService{err: err})
+		for _, b := range []string{body, "[" + body + "," + body + "]"} {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, request.FeaturesPath, strings.NewReader(b)))
+			if rec.Code != http.StatusTeapot || rec.Header().Get("X-Pot") != "tea" || rec.Body.String() != "{\"pot\":true}\n" {
+				t.Errorf("%v, %.20s: %d %v %q; want the Responder's answer", err, b, rec.Code, rec.Header(), rec.Body)
+			}
+		}
+	}
+}

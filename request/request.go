@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"net/http"
 	"strings"
 	"time"
 )
@@ -102,6 +103,21 @@ func Unsupported(err error) error {
 		return nil
 	}
 	return &kindError{err: err, kind: ErrUnsupported}
+}
+
+// Responder is an error of a Service's Lookup that writes the HTTP
+// answer to its request itself, status, headers and body, in place of
+// NewHandler's {"error": ...} with the status of the error's kind (the
+// handler finds it with errors.As, through Invalid, Unavailable and
+// Unsupported too): a volga.Group's NotOwnerError answers 421
+// Misdirected Request naming the owner of the key's partition. As with
+// any error, the first lookup of a batch that fails answers for the
+// whole batch.
+type Responder interface {
+	error
+	// WriteResponse writes the answer to w: it sets any headers, then
+	// calls w.WriteHeader and writes the body.
+	WriteResponse(w http.ResponseWriter)
 }
 
 // kindError classifies an error without changing its message.
