@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -290,9 +291,56 @@ func (s *Sink) Write(ctx context.Context, rec arrow.RecordBatch) (err error) {
 		s.buf = nil
 	}
 	if err != nil {
+		var werrs kafkago.WriteErrors
+		if errors.As(err, &werrs) {
+			err = summarize(werrs)
+		}
 		return fmt.Errorf("sink/kafka: topic %q: writing %d rows: %w", s.cfg.Topic, n, err)
 	}
 	return nil
+}
+
+// writeError is the error of a Write whose messages failed. Its text
+// gives each distinct error once, with the number of messages it failed;
+// kafka-go's WriteErrors repeats the error of every message, so that a
+// batch of 1000 rows refused by the broker made an error line of 1000
+// copies. It unwraps to the WriteErrors (for errors.As) and to each
+// distinct error (for errors.Is, such as kafka-go's MessageSizeTooLarge).
+type writeError struct {
+	msg  string
+	errs []error
+}
+
+func (e *writeError) Error() string   { return e.msg }
+func (e *writeError) Unwrap() []error { return e.errs }
+
+// summarize returns the writeError of werrs.
+func summarize(werrs kafkago.WriteErrors) error {
+	const shown = 3
+	var distinct []error
+	counts := map[string]int{}
+	for _, e := range werrs {
+		if e == nil {
+			continue
+		}
+		k := e.Error()
+		if counts[k] == 0 {
+			distinct = append(distinct, e)
+		}
+		counts[k]++
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d messages failed: ", werrs.Count(), len(werrs))
+	for i, e := range distinct[:min(len(distinct), shown)] {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s (%d)", e.Error(), counts[e.Error()])
+	}
+	if len(distinct) > shown {
+		fmt.Fprintf(&b, "; and %d other errors", len(distinct)-shown)
+	}
+	return &writeError{msg: b.String(), errs: append([]error{werrs}, distinct...)}
 }
 
 // PrepareCommit ends epoch: every row written before it has been
