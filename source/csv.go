@@ -40,7 +40,9 @@ type CSV struct {
 	ahead  []csvRow
 }
 
-// NewCSV opens the CSV file at path. The first line is the header; the
+// NewCSV opens the CSV file at path (compressed with gzip when it ends in
+// .gz, with zstd in .zst: Seek then reads the text again from its start up
+// to the position). The first line is the header; the
 // schema is inferred from the first rows (see WithSampleRows) unless
 // WithSchema gives it:
 //

@@ -10,8 +10,9 @@
 //
 //   - [Memory]: batches held in memory (tests, examples, request-time
 //     backfills), optionally re-sliced to a maximum batch size;
-//   - [CSV] and [JSONL]: text files or readers, with the schema inferred
-//     from a sample of rows or given with [WithSchema];
+//   - [CSV] and [JSONL]: text files (plain, or compressed with gzip as
+//     .gz or zstd as .zst) or readers, with the schema inferred from a
+//     sample of rows or given with [WithSchema];
 //   - [Parquet]: one or more Parquet files read in order;
 //   - [TextFiles]: several CSV or JSON-lines files read in order, as one
 //     source ([NewCSVFiles], [NewJSONLFiles]);

@@ -32,7 +32,8 @@ type JSONL struct {
 	ahead []jsonRow
 }
 
-// NewJSONL opens the JSON-lines file at path (one object per line; blank
+// NewJSONL opens the JSON-lines file at path (compressed with gzip when
+// it ends in .gz, with zstd in .zst, as for NewCSV) (one object per line; blank
 // lines are skipped, and so is a UTF-8 byte order mark at the start). The schema is inferred from the first rows (see
 // WithSampleRows) unless WithSchema gives it: the columns are the keys in
 // the order first seen; integral numbers are int64, other numbers float64

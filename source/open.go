@@ -24,7 +24,9 @@ var formats = []fileFormat{
 
 // Open returns a source for the file at path, chosen by its extension:
 // .csv (NewCSV), .jsonl, .ndjson or .json (NewJSONL: one object per line),
-// .parquet (NewParquetFiles). Any other extension is an error.
+// .parquet (NewParquetFiles). Any other extension is an error. CSV and
+// JSON-lines files compressed with gzip or zstd (events.csv.gz,
+// events.jsonl.zst) are read as the text they hold.
 //
 // A directory (such as the output of sink.NewParquetDir) is read as its
 // files of one format, in name order, leaving out names that start with
@@ -66,7 +68,10 @@ func Open(path string, opts ...Option) (Source, error) {
 			return nil, fmt.Errorf("source: %q matches files of more than one format (%s): narrow it to one extension", path, strings.Join(kinds, " and "))
 		}
 	}
-	ext := strings.ToLower(filepath.Ext(path))
+	ext := strings.ToLower(formatExt(path))
+	if codecOf(path) != nil && ext == ".parquet" {
+		return nil, fmt.Errorf("source: %q: a Parquet file is compressed inside; open it uncompressed", path)
+	}
 	switch ext {
 	case ".csv":
 		return NewCSV(path, opts...)

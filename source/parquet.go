@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
@@ -619,9 +620,13 @@ func expandPaths(paths []string, kind string, exts []string) ([]string, error) {
 	return out, nil
 }
 
-// hasExt reports whether name ends in one of exts, in any case.
+// hasExt reports whether name ends in one of exts, in any case; for the
+// extensions of a text format, also before a compression's (".csv.gz").
 func hasExt(name string, exts []string) bool {
 	ext := filepath.Ext(name)
+	if !slices.ContainsFunc(exts, func(e string) bool { return strings.EqualFold(e, ".parquet") }) {
+		ext = formatExt(name)
+	}
 	for _, e := range exts {
 		if strings.EqualFold(ext, e) {
 			return true

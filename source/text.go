@@ -57,7 +57,7 @@ type textSource struct {
 	name   string
 	opts   options
 	in     io.Reader // the input at its start
-	file   *os.File  // the file the constructor opened, closed by Close
+	file   io.Closer // the file the constructor opened, closed by Close
 	schema *arrow.Schema
 	cols   []*textrow.Column
 	bld    *array.RecordBuilder
@@ -270,11 +270,18 @@ func (t *textSource) seekInput(pos []byte) (position, error) {
 }
 
 // openText opens the file at path and builds a text source over it with
-// build; the source is named after the path unless WithName names it. The
+// build; a file compressed with gzip (.gz) or zstd (.zst) is read as the
+// text it holds; the source is named after the path unless WithName names it. The
 // source's Close closes the file.
 func openText[S interface{ text() *textSource }](path string, opts []Option, build func(io.Reader, options) (S, error)) (S, error) {
 	var zero S
-	f, err := os.Open(path)
+	var f io.ReadCloser
+	var err error
+	if c := codecOf(path); c != nil {
+		f, err = openDecompressor(path, c)
+	} else {
+		f, err = os.Open(path)
+	}
 	if err != nil {
 		return zero, fmt.Errorf("source: %w", err)
 	}

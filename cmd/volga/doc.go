@@ -29,7 +29,8 @@
 // file, whose format follows its extension (.csv, .jsonl, .ndjson, .json,
 // .parquet) and whose schema is inferred from its first rows, or to a
 // directory or glob pattern ('events/*.csv') of files of one format, read
-// in name order with the schema of the first. Output goes to
+// in name order with the schema of the first (CSV and JSON-lines files
+// may be compressed: .csv.gz, .jsonl.zst). Output goes to
 // the --sink file, CSV or JSON lines after its extension (.csv, .jsonl,
 // .ndjson, .parquet), or as CSV to standard output when --sink is "-" or
 // absent (--format jsonl changes that).
