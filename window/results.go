@@ -81,9 +81,14 @@ func (o *Operator) AdvanceResults(ctx context.Context, wm int64, emit func(*Resu
 func (o *Operator) resultsByBatch(rel []pendRow, res *resChunks, out *Results, sc *scattered) {
 	lo, hi := batchRange(rel)
 	off := make([]int32, hi-lo+2)
+	// The batches are looked up once, now: consume below may let one go
+	// and, with it, the ids of batches let go before that follow it (the
+	// held batches' base moves past them).
+	hbs := make([]*heldBatch, hi-lo+1)
 	for b := lo; b <= hi; b++ {
 		n := 0
 		if hb := o.held.get(b); hb != nil {
+			hbs[b-lo] = hb
 			n = hb.rows()
 		}
 		off[b-lo+1] = off[b-lo] + int32(n)
@@ -101,7 +106,7 @@ func (o *Operator) resultsByBatch(rel []pendRow, res *resChunks, out *Results, s
 		slot[off[p.batch-lo]+p.row] = int64(c)<<32 | int64(k-res.start[c]) + 1
 	}
 	for b := lo; b <= hi; b++ {
-		hb := o.held.get(b)
+		hb := hbs[b-lo]
 		if hb == nil || sc.hasDest(b) {
 			continue
 		}
