@@ -352,7 +352,7 @@ func (p *fastParser) at() (time.Time, bool) {
 		return time.Time{}, false
 	}
 	ms, err := strconv.ParseInt(string(num), 10, 64)
-	if err != nil {
+	if err != nil || !atInRange(ms) {
 		return time.Time{}, false
 	}
 	return time.UnixMilli(ms), true

@@ -511,8 +511,23 @@ func parseAt(raw json.RawMessage) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, badRequest("bad \"at\" %s: epoch milliseconds must be an integer", raw)
 	}
+	if !atInRange(ms) {
+		return time.Time{}, badRequest("bad \"at\" %s: epoch milliseconds must be a time in the years 0000 to 9999, which RFC 3339 can write", raw)
+	}
 	return time.UnixMilli(ms), nil
 }
+
+// The epoch milliseconds of the first and last instants RFC 3339 can
+// write (0000-01-01T00:00:00Z, 9999-12-31T23:59:59.999Z): an answer
+// echoes "at" in RFC 3339, and ReadLog reads it back.
+const (
+	minAtMillis = -62167219200000
+	maxAtMillis = 253402300799999
+)
+
+// atInRange reports whether epoch milliseconds ms is a time RFC 3339
+// can write.
+func atInRange(ms int64) bool { return ms >= minAtMillis && ms <= maxAtMillis }
 
 // writeError answers {"error": msg} with status.
 func writeError(w http.ResponseWriter, status int, msg string) {

@@ -206,3 +206,45 @@ func TestResponder(t *testing.T) {
 		}
 	}
 }
+
+// TestAtRange: "at" in epoch milliseconds must be a time RFC 3339 can
+// write (years 0000 to 9999), since the answer echoes it in RFC 3339 and
+// ReadLog reads it back; beyond, the answer said "+292278994-08-17..."
+// and its log line could not be read.
+func TestAtRange(t *testing.T) {
+	h := request.NewHandler(&fakeService{features: request.Features{Names: []string{"n"}, Values: []any{int64(1)}, Watermark: request.EndWatermark}})
+	for _, tc := range []struct {
+		at     string
+		status int
+		echo   string
+	}{
+		{"253402300799999", 200, "9999-12-31T23:59:59.999Z"},
+		{"-62167219200000", 200, "0000-01-01T00:00:00Z"},
+		{`"9999-12-31T23:59:59.999999999Z"`, 200, "9999-12-31T23:59:59.999999999Z"},
+		{"253402300800000", 400, ""},
+		{"-62167219200001", 400, ""},
+		{"9223372036854775807", 400, ""},
+		{"-9223372036854775808", 400, ""},
+	} {
+		for _, b := range []string{
+			`{"key":{"user_id":1,"shop":"s"},"at":` + tc.at + `}`, // parseFast's shape
+			`{"key":{"user_id":1,"shop":"s"},"AT":` + tc.at + `}`, // encoding/json's
+		} {
+			code, got := do(t, h, http.MethodPost, request.FeaturesPath, b)
+			if code != tc.status {
+				t.Errorf("%s: status %d: %s; want %d", b, code, got, tc.status)
+				continue
+			}
+			if code != 200 {
+				if !strings.Contains(got, "years 0000 to 9999") {
+					t.Errorf("%s: %s; want the error to give the range", b, got)
+				}
+				continue
+			}
+			recs, err := request.ReadLog(strings.NewReader(got))
+			if err != nil || len(recs) != 1 || !strings.Contains(got, `"at":"`+tc.echo+`"`) {
+				t.Errorf("%s: answer %s read back as %v, %v; want at %s", b, got, recs, err, tc.echo)
+			}
+		}
+	}
+}
