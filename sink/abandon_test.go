@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -192,5 +193,27 @@ func TestTextSinkFailsBeforeFirstCommit(t *testing.T) {
 			}
 			checkFile(t, k, path, expectText(t, k, b[0], b[1]), "after the run started again")
 		})
+	}
+}
+
+// TestParquetMissingDirectory: a Parquet sink whose directory does not
+// exist fails when it is made, as CreateCSV does, not at its first Write
+// after the run computed its output.
+func TestParquetMissingDirectory(t *testing.T) {
+	dir := t.TempDir()
+	notDir := filepath.Join(dir, "file")
+	if err := os.WriteFile(notDir, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{filepath.Join(dir, "missing", "out.parquet"), filepath.Join(notDir, "out.parquet")} {
+		if _, err := NewParquet(path, nil); err == nil || !strings.Contains(err.Error(), path) {
+			t.Errorf("NewParquet(%s): %v", path, err)
+		}
+		if _, err := Open(path); err == nil || !strings.Contains(err.Error(), path) {
+			t.Errorf("Open(%s): %v", path, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a directory was created: %v", err)
 	}
 }

@@ -180,6 +180,14 @@ func NewParquet(path string, schema *arrow.Schema, opts ...Option) (*Parquet, er
 	}
 	target, ok := resolveTarget(path)
 	p.path, p.dir, p.direct = target, stagingDir(target), !ok
+	// The file is created at the first batch or at the end: say now, not
+	// after the run, that its directory is missing (as CreateCSV does).
+	dir := filepath.Dir(target)
+	if fi, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("sink: parquet %s: %w", path, err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("sink: parquet %s: %s is not a directory", path, dir)
+	}
 	if schema != nil {
 		if p.direct {
 			if err := p.open(schema); err != nil {
