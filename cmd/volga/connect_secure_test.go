@@ -2,62 +2,18 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
-)
 
-// selfSigned makes a certificate for 127.0.0.1 that is its own
-// authority, and writes it as PEM to dir/ca.pem.
-func selfSigned(t *testing.T, dir string) (tls.Certificate, *x509.CertPool, string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "kfake"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	path := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: cert}, pool, path
-}
+	"github.com/volga-go/volga/internal/testutil"
+)
 
 // TestRunKafkaTLSAndSASL: `volga run` reads from and writes to a cluster
 // that takes only TLS connections authenticated with SASL (kfake, over
@@ -68,20 +24,9 @@ func selfSigned(t *testing.T, dir string) (tls.Certificate, *x509.CertPool, stri
 func TestRunKafkaTLSAndSASL(t *testing.T) {
 	dir := files(t, "q.sql", `SELECT user_id, ts, sum(amount) OVER (PARTITION BY user_id ORDER BY ts
 		RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW) AS spend_1h FROM tx`)
-	cert, pool, caPath := selfSigned(t, dir)
-	const user, pass = "volga", "s3cret-pw"
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "tx", "features"),
-		kfake.EnableSASL(),
-		kfake.Superuser("PLAIN", user, pass),
-		kfake.Superuser("SCRAM-SHA-256", user, pass),
-		kfake.Superuser("SCRAM-SHA-512", user, pass),
-		kfake.TLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	addr := c.ListenAddrs()[0]
-	clientOpts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.DialTLSConfig(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}),
+	k := testutil.NewSecureKafka(t, 2, "tx", "features")
+	addr, caPath, user, pass := k.Addrs[0], k.CAFile, k.User, k.Password
+	clientOpts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.DialTLSConfig(k.TLS),
 		kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism())}
 	cl, err := kgo.NewClient(append(clientOpts, kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
 	if err != nil {
