@@ -119,6 +119,10 @@ func backfill(ctx context.Context, e *env, cfg *backfillConfig) error {
 	if err := q.compileCheck(events); err != nil {
 		return err
 	}
+	if err := checkOutputs("backfill", map[string]string{"--source " + q.table.name: q.table.path, "--spine": cfg.spine},
+		map[string]string{"--sink": cfg.sinkPath}); err != nil {
+		return err
+	}
 	out, _, err := openSink(cfg.sinkPath, cfg.format, e.stdout, false)
 	if err != nil {
 		return err

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -382,6 +384,50 @@ func parseRunArgs(args []string) (*runConfig, error) {
 	return cfg, nil
 }
 
+// checkOutputs refuses an output file (flag -> path) that is also an
+// input (flag -> path) or another output: an output replaces its file,
+// so the input would be lost (or, appended to by a run with checkpoints
+// while it is read, read wrong), and two outputs would overwrite each
+// other's rows.
+func checkOutputs(cmd string, inputs, outputs map[string]string) error {
+	oflags := slices.Sorted(maps.Keys(outputs))
+	for i, of := range oflags {
+		out := outputs[of]
+		for _, in := range slices.Sorted(maps.Keys(inputs)) {
+			if sameFile(out, inputs[in]) {
+				return usagef("%s: %s %s is the file of %s: the output would replace the input; write it elsewhere", cmd, of, out, in)
+			}
+		}
+		for _, other := range oflags[i+1:] {
+			if sameFile(out, outputs[other]) {
+				return usagef("%s: %s and %s name the same file %s: each would overwrite the other's rows", cmd, of, other, out)
+			}
+		}
+	}
+	return nil
+}
+
+// sameFile tells whether the paths a and b name one file or directory
+// (standard output and Kafka topics name none).
+func sameFile(a, b string) bool {
+	for _, p := range []string{a, b} {
+		if p == "" || p == "-" || isKafka(p) {
+			return false
+		}
+	}
+	if aa, err := filepath.Abs(a); err == nil {
+		if bb, err := filepath.Abs(b); err == nil && aa == bb {
+			return true
+		}
+	}
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
+}
+
 // checkSinkPath rejects an output path whose format cannot be told from
 // its extension before anything runs; cmd and flag (without dashes) name
 // the command and the flag in the message.
@@ -441,6 +487,10 @@ func runPipeline(ctx context.Context, e *env, cfg *runConfig) (err error) {
 		if b != *bound {
 			return fmt.Errorf("--source %s=%s: the query reads only table %q", b.name, b.path, plan.Table)
 		}
+	}
+	if err := checkOutputs("run", map[string]string{"--source " + bound.name: bound.path},
+		map[string]string{"--sink": cfg.sinkPath, "--late-sink": cfg.lateSink}); err != nil {
+		return err
 	}
 
 	// Dead letters arrive from the source's reading goroutine and from the

@@ -70,3 +70,48 @@ func TestFailedRunLeavesSinkFile(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputOverInputRefused: an output file that is an input file (by
+// any spelling of its path, or through a symbolic link) or another
+// output is refused before anything is read or written: the output
+// replaces its file, so the input would be lost.
+func TestOutputOverInputRefused(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--sink", "tx.csv"},
+			"volga: run: --sink tx.csv is the file of --source tx: the output would replace the input; write it elsewhere"},
+		{[]string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--sink", "./sub/../tx.csv"},
+			"volga: run: --sink ./sub/../tx.csv is the file of --source tx: the output would replace the input; write it elsewhere"},
+		{[]string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--sink", "link.csv"},
+			"volga: run: --sink link.csv is the file of --source tx: the output would replace the input; write it elsewhere"},
+		{[]string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--mode", "stream", "--sink", "out.csv", "--late-sink", "out.csv"},
+			"volga: run: --late-sink and --sink name the same file out.csv: each would overwrite the other's rows"},
+		{[]string{"backfill", "--sql", "q.sql", "--source", "tx=tx.csv", "--spine", "spine.csv", "--sink", "spine.csv"},
+			"volga: backfill: --sink spine.csv is the file of --spine: the output would replace the input; write it elsewhere"},
+		{[]string{"backfill", "--sql", "q.sql", "--source", "tx=tx.csv", "--spine", "spine.csv", "--sink", "tx.csv"},
+			"volga: backfill: --sink tx.csv is the file of --source tx: the output would replace the input; write it elsewhere"},
+	} {
+		dir := files(t, "q.sql", spendSQL, "tx.csv", txCSV, "spine.csv", spineCSV)
+		if err := os.Mkdir(filepath.Join(dir, "sub"), 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("tx.csv", filepath.Join(dir, "link.csv")); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := cli(t, context.Background(), dir, "", tc.args...)
+		if code != exitUsage || stderr != tc.want+"\n" || stdout != "" {
+			t.Errorf("%v: exit %d, stderr %q, stdout %q; want %d, %q", tc.args, code, stderr, stdout, exitUsage, tc.want)
+		}
+		if got := readFile(t, filepath.Join(dir, "tx.csv")); got != txCSV {
+			t.Errorf("%v: tx.csv changed:\n%s", tc.args, got)
+		}
+		if got := readFile(t, filepath.Join(dir, "spine.csv")); got != spineCSV {
+			t.Errorf("%v: spine.csv changed:\n%s", tc.args, got)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "out.csv")); !os.IsNotExist(err) {
+			t.Errorf("%v: out.csv was created (%v)", tc.args, err)
+		}
+	}
+}
