@@ -129,6 +129,9 @@ type rdCase struct {
 	// sel pushes the rows with PushRows, among junk rows of other keys
 	// left out; results takes the results by AdvanceResults.
 	sel, results bool
+	// dest pushes with PushRowsTo, the results written into a Dest per
+	// batch (results only, and only when every result is Scatterable).
+	dest bool
 }
 
 func (c rdCase) String() string {
@@ -136,8 +139,8 @@ func (c rdCase) String() string {
 	for _, f := range c.frames {
 		fs = append(fs, f.SQL())
 	}
-	return fmt.Sprintf("keys %v frames [%s] lateness %d retention %d batch %v store %v budget %d page %d restore %.2f forget %d tileMin %d tile %d chunk %d probes %v strict %v sel %v results %v",
-		c.keys, strings.Join(fs, "; "), c.lateness, c.retention, c.batch, c.store, c.budget, c.pageRows, c.restore, c.forgetMin, c.tileMin, c.tileSize, c.chunkRows, c.probes, c.strict, c.sel, c.results)
+	return fmt.Sprintf("keys %v frames [%s] lateness %d retention %d batch %v store %v budget %d page %d restore %.2f forget %d tileMin %d tile %d chunk %d probes %v strict %v sel %v results %v dest %v",
+		c.keys, strings.Join(fs, "; "), c.lateness, c.retention, c.batch, c.store, c.budget, c.pageRows, c.restore, c.forgetMin, c.tileMin, c.tileSize, c.chunkRows, c.probes, c.strict, c.sel, c.results, c.dest)
 }
 
 // rdFrame draws a frame in units of step ms.
@@ -218,6 +221,7 @@ func rdDraw(rng *rand.Rand, step int64) rdCase {
 		c.chunkRows = 1 + rng.IntN(8)
 	}
 	c.sel, c.results = rng.IntN(3) == 0, rng.IntN(3) == 0
+	c.dest = c.results && rng.IntN(2) == 0
 	if c.pageRows == 0 && rng.IntN(4) == 0 {
 		// Probes (backfill spines) come in batch runs: no lateness.
 		c.probes, c.strict, c.lateness = true, rng.IntN(2) == 0, 0
@@ -283,6 +287,20 @@ type rdRun struct {
 	restores int
 	// sum adds up the stats of the operators before a restore.
 	sum window.Stats
+	// dests tracks the Dests of batches pushed with PushRowsTo; snap
+	// holds, for rows released into one and not checked yet, how many
+	// accepted rows there were at their release.
+	dests map[*window.Dest]*rdDest
+	snap  map[int]int
+}
+
+// rdDest is a Dest of a batch and what is known of it: the table rows
+// pushed into it (not late) and their positions in the batch, the rows
+// done so far and the NULL results.
+type rdDest struct {
+	rows, pos []int
+	done      int
+	nulls     [][]int32
 }
 
 // addStats adds the counters of s to r.sum.
@@ -335,6 +353,10 @@ func (r *rdRun) check(what string, rows [][]any, late bool) {
 		rows := r.accepted
 		if late {
 			rows = rows[:slices.Index(rows, i)+1]
+		}
+		if n, ok := r.snap[i]; ok {
+			rows = rows[:n]
+			delete(r.snap, i)
 		}
 		var want [][]any
 		if r.isProbe(i) {
@@ -444,6 +466,12 @@ func (r *rdRun) push(lo, hi int) {
 		}
 	}
 	var sel []int32
+	var pending []int // table rows pushed and not late, by position
+	for i := lo; i < hi; i++ {
+		if r.tab.Value(i, "ts").(int64) > r.wm {
+			pending = append(pending, i)
+		}
+	}
 	if r.c.sel {
 		// A junk row (another key, another time) before each row.
 		var all [][]any
@@ -463,9 +491,32 @@ func (r *rdRun) push(lo, hi int) {
 	var outs []arrow.RecordBatch
 	var late arrow.RecordBatch
 	var err error
-	if r.c.sel {
+	switch {
+	case r.c.dest && r.useDest():
+		if sel == nil {
+			for j := range vals {
+				sel = append(sel, int32(j))
+			}
+		}
+		dst, derr := window.NewDest(r.op.ResultTypes(), len(vals))
+		if derr != nil {
+			r.r().Fatal(derr)
+		}
+		d := &rdDest{}
+		for _, j := range sel {
+			i := int(vals[j][rdSeqCol].(int64))
+			if slices.Contains(pending, i) && i >= lo {
+				d.rows, d.pos = append(d.rows, i), append(d.pos, int(j))
+			}
+		}
+		if r.dests == nil {
+			r.dests = map[*window.Dest]*rdDest{}
+		}
+		r.dests[dst] = d
+		outs, late, err = r.op.PushRowsTo(rec, sel, dst)
+	case r.c.sel:
 		outs, late, err = r.op.PushRows(rec, sel)
-	} else {
+	default:
 		outs, late, err = r.op.Push(rec)
 	}
 	if err != nil {
@@ -495,7 +546,7 @@ func (r *rdRun) advance(wm int64) {
 	if r.c.results {
 		err := r.op.AdvanceResults(context.Background(), wm, func(res *window.Results) error {
 			defer res.Release()
-			rows = append(rows, r.resultRows(res)...)
+			rows = append(rows, r.resultRows(res, wm)...)
 			return nil
 		})
 		if err != nil {
@@ -513,11 +564,11 @@ func (r *rdRun) advance(wm int64) {
 	r.check("advance", rows, false)
 	// Every accepted row at or before wm is out.
 	for _, i := range r.accepted {
-		if r.tab.Value(i, "ts").(int64) <= r.wm && !r.done[i] {
+		if _, inDest := r.snap[i]; r.tab.Value(i, "ts").(int64) <= r.wm && !r.done[i] && !inDest {
 			r.r().Fatalf("Advance(%d) did not emit row %d (ts %d)", wm, i, r.tab.Value(i, "ts"))
 		}
 	}
-	if r.c.batch {
+	if r.c.batch && !r.c.results {
 		var seqs []int64
 		for _, row := range rows {
 			seqs = append(seqs, row[rdSeqCol].(int64))
@@ -530,8 +581,9 @@ func (r *rdRun) advance(wm int64) {
 
 // resultRows turns the results of AdvanceResults into output rows: the
 // table's row of each sequence number followed by its results.
-func (r *rdRun) resultRows(res *window.Results) [][]any {
+func (r *rdRun) resultRows(res *window.Results, wm int64) [][]any {
 	r.t.Helper()
+	out := r.destRows(res, wm)
 	types := r.op.ResultTypes()
 	fields := make([]arrow.Field, len(types))
 	for i, dt := range types {
@@ -549,9 +601,83 @@ func (r *rdRun) resultRows(res *window.Results) [][]any {
 	if !slices.IsSorted(res.Seq) {
 		r.r().Fatalf("AdvanceResults: sequence numbers out of order: %v", res.Seq)
 	}
-	out := make([][]any, res.Len())
 	for k, seq := range res.Seq {
-		out[k] = append(slices.Clone(r.tab.Rows[seq]), chunks[res.Chunk[k]][res.Row[k]]...)
+		out = append(out, append(slices.Clone(r.tab.Rows[seq]), chunks[res.Chunk[k]][res.Row[k]]...))
+	}
+	return out
+}
+
+// useDest reports whether every result type of the operator can be
+// written into a Dest.
+func (r *rdRun) useDest() bool {
+	for _, dt := range r.op.ResultTypes() {
+		if !window.Scatterable(dt) {
+			return false
+		}
+	}
+	return true
+}
+
+// destRows notes the rows of Dests that AdvanceResults(wm) reports done
+// and returns the rows of the Dests now complete, with their results.
+func (r *rdRun) destRows(res *window.Results, wm int64) [][]any {
+	r.t.Helper()
+	var out [][]any
+	for _, dn := range res.Done {
+		d := r.dests[dn.Dest]
+		if d == nil {
+			r.r().Fatalf("AdvanceResults(%d): Done of an unknown Dest", wm)
+		}
+		// The rows released now: not done before, at or before wm.
+		n := 0
+		for _, i := range d.rows {
+			if _, ok := r.snap[i]; !ok && !r.done[i] && r.tab.Value(i, "ts").(int64) <= wm {
+				if r.snap == nil {
+					r.snap = map[int]int{}
+				}
+				r.snap[i] = len(r.accepted)
+				n++
+			}
+		}
+		if n != dn.Rows {
+			r.r().Fatalf("AdvanceResults(%d): %d rows of a Dest done, want %d", wm, dn.Rows, n)
+		}
+		d.done += dn.Rows
+		for a, nl := range dn.Nulls {
+			for len(d.nulls) <= a {
+				d.nulls = append(d.nulls, nil)
+			}
+			d.nulls[a] = append(d.nulls[a], nl...)
+		}
+		if d.done < len(d.rows) {
+			continue
+		}
+		delete(r.dests, dn.Dest)
+		out = append(out, r.destValues(dn.Dest, d, false)...)
+	}
+	return out
+}
+
+// destValues returns the rows of dst (all, or only those released when
+// released is set) with their results.
+func (r *rdRun) destValues(dst *window.Dest, d *rdDest, released bool) [][]any {
+	cols := dst.Arrays(d.nulls)
+	types := r.op.ResultTypes()
+	fields := make([]arrow.Field, len(types))
+	for i, dt := range types {
+		fields[i] = arrow.Field{Name: fmt.Sprint(i), Type: dt, Nullable: true}
+	}
+	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(dst.Rows()))
+	vals := testutil.Rows(rec)
+	rec.Release()
+	for _, c := range cols {
+		c.Release()
+	}
+	var out [][]any
+	for k, i := range d.rows {
+		if _, ok := r.snap[i]; ok || !released {
+			out = append(out, append(slices.Clone(r.tab.Rows[i]), vals[d.pos[k]]...))
+		}
 	}
 	return out
 }
@@ -659,6 +785,12 @@ func (r *rdRun) restart() {
 	snap := statestore.NewMemory()
 	copyStore(r.t, snap, r.st)
 	r.addStats(r.op.Stats())
+	// Rows released into Dests not complete are checked now; those still
+	// pending come back with the restored pending rows, without Dest.
+	for dst, d := range r.dests {
+		r.check("dest before a restore", r.destValues(dst, d, true), false)
+	}
+	clear(r.dests)
 	r.op.Close()
 	r.st = snap
 	r.newOp()
