@@ -72,7 +72,9 @@ type RunOptions struct {
 	AllowedLateness time.Duration
 	// IdleTimeout: with a partitioned source (source.Partitioned), a
 	// partition that has delivered nothing for this long stops holding the
-	// watermark back (streaming). 0 waits for every partition.
+	// watermark back (streaming). 0 waits for every partition. Time the
+	// reader spends waiting for the window tasks (a slow sink) does not
+	// count: the source may hold the partition's rows meanwhile.
 	IdleTimeout time.Duration
 	// WatermarkInterval, when positive, advances the watermark at most
 	// once per interval of wall-clock time, or once WatermarkMaxRows rows
@@ -396,6 +398,10 @@ type runner struct {
 	// released holds, per stage, the newest watermark at which a task of
 	// a batch run released its rows (see releasedByPeer).
 	released []atomic.Int64
+	// readBlocked is how long the reader has waited for room on its
+	// channels (readerSend): time the engine, not the source, took, which
+	// the idle timeout of partitions does not count (see read).
+	readBlocked time.Duration
 	// ahead bounds, by first-stage task, the rows the reader has sent it
 	// that it has not received yet (input clustered by key, several
 	// tasks; see clusterAhead); nil otherwise.
@@ -585,13 +591,31 @@ func send(ctx context.Context, ch chan msg, m msg) error {
 	}
 }
 
+// readerSend is send for the reader: the time it waits for room on ch
+// counts in readBlocked.
+func (r *runner) readerSend(ctx context.Context, ch chan msg, m msg) error {
+	select {
+	case ch <- m:
+		return nil
+	default:
+	}
+	start := time.Now()
+	err := send(ctx, ch, m)
+	r.readBlocked += time.Since(start)
+	return err
+}
+
 // read pulls batches from the source, prepares them and hands them to the
 // first stage's tasks (partitioned by key), with watermarks.
 func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) error {
 	streaming := r.opt.Mode == Streaming
 	// One watermark generator per source partition, combined by minimum;
 	// a partition idle for longer than the idle timeout stops holding the
-	// minimum back.
+	// minimum back. Idle is measured on a clock that stands still while
+	// the reader waits for the window tasks (a slow sink, a checkpoint):
+	// a partition whose rows wait in the source meanwhile is not idle,
+	// and were it taken for idle, the watermark would run ahead of it
+	// and its rows would be late.
 	nparts := 1
 	part, partitioned := r.src.(source.Partitioned)
 	if partitioned && part.Partitions() > 1 {
@@ -603,7 +627,8 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 	for i := range gens {
 		gens[i] = watermark.NewBounded(r.opt.MaxOutOfOrder)
 	}
-	comb := watermark.NewCombiner(nparts, watermark.WithIdleTimeout(r.opt.IdleTimeout))
+	comb := watermark.NewCombiner(nparts, watermark.WithIdleTimeout(r.opt.IdleTimeout),
+		watermark.WithClock(func() time.Time { return time.Now().Add(-r.readBlocked) }))
 	// A source of a consumer group's member tells which partitions it
 	// reads: the others hold the watermark back no more than idle ones.
 	var assigning source.Assigning
@@ -613,10 +638,10 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 	lastWM := watermark.None
 	bcast := func(m msg) error {
 		if tasks == nil {
-			return send(ctx, direct, m)
+			return r.readerSend(ctx, direct, m)
 		}
 		for _, ch := range tasks {
-			if err := send(ctx, ch, m); err != nil {
+			if err := r.readerSend(ctx, ch, m); err != nil {
 				return err
 			}
 		}
@@ -689,7 +714,7 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 		if r.resMerge {
 			// The merger has the batches sent before the barrier.
 			m.from = r.n
-			return send(ctx, direct, m)
+			return r.readerSend(ctx, direct, m)
 		}
 		return nil
 	}
@@ -841,13 +866,13 @@ func (r *runner) read(ctx context.Context, tasks []chan msg, direct chan msg) er
 				}
 			}
 			prep.Retain()
-			if err := send(ctx, direct, msg{rec: prep, wm: watermark.None, input: true, dst: dst, from: r.n}); err != nil {
+			if err := r.readerSend(ctx, direct, msg{rec: prep, wm: watermark.None, input: true, dst: dst, from: r.n}); err != nil {
 				prep.Release()
 				return err
 			}
 		}
 		if tasks == nil {
-			if err := send(ctx, direct, msg{rec: prep, wm: watermark.None}); err != nil {
+			if err := r.readerSend(ctx, direct, msg{rec: prep, wm: watermark.None}); err != nil {
 				return err
 			}
 		} else {
@@ -1374,7 +1399,7 @@ func (r *runner) partition(ctx context.Context, rec arrow.RecordBatch, tasks []c
 	if len(tasks) == 1 {
 		// The only task takes every row; marked split when the run
 		// merges results onto the input, so that it sends only results.
-		return send(ctx, tasks[0], msg{rec: rec, wm: watermark.None, split: r.resMerge, dst: dst, fin: fin})
+		return r.readerSend(ctx, tasks[0], msg{rec: rec, wm: watermark.None, split: r.resMerge, dst: dst, fin: fin})
 	}
 	// Every task reads rec: settle what Arrow would compute lazily.
 	arrowutil.CountNulls(rec)
@@ -1385,7 +1410,7 @@ func (r *runner) partition(ctx context.Context, rec arrow.RecordBatch, tasks []c
 		m := msg{rec: rec, wm: watermark.None, split: true, dst: dst, fin: fin}
 		err := r.takeAhead(ctx, i, &m)
 		if err == nil {
-			err = send(ctx, ch, m)
+			err = r.readerSend(ctx, ch, m)
 		} else {
 			rec.Release()
 		}
