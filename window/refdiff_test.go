@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -30,6 +31,8 @@ var rdSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "ki", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 	{Name: "ku", Type: arrow.PrimitiveTypes.Uint64, Nullable: true},
 	{Name: "ks", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "kb", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+	{Name: "kt", Type: arrow.FixedWidthTypes.Timestamp_us, Nullable: true},
 	{Name: "ts", Type: arrow.PrimitiveTypes.Int64},
 	{Name: "amount", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 	{Name: "price", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
@@ -43,11 +46,13 @@ var (
 	rdSeqCol   = rdSchema.FieldIndices("seq")[0]
 	rdProbeCol = rdSchema.FieldIndices("probe")[0]
 	rdArgCols  = []string{"amount", "price", "category"}
-	rdKeySets  = [][]string{{"ki"}, {"ku"}, {"ks"}, {"ku", "ks"}, {"ki", "ku", "ks"}, {}}
+	rdKeySets  = [][]string{{"ki"}, {"ku"}, {"ks"}, {"ku", "ks"}, {"ki", "ku", "ks"}, {}, {"kb"}, {"kt"}, {"kb", "kt", "ks"}}
 	rdKeyVals  = map[string][]any{
 		"ki": {int64(math.MinInt64), int64(-1), int64(0), int64(7), int64(math.MaxInt64), nil},
 		"ku": {uint64(0), uint64(1) << 63, uint64(1)<<63 + 5, uint64(math.MaxUint64), nil},
 		"ks": {"", "a", "a\x00", "ä", nil},
+		"kb": {true, false, nil},
+		"kt": {int64(-1), int64(0), int64(1_700_000_000_123_456), nil},
 	}
 )
 
@@ -74,6 +79,10 @@ func rdEvents(rng *rand.Rand, n int, step int64, churn float64) *testutil.Table 
 				return -x
 			case "ku":
 				return uint64(1)<<63 + uint64(x)
+			case "kb":
+				return x%2 == 0
+			case "kt":
+				return x * 1000
 			default:
 				return fmt.Sprint("p", x)
 			}
@@ -96,7 +105,7 @@ func rdEvents(rng *rand.Rand, n int, step int64, churn float64) *testutil.Table 
 		}
 		phase := i / max(n/8, 1)
 		t.Rows = append(t.Rows, []any{
-			int64(i), pick("ki", phase), pick("ku", phase), pick("ks", phase), ts,
+			int64(i), pick("ki", phase), pick("ku", phase), pick("ks", phase), pick("kb", phase), pick("kt", phase), ts,
 			maybe(int64(rng.IntN(251) - 50)),
 			maybe(float64(rng.IntN(200_001)-50_000) / 100),
 			maybe([]string{"food", "fuel", "travel", "Food"}[rng.IntN(4)]),
@@ -708,7 +717,13 @@ func (r *rdRun) lookup() {
 			}
 		}
 		at := r.wm - 30*250 + r.rng.Int64N(40*250)
-		enc, err := window.EncodeKeyValues(nil, types, key)
+		vals := slices.Clone(key)
+		for j, k := range r.c.keys {
+			if us, ok := vals[j].(int64); ok && k == "kt" {
+				vals[j] = time.UnixMicro(us).UTC() // not epoch ms
+			}
+		}
+		enc, err := window.EncodeKeyValues(nil, types, vals)
 		if err != nil {
 			r.r().Fatal(err)
 		}
