@@ -29,7 +29,8 @@ import (
 // milliseconds, an integral float64 is an integer. A value that does not
 // fit its column, an unknown candidate column or one given twice (in two
 // spellings: columns match case-insensitively), a candidate whose key
-// columns differ from the key or a time older than the state kept is a
+// columns differ from the key or whose event time is not at, or a time
+// older than the state kept is a
 // request.ErrInvalid error; a lookup before the pipeline
 // started is request.ErrUnavailable; a pipeline that cannot serve lookups
 // (an UNBOUNDED PRECEDING frame, no sliding window) answers

@@ -274,6 +274,8 @@ func (c *Compiled) LookupKeys() []string {
 // pass the query's WHERE clause would have been filtered out, so it counts
 // nowhere. The candidate belongs to key: key columns it leaves out take
 // key's values, and other values than key's are refused (ErrCandidateKey).
+// It happens at at: an event-time column it leaves out takes at, and
+// another time (or NULL) is refused (ErrCandidate).
 // A key with no rows gets the empty-frame values.
 func (l *Live) Lookup(ctx context.Context, key map[string]any, at time.Time, row map[string]any) (LookupResult, error) {
 	f, _ := l.rows.Get().(*FeatureRow)
@@ -346,6 +348,20 @@ func (l *Live) LookupInto(ctx context.Context, dst *FeatureRow, key map[string]a
 					row, cloned = maps.Clone(row), true
 				}
 				row[name] = v
+			}
+		}
+		// It happens at the lookup's time, as a row at (key, at) would:
+		// an event time it leaves out is at, another one is refused.
+		if c.timeIdx >= 0 {
+			if v, ok := lookupValue(row, c.TimeColumn); ok {
+				if err := c.candidateTime(v, at); err != nil {
+					return err
+				}
+			} else {
+				if !cloned {
+					row, cloned = maps.Clone(row), true
+				}
+				row[c.TimeColumn] = at
 			}
 		}
 		var err error
@@ -494,6 +510,32 @@ func candidateKey(row map[string]any, names []string, types []arrow.DataType, va
 	}
 	if string(got) != string(enc) {
 		return fmt.Errorf("%w: the row has %s = %v, the key %v", ErrCandidateKey, strings.Join(names, ", "), cv, vals)
+	}
+	return nil
+}
+
+// candidateTime checks that v, a candidate row's event time, is the
+// lookup's time at (in the column's unit).
+func (c *Compiled) candidateTime(v any, at time.Time) error {
+	f := c.Source.Field(c.timeIdx)
+	const how = "a candidate row happens at the lookup time: leave the column out, or give that time"
+	if v == nil {
+		return fmt.Errorf("%w column %q is NULL; %s", ErrCandidate, f.Name, how)
+	}
+	tv, err := values.Coerce(v, f.Type)
+	if err != nil {
+		return fmt.Errorf("%w column %q: %w", ErrCandidate, f.Name, err)
+	}
+	same := false
+	switch x := tv.(type) {
+	case time.Time:
+		unit := f.Type.(*arrow.TimestampType).Unit
+		same = values.Units(x, unit) == values.Units(at, unit)
+	case int64:
+		same = x == at.UnixMilli()
+	}
+	if !same {
+		return fmt.Errorf("%w column %q is %v, not the lookup time %s; %s", ErrCandidate, f.Name, v, at.UTC().Format(time.RFC3339Nano), how)
 	}
 	return nil
 }

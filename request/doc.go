@@ -31,7 +31,9 @@
 // columns, matched case-insensitively) and nothing else. "at" is an RFC
 // 3339 time, or a number of milliseconds since the Unix epoch (of a time
 // in the years 0000 to 9999, as RFC 3339 writes them). "row",
-// optional, is a candidate row: an object of source columns. A JSON array
+// optional, is a candidate row: an object of source columns; the key
+// columns and the event-time column it leaves out are the key's and
+// "at", and others are refused. A JSON array
 // of requests is answered by an array of results in the same order; if any
 // element is wrong, the whole batch is refused.
 //
