@@ -37,6 +37,9 @@ var rdSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "amount", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 	{Name: "price", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 	{Name: "category", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "flag", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+	{Name: "tag", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	{Name: "score", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 	{Name: "probe", Type: arrow.FixedWidthTypes.Boolean},
 	{Name: "seq", Type: arrow.PrimitiveTypes.Int64},
 }, nil)
@@ -45,7 +48,7 @@ var (
 	rdTsCol    = rdSchema.FieldIndices("ts")[0]
 	rdSeqCol   = rdSchema.FieldIndices("seq")[0]
 	rdProbeCol = rdSchema.FieldIndices("probe")[0]
-	rdArgCols  = []string{"amount", "price", "category"}
+	rdArgCols  = []string{"amount", "price", "category", "flag", "tag", "score"}
 	rdKeySets  = [][]string{{"ki"}, {"ku"}, {"ks"}, {"ku", "ks"}, {"ki", "ku", "ks"}, {}, {"kb"}, {"kt"}, {"kb", "kt", "ks"}}
 	rdKeyVals  = map[string][]any{
 		"ki": {int64(math.MinInt64), int64(-1), int64(0), int64(7), int64(math.MaxInt64), nil},
@@ -109,6 +112,7 @@ func rdEvents(rng *rand.Rand, n int, step int64, churn float64) *testutil.Table 
 			maybe(int64(rng.IntN(251) - 50)),
 			maybe(float64(rng.IntN(200_001)-50_000) / 100),
 			maybe([]string{"food", "fuel", "travel", "Food"}[rng.IntN(4)]),
+			maybe(rng.IntN(5) < 2), maybe(int64(rng.IntN(8))), maybe(float64(rng.IntN(13)-2) / 2),
 			rng.IntN(6) == 0,
 			int64(0),
 		})
@@ -184,6 +188,15 @@ var rdAggs = []testutil.Agg{
 	{Func: "var_samp", Arg: "amount"}, {Func: "stddev_pop", Arg: "price"},
 	{Func: "first_value", Arg: "amount"}, {Func: "last_value", Arg: "category"}, {Func: "first_value", Arg: "price"},
 	{Func: "count_distinct", Arg: "category"}, {Func: "count_distinct", Arg: "amount"},
+	// ML-oriented ones.
+	{Func: "top", Arg: "amount", Param: int64(3)}, {Func: "top", Arg: "category", Param: int64(2)},
+	{Func: "topn_frequency", Arg: "category", Param: int64(3)}, {Func: "topn_frequency", Arg: "score", Param: int64(2)},
+	{Func: "top1_ratio", Arg: "tag"},
+	{Func: "count_where", Cond: "flag"}, {Func: "sum_where", Arg: "price", Cond: "flag"}, {Func: "max_where", Arg: "category", Cond: "flag"},
+	{Func: "sum_cate", Arg: "amount", Cate: "tag"}, {Func: "min_cate", Arg: "category", Cate: "tag"},
+	{Func: "avg_cate_where", Arg: "score", Cond: "flag", Cate: "category"},
+	{Func: "ew_avg", Arg: "price", Param: 0.3}, {Func: "drawdown", Arg: "score"},
+	{Func: "approx_percentile", Arg: "price", Param: 0.5}, {Func: "approx_count_distinct", Arg: "tag"},
 }
 
 func rdDraw(rng *rand.Rand, step int64) rdCase {
@@ -255,11 +268,26 @@ func (c rdCase) config(t *testing.T, st statestore.Store) window.Config {
 		spec := window.Spec{Frame: window.Frame{Rows: f.Rows, Unbounded: f.Unbounded, Preceding: f.Preceding,
 			EndPreceding: f.EndPreceding, ExcludeCurrent: f.ExcludeCurrent}}
 		for _, a := range c.aggs[fi] {
-			arg := agg.Arg{Star: true, Col: -1}
-			if a.Arg != "" {
-				arg = agg.Arg{Type: rdSchema.Field(rdSchema.FieldIndices(a.Arg)[0]).Type, Col: slices.Index(rdArgCols, a.Arg)}
+			col := func(name string) agg.Arg {
+				return agg.Arg{Type: rdSchema.Field(rdSchema.FieldIndices(name)[0]).Type, Col: slices.Index(rdArgCols, name)}
 			}
-			fn, err := agg.Bind(a.Func, []agg.Arg{arg})
+			args := []agg.Arg{{Star: true, Col: -1}}
+			if a.Arg != "" {
+				args[0] = col(a.Arg)
+			}
+			if a.Cond != "" {
+				args = append(args, col(a.Cond))
+			}
+			if a.Cate != "" {
+				args = append(args, col(a.Cate))
+			}
+			switch p := a.Param.(type) {
+			case int64:
+				args = append(args, agg.Arg{IsConst: true, Const: p, Col: -1, Type: arrow.PrimitiveTypes.Int64})
+			case float64:
+				args = append(args, agg.Arg{IsConst: true, Const: p, Col: -1, Type: arrow.PrimitiveTypes.Float64})
+			}
+			fn, err := agg.Bind(a.Func, args)
 			if err != nil {
 				t.Fatal(err)
 			}
