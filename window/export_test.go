@@ -33,3 +33,7 @@ func SetGroupRuns(on bool) (undo func()) {
 	runsOff = !on
 	return func() { runsOff = old }
 }
+
+// SetNextBatchID sets the id o gives the next batch pushed, so that tests
+// reach the end of the ids' range.
+func SetNextBatchID(o *Operator, id int32) { o.nextID = id }

@@ -825,6 +825,9 @@ func (o *Operator) push(rec arrow.RecordBatch, sel []int32, dst *Dest) (out []ar
 			return nil, nil, err
 		}
 	}
+	if o.nextID == math.MaxInt32 {
+		o.renumberBatches()
+	}
 	id := o.nextID
 	o.nextID++
 	hb := &heldBatch{rec: rec, sel: sel, dst: dst}
@@ -889,6 +892,26 @@ func (o *Operator) push(rec arrow.RecordBatch, sel []int32, dst *Dest) (out []ar
 		out = append(out, ob)
 	}
 	return out, late, nil
+}
+
+// renumberBatches numbers the held batches from 0 again, in their
+// order, once batch ids (int32) have run out: a stream pushing a thousand
+// batches a second does after 25 days, and wrapped ids made a release
+// spanning the wrap index out of range. Pending rows name their batches
+// by id; the ids live are those from held.base on, so they all move down
+// by it.
+func (o *Operator) renumberBatches() {
+	shift := o.nextID
+	if len(o.held.live) > 0 {
+		shift = o.held.base
+	}
+	for _, ch := range o.pend.chunks {
+		for i := range ch {
+			ch[i].batch -= shift
+		}
+	}
+	o.held.base -= shift
+	o.nextID -= shift
 }
 
 // argSpareMax is the most rows the argument columns kept for reuse may
