@@ -1494,6 +1494,19 @@ func (r *runner) split(rec arrow.RecordBatch, keyCols []int, n int) ([]arrow.Rec
 	return parts, nil
 }
 
+// allowedLateness returns RunOptions.AllowedLateness in whole
+// milliseconds behind the watermark the reader sends (the newest event
+// time less MaxOutOfOrder rounded up, watermark.NewBounded): a late row
+// is applied when its time is above the newest less MaxOutOfOrder less
+// AllowedLateness, durations finer than a millisecond included.
+func (r *runner) allowedLateness() int64 {
+	if r.opt.AllowedLateness <= 0 {
+		return 0
+	}
+	b := max(r.opt.MaxOutOfOrder, 0)
+	return watermark.CeilMillis(b+r.opt.AllowedLateness) - watermark.CeilMillis(b)
+}
+
 // operator is what a task drives: the sliding-window Operator or the
 // tumble/hop GroupOperator.
 type operator interface {
@@ -1510,7 +1523,7 @@ type operator interface {
 func (r *runner) newOperator(st *stage, s, id int, frozen *uint64) (operator, error) {
 	if st.group != nil {
 		cfg := *st.group
-		cfg.AllowedLateness = r.opt.AllowedLateness.Milliseconds()
+		cfg.AllowedLateness = r.allowedLateness()
 		cfg.Mem = r.opt.Mem
 		if r.resMem != nil {
 			// A window a row of output, its buffers let go by the merger
@@ -1521,7 +1534,7 @@ func (r *runner) newOperator(st *stage, s, id int, frozen *uint64) (operator, er
 		return window.NewGroup(cfg, st.in)
 	}
 	cfg := st.cfg
-	cfg.AllowedLateness = r.opt.AllowedLateness.Milliseconds()
+	cfg.AllowedLateness = r.allowedLateness()
 	cfg.Retention = r.opt.LookupRetention.Milliseconds()
 	cfg.BatchOrder = r.opt.Mode == Batch
 	cfg.Mem = r.opt.Mem

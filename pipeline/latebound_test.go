@@ -78,3 +78,61 @@ func TestLatenessAtTheBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestLatenessSubMillisecondBounds: bounds finer than a millisecond are
+// exact on event times of whole milliseconds: with a bound of 1.5 ms the
+// watermark is the newest time less 1.5 ms, so a row 1 ms behind is on
+// time and one 2 ms behind is late; with 1.5 ms of allowed lateness a late
+// row 1 ms behind the watermark is applied and one 2 ms behind is not.
+func TestLatenessSubMillisecondBounds(t *testing.T) {
+	row := func(id, ts int64) []any { return []any{id, int64(1), "m", ts, int64(1), 1.0, "c"} }
+	rows := [][]any{
+		row(0, 100),
+		row(1, 99), // 1 ms behind 100: on time (the watermark is 98.5)
+		row(2, 98), // 2 ms behind: late, 0.5 ms behind the watermark
+		row(3, 97), // late, 1.5 ms behind it
+		row(4, 200),
+	}
+	var batches []arrow.RecordBatch
+	for _, r := range rows {
+		batches = append(batches, testutil.BuildRecord(memory.DefaultAllocator, testutil.EventSchema, [][]any{r}))
+	}
+	defer arrowutil.ReleaseAll(batches)
+	const query = `SELECT id, count(*) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '1' SECOND PRECEDING AND CURRENT ROW) AS n FROM events`
+	for _, c := range []struct {
+		allowed   time.Duration
+		out, late string
+	}{
+		{0, "[[1 1] [0 2] [4 3]]", "[2 3]"},
+		// The watermark is 98.5 when rows 2 and 3 come: 98 is within
+		// 1.5 ms of it, 97 is not.
+		{1500 * time.Microsecond, "[[2 1] [1 2] [0 3] [4 4]]", "[3]"},
+	} {
+		t.Run(fmt.Sprint(c.allowed), func(t *testing.T) {
+			src := source.NewMemory(testutil.EventSchema, batches...)
+			defer src.Close()
+			out, late := sink.NewCollector(), sink.NewCollector()
+			defer out.Release()
+			defer late.Release()
+			p, err := volga.SQL(query, volga.WithSource("events", src), volga.WithSink(out), volga.WithLateSink(late),
+				volga.WithMode(volga.Streaming), volga.WithMaxOutOfOrder(1500*time.Microsecond), volga.WithAllowedLateness(c.allowed))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(out.Rows()); got != c.out {
+				t.Errorf("output (id, n) %s, want %s", got, c.out)
+			}
+			var lateIDs []int64
+			for _, r := range late.Rows() {
+				lateIDs = append(lateIDs, r[0].(int64))
+			}
+			slices.Sort(lateIDs)
+			if got := fmt.Sprint(lateIDs); got != c.late {
+				t.Errorf("late rows %s, want %s", got, c.late)
+			}
+		})
+	}
+}

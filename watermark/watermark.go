@@ -38,15 +38,27 @@ type Bounded struct {
 	finished bool
 }
 
-// NewBounded returns a generator tolerating rows up to maxOutOfOrder behind
-// the newest row seen. A negative bound is treated as zero. The bound is
-// kept in whole milliseconds (rounded down).
+// NewBounded returns a generator tolerating rows less than maxOutOfOrder
+// behind the newest row seen. A negative bound is treated as zero. The
+// bound is kept in whole milliseconds, rounded up (CeilMillis): event
+// times are whole milliseconds, so a row is behind max - maxOutOfOrder
+// exactly when it is at or behind max minus the bound rounded up.
 func NewBounded(maxOutOfOrder time.Duration) *Bounded {
-	b := maxOutOfOrder.Milliseconds()
-	if b < 0 {
-		b = 0
+	return &Bounded{bound: CeilMillis(maxOutOfOrder), max: None}
+}
+
+// CeilMillis returns d in whole milliseconds, rounded up; 0 for d <= 0.
+// Bounds on event times (whole milliseconds) given as durations convert
+// so: a time t is behind w - d exactly when t <= w - CeilMillis(d).
+func CeilMillis(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
 	}
-	return &Bounded{bound: b, max: None}
+	ms := d.Milliseconds()
+	if d > time.Duration(ms)*time.Millisecond {
+		ms++
+	}
+	return ms
 }
 
 // Bound returns the out-of-orderness bound in milliseconds.

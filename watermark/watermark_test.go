@@ -258,3 +258,24 @@ func TestCombinerAway(t *testing.T) {
 		t.Fatalf("input 1 idle again: got %d, want 50", got)
 	}
 }
+
+func TestBoundedRoundsUp(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want int64
+	}{{0, 0}, {-time.Millisecond, 0}, {time.Microsecond, 1}, {time.Millisecond, 1}, {1500 * time.Microsecond, 2}, {time.Second, 1000}} {
+		b := NewBounded(c.d)
+		if b.Bound() != c.want || CeilMillis(c.d) != c.want {
+			t.Errorf("NewBounded(%v).Bound() = %d, CeilMillis %d, want %d", c.d, b.Bound(), CeilMillis(c.d), c.want)
+		}
+		// A row less than d behind the newest is on time, one at least
+		// d behind is late.
+		b.Observe(1000)
+		for ts := int64(990); ts <= 1000; ts++ {
+			late := ts <= b.Current()
+			if want := time.Duration(1000-ts)*time.Millisecond >= c.d; late != want {
+				t.Errorf("bound %v: row at %d late %v, want %v", c.d, ts, late, want)
+			}
+		}
+	}
+}
