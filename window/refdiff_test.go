@@ -329,6 +329,8 @@ type rdRun struct {
 	// accepted rows there were at their release.
 	dests map[*window.Dest]*rdDest
 	snap  map[int]int
+	// states are the lookup states reused by LookupWith.
+	states [][]agg.State
 }
 
 // rdDest is a Dest of a batch and what is known of it: the table rows
@@ -761,7 +763,15 @@ func (r *rdRun) lookup() {
 		if r.rng.IntN(2) == 0 {
 			cand = r.tab.Rows[r.rng.IntN(len(r.tab.Rows))]
 		}
-		got, err := rdLookup(r.op, enc, at, cand)
+		// Half the lookups reuse states (LookupWith) across lookups.
+		var states [][]agg.State
+		if r.rng.IntN(2) == 0 {
+			if r.states == nil {
+				r.states = r.op.NewLookupStates()
+			}
+			states = r.states
+		}
+		got, err := rdLookup(r.op, enc, at, cand, states)
 		if errors.Is(err, window.ErrTooOld) && at < r.wm {
 			continue
 		}
@@ -785,8 +795,9 @@ func (r *rdRun) lookup() {
 }
 
 // rdLookup looks key up at t, with a candidate row when cand is not nil
-// (a row of rdSchema: its argument columns), and returns the values.
-func rdLookup(op *window.Operator, key []byte, at int64, cand []any) ([]any, error) {
+// (a row of rdSchema: its argument columns), into states when not nil
+// (LookupWith), and returns the values.
+func rdLookup(op *window.Operator, key []byte, at int64, cand []any, states [][]agg.State) ([]any, error) {
 	var c *agg.Rows
 	if cand != nil {
 		crec := testutil.BuildRecord(nil, rdSchema, [][]any{cand})
@@ -804,7 +815,7 @@ func rdLookup(op *window.Operator, key []byte, at int64, cand []any) ([]any, err
 		defer bld[i].Release()
 		fields[i] = arrow.Field{Name: fmt.Sprint(i), Type: dt, Nullable: true}
 	}
-	if _, err := op.Lookup(key, at, c, bld); err != nil {
+	if _, err := op.LookupWith(key, at, c, bld, states); err != nil {
 		return nil, err
 	}
 	cols := make([]arrow.Array, len(bld))
