@@ -256,6 +256,10 @@ func EncodeKeyValues(b []byte, types []arrow.DataType, vals []any) ([]byte, erro
 			if !ok {
 				return nil, fmt.Errorf("window: key value %v (%T) is not a number", v, v)
 			}
+			if dt.ID() == arrow.FLOAT32 {
+				// The column holds float32s: 0.1 is the key float32(0.1).
+				f = float64(float32(f))
+			}
 			b = binary.BigEndian.AppendUint64(append(b, 5), canonFloat(f))
 		case arrow.STRING, arrow.LARGE_STRING:
 			s, ok := v.(string)
