@@ -217,3 +217,62 @@ func TestParquetMissingDirectory(t *testing.T) {
 		t.Errorf("a directory was created: %v", err)
 	}
 }
+
+// TestFileSinksFailedPublication: when Close cannot publish the rows of a
+// run without checkpoints (a write of the staged file fails: here its
+// descriptor is closed under the sink, as a full disk would fail it), it
+// returns the error and cleans up as for a failed run: the file keeps
+// its earlier content (a file the sink created is removed) and nothing
+// is left staged.
+func TestFileSinksFailedPublication(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	b := txBatches(mem, 1)
+	defer arrowutil.ReleaseAll(b)
+	for _, k := range append(textKinds[:len(textKinds):len(textKinds)], parquetKind) {
+		for _, earlier := range []string{"earlier output\n", ""} {
+			path := filepath.Join(t.TempDir(), k.file)
+			if earlier != "" {
+				if err := os.WriteFile(path, []byte(earlier), 0o666); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s, err := k.open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustWrite(t, s, b[0])
+			switch s := s.(type) {
+			case *CSV:
+				mustFlush(t, s)
+				s.t.tx.cur.Close()
+			case *JSONL:
+				mustFlush(t, s)
+				s.t.tx.cur.Close()
+			case *Parquet:
+				s.file.Close()
+			}
+			if err := s.Close(); err == nil || !strings.Contains(err.Error(), "closed") {
+				t.Fatalf("%s: Close: %v, want the error of the closed file", k.name, err)
+			}
+			want := earlier
+			if want == "" {
+				want = "<missing>"
+			}
+			if got := readText(t, path); got != want {
+				t.Errorf("%s: after a failed Close the file holds %q, want %q", k.name, got, want)
+			}
+			if _, err := os.Stat(stagingDir(path)); !errors.Is(err, fs.ErrNotExist) {
+				ents, _ := os.ReadDir(stagingDir(path))
+				t.Errorf("%s: staging directory left behind (%v, %d entries)", k.name, err, len(ents))
+			}
+		}
+	}
+}
+
+func mustFlush(t *testing.T, s interface{ Flush() error }) {
+	t.Helper()
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}

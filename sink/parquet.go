@@ -1073,13 +1073,26 @@ func (p *Parquet) closePlain() error {
 		}
 	}
 	if err := p.closeWriter(); err != nil {
-		return err
+		return p.dropPlain(err)
 	}
 	if err := p.renameOver(p.current(parquetExt)); err != nil {
-		return err
+		return p.dropPlain(err)
 	}
 	if err := p.step("rename current"); err != nil {
 		return err
 	}
 	return p.rmdir()
+}
+
+// dropPlain removes the staged file of a run without checkpoints that
+// could not be published (err) and the staging directory, so that a
+// failed Close leaves the target as it was and nothing staged.
+func (p *Parquet) dropPlain(err error) error {
+	if p.crashed {
+		return err
+	}
+	if rerr := os.Remove(p.current(parquetExt)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		return errors.Join(err, fmt.Errorf("sink: %w", rerr))
+	}
+	return errors.Join(err, p.rmdir())
 }

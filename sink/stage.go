@@ -85,6 +85,9 @@ type stager struct {
 	// an error from it is returned at once, leaving the files as a crash
 	// at that point would.
 	hook func(step string) error
+	// crashed: the hook returned an error; the files stay as they are
+	// (no clean-up after a simulated crash).
+	crashed bool
 	// parentDirty: the directory of the target has an entry the sink
 	// relies on that is not yet synced (a target it created).
 	parentDirty bool
@@ -126,7 +129,11 @@ func (s *stager) step(name string) error {
 	if s.hook == nil {
 		return nil
 	}
-	return s.hook(name)
+	err := s.hook(name)
+	if err != nil {
+		s.crashed = true
+	}
+	return err
 }
 
 func (s *stager) staged(name string) string { return filepath.Join(s.dir, name) }

@@ -391,7 +391,9 @@ func (f *textFile) recover(epoch uint64, state []byte) error {
 // Commit after a restart (Recover).
 func (f *textFile) close(w *bufio.Writer, failed error) error {
 	var err error
+	unpublished := false // publication failed: clean up as for a failed run
 	if !f.ckpt && failed == nil {
+		published := false
 		err = f.start()
 		if err == nil {
 			err = w.Flush()
@@ -404,6 +406,7 @@ func (f *textFile) close(w *bufio.Writer, failed error) error {
 				err = f.renameOver(f.current(""))
 			}
 			if err == nil {
+				published = true
 				err = f.step("rename current")
 			}
 			if err == nil {
@@ -411,18 +414,24 @@ func (f *textFile) close(w *bufio.Writer, failed error) error {
 			}
 		default:
 			err = f.empty() // a run without rows: an empty file
+			published = err == nil
 			if err == nil {
 				err = syncFile(f.target)
 			}
 		}
-	} else {
+		// The rows could not be published (a full disk): nothing is left
+		// staged and the target is left as it was, as for a failed run.
+		// A crash simulated by a test's hook leaves the files as they are.
+		unpublished = err != nil && !published && !f.crashed
+	}
+	if f.ckpt || failed != nil || unpublished {
 		w.Reset(f) // drop the buffered rows
 		if f.cur != nil {
-			err = f.cur.Close()
+			err = errors.Join(err, f.cur.Close())
 			f.cur = nil
-			if rerr := os.Remove(f.current("")); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-				err = errors.Join(err, rerr)
-			}
+		}
+		if rerr := os.Remove(f.current("")); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			err = errors.Join(err, rerr)
 		}
 	}
 	err = errors.Join(err, f.target.Close())
@@ -430,7 +439,7 @@ func (f *textFile) close(w *bufio.Writer, failed error) error {
 		f.cur.Close()
 		f.cur = nil
 	}
-	if !f.ckpt && failed != nil && f.created && !f.emptied {
+	if !f.ckpt && (failed != nil || unpublished) && f.created && !f.emptied {
 		// Nothing was published to the file made for this run.
 		if fi, serr := os.Stat(f.path); serr == nil && fi.Size() == 0 {
 			if rerr := os.Remove(f.path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
@@ -438,8 +447,8 @@ func (f *textFile) close(w *bufio.Writer, failed error) error {
 			}
 		}
 	}
-	if err == nil {
-		err = f.rmdir()
+	if err == nil || unpublished {
+		err = errors.Join(err, f.rmdir())
 	}
 	return err
 }
