@@ -178,3 +178,46 @@ func TestCheckUnsettled(t *testing.T) {
 		t.Errorf("unsettled only: %+v", rep)
 	}
 }
+
+// TestCheckTolerances: RelTolerance and MaxExamples of 0 mean the
+// defaults and a negative value none (an exact comparison, no examples);
+// AbsTolerance matches numbers near zero whose relative difference is
+// large (a sum that cancelled out to 1e-17 on one side and 0 on the
+// other), but never two different integers.
+func TestCheckTolerances(t *testing.T) {
+	at := time.Date(2024, 1, 3, 10, 0, 0, 0, time.UTC)
+	one := func(v any) []request.Record {
+		return []request.Record{{Key: map[string]any{"u": 1}, At: at, Features: request.Features{Names: []string{"x"}, Values: []any{v}, Watermark: request.EndWatermark}}}
+	}
+	for _, c := range []struct {
+		served, recomputed any
+		opts               request.CheckOptions
+		ok                 bool
+	}{
+		{1.0, 1.0 + 1e-12, request.CheckOptions{}, true},                  // default 1e-9
+		{1.0, 1.0 + 1e-12, request.CheckOptions{RelTolerance: -1}, false}, // exact
+		{1.0, 1.0, request.CheckOptions{RelTolerance: -1}, true},          // exact and equal
+		{1.0, 1.0 + 1e-6, request.CheckOptions{RelTolerance: 1e-5}, true}, // looser
+		{1e-17, 0.0, request.CheckOptions{}, false},                       // relative difference 1
+		{1e-17, 0.0, request.CheckOptions{AbsTolerance: 1e-12}, true},     // near zero
+		{[]any{1e-17, 2.0}, []any{0.0, 2.0}, request.CheckOptions{AbsTolerance: 1e-12}, true},
+		{1e-3, 0.0, request.CheckOptions{AbsTolerance: 1e-12}, false},       // beyond it
+		{int64(1), int64(0), request.CheckOptions{AbsTolerance: 10}, false}, // integers exactly
+		{int64(1), 1.0 + 1e-13, request.CheckOptions{RelTolerance: -1, AbsTolerance: 1e-12}, true},
+	} {
+		rep := request.Check(one(c.served), one(c.recomputed), c.opts)
+		if rep.OK() != c.ok || rep.Matched+rep.Mismatched != 1 {
+			t.Errorf("served %v, recomputed %v, %+v: %s", c.served, c.recomputed, c.opts, rep)
+		}
+	}
+	off := append(one(1.0), one(2.0)[0])
+	off[1].Key = map[string]any{"u": 2}
+	want := append(one(5.0), one(6.0)[0])
+	want[1].Key = map[string]any{"u": 2}
+	for _, c := range []struct{ max, want int }{{0, 2}, {1, 1}, {-1, 0}} {
+		rep := request.Check(off, want, request.CheckOptions{MaxExamples: c.max})
+		if rep.Mismatched != 2 || len(rep.Examples) != c.want {
+			t.Errorf("MaxExamples %d: %d mismatched, %d examples, want 2 and %d", c.max, rep.Mismatched, len(rep.Examples), c.want)
+		}
+	}
+}

@@ -12,7 +12,7 @@ import (
 	"github.com/volga-go/volga/request"
 )
 
-const checkSynopsis = "check --sql FILE --source NAME=PATH --log PATH [--tolerance X] [--examples N] [--time-order DURATION]"
+const checkSynopsis = "check --sql FILE --source NAME=PATH --log PATH [--tolerance X] [--abs-tolerance X] [--examples N] [--time-order DURATION]"
 
 var checkCommand = &command{
 	name:    "check",
@@ -26,6 +26,7 @@ type checkConfig struct {
 	sources   bindings
 	log       string
 	tolerance float64
+	absTol    float64
 	examples  int
 	timeOrder timeOrder
 }
@@ -36,7 +37,8 @@ func newCheckFlags(cfg *checkConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.sqlFile, "sql", "", "`FILE` holding the query that served the lookups")
 	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to the events the lookups saw")
 	fs.StringVar(&cfg.log, "log", "", "`PATH` of the logged lookups: responses of volga serve, one JSON object per line (- reads standard input)")
-	fs.Float64Var(&cfg.tolerance, "tolerance", 1e-9, "largest relative difference `X` between two numbers that still match")
+	fs.Float64Var(&cfg.tolerance, "tolerance", 1e-9, "largest relative difference `X` between two numbers that still match (0: exact)")
+	fs.Float64Var(&cfg.absTol, "abs-tolerance", 0, "largest absolute difference `X` between two numbers, not both integers, that still match whatever their relative difference (for values near 0)")
 	fs.IntVar(&cfg.examples, "examples", 10, "how many differences to list (`N`; 0: only the counts)")
 	cfg.timeOrder.registerUsage(fs, "CSV or JSON-lines events: promise that each row is at most `DURATION` behind the newest event time before it (0s: sorted), so that the events are read side by side with the logged lookups and let go as they are, in memory bounded by the windows; a row later than that stops the check (Parquet events need no promise)")
 	return fs
@@ -61,6 +63,8 @@ func parseCheckArgs(args []string) (*checkConfig, error) {
 	switch {
 	case cfg.tolerance < 0:
 		return nil, usagef("check: --tolerance must not be negative, got %g", cfg.tolerance)
+	case cfg.absTol < 0:
+		return nil, usagef("check: --abs-tolerance must not be negative, got %g", cfg.absTol)
 	case cfg.examples < 0:
 		return nil, usagef("check: --examples must not be negative, got %d", cfg.examples)
 	case cfg.log == "-" && cfg.sqlFile == "-":
@@ -126,13 +130,13 @@ func check(ctx context.Context, e *env, cfg *checkConfig) (*request.Report, erro
 	if err != nil {
 		return nil, err
 	}
-	tol := cfg.tolerance
-	if tol == 0 {
-		tol = 1e-300 // CheckOptions treats 0 as the default
+	// In CheckOptions 0 means the default, and a negative value none.
+	opts := request.CheckOptions{RelTolerance: cfg.tolerance, AbsTolerance: cfg.absTol, MaxExamples: cfg.examples}
+	if opts.RelTolerance == 0 {
+		opts.RelTolerance = -1
 	}
-	// CheckOptions treats 0 examples as the default too: ask for one and
-	// drop it.
-	rep := request.Check(served, recomputed, request.CheckOptions{RelTolerance: tol, MaxExamples: max(cfg.examples, 1)})
-	rep.Examples = rep.Examples[:min(cfg.examples, len(rep.Examples))]
-	return rep, nil
+	if opts.MaxExamples == 0 {
+		opts.MaxExamples = -1
+	}
+	return request.Check(served, recomputed, opts), nil
 }

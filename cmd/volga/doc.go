@@ -202,12 +202,14 @@
 // # volga check
 //
 //	volga check --sql FILE --source NAME=PATH --log PATH [--tolerance X]
-//	            [--examples N] [--time-order DURATION]
+//	            [--abs-tolerance X] [--examples N] [--time-order DURATION]
 //
 // Recomputes logged lookups (responses of volga serve, one per line) with
 // a backfill and prints how many feature values match; exit status 1 when
 // any differs (values of lookups served with a watermark earlier than
-// their time are reported as unsettled, not as differences).
+// their time are reported as unsettled, not as differences). Numbers match
+// within --tolerance relative difference (default 1e-9; 0: exactly) or
+// --abs-tolerance absolute difference (default 0), integers exactly.
 //
 // # Exit status
 //

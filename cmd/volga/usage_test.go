@@ -93,7 +93,7 @@ first 0 of 1 differences:
 	_, help, _ := cli(t, context.Background(), dir, "", "help", "check")
 	for _, line := range []string{
 		"  -examples N\n    \thow many differences to list (N; 0: only the counts) (default 10)\n",
-		"  -tolerance X\n    \tlargest relative difference X between two numbers that still match (default 1e-09)\n",
+		"  -tolerance X\n    \tlargest relative difference X between two numbers that still match (0: exact) (default 1e-09)\n",
 	} {
 		if !strings.Contains(help, line) {
 			t.Errorf("volga help check lacks %q:\n%s", line, help)
