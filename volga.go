@@ -82,7 +82,9 @@ func WithSink(s sink.Sink) Option { return func(c *config) { c.sink = s } }
 func WithMode(m Mode) Option { return func(c *config) { c.run.Mode = m } }
 
 // WithMaxOutOfOrder sets how far behind the newest event time a row may
-// arrive and still be on time (streaming; default 0: in order).
+// arrive and still be on time (streaming; default 0: in order): the
+// watermark is the newest event time less d, so a row less than d behind
+// the newest is on time and one d or more behind is late.
 func WithMaxOutOfOrder(d time.Duration) Option {
 	return func(c *config) { c.run.MaxOutOfOrder = d }
 }
