@@ -772,7 +772,19 @@ func (r *rdRun) lookup() {
 			states = r.states
 		}
 		got, err := rdLookup(r.op, enc, at, cand, states)
-		if errors.Is(err, window.ErrTooOld) && at < r.wm {
+		// Lookups are served from the watermark on, and with a
+		// retention from the newest row released minus it on.
+		served := r.wm
+		if r.c.retention > 0 {
+			newest := watermark.None
+			for _, i := range released {
+				newest = max(newest, r.tab.Value(i, "ts").(int64))
+			}
+			if newest != watermark.None {
+				served = min(served, newest-r.c.retention)
+			}
+		}
+		if errors.Is(err, window.ErrTooOld) && at < served {
 			continue
 		}
 		if err != nil {
