@@ -9,7 +9,8 @@ import (
 
 // Open returns a sink for path, chosen by its extension: .csv (CSV),
 // .jsonl or .ndjson (JSON lines), .parquet (Parquet, schema from the first
-// batch). The path "-" or "" means standard output as CSV; standard output
+// batch). CSV and JSON lines are compressed when the name ends in .gz
+// (gzip) or .zst (zstd): out.csv.gz. The path "-" or "" means standard output as CSV; standard output
 // is flushed but never closed. Any other extension is an error.
 //
 // A directory of Parquet files ([NewParquetDir], for streams) is named by
@@ -27,7 +28,11 @@ func Open(path string) (Sink, error) {
 	if path == "" || path == "-" {
 		return NewCSV(os.Stdout), nil
 	}
-	switch ext := strings.ToLower(filepath.Ext(path)); ext {
+	ext := strings.ToLower(formatExt(path))
+	if codecOf(path) != nil && ext != ".csv" && ext != ".jsonl" && ext != ".ndjson" {
+		return nil, fmt.Errorf("sink: cannot compress %q: only CSV and JSON-lines output is compressed (.csv.gz, .jsonl.zst); Parquet compresses inside", path)
+	}
+	switch ext {
 	case ".csv":
 		return CreateCSV(path)
 	case ".jsonl", ".ndjson":

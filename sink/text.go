@@ -19,10 +19,11 @@ import (
 // transactional file target (textFile).
 type textWriter struct {
 	w      *bufio.Writer
-	file   *os.File  // a file written directly, or nil
-	tx     *textFile // the target of CreateCSV or CreateJSONL, or nil
-	buf    []byte    // scratch for one value
-	line   []byte    // scratch for one row
+	file   *os.File       // a file written directly, or nil
+	zw     io.WriteCloser // the compressor over file, or nil
+	tx     *textFile      // the target of CreateCSV or CreateJSONL, or nil
+	buf    []byte         // scratch for one value
+	line   []byte         // scratch for one row
 	schema *arrow.Schema
 	header bool // the CSV header is in the output (written or recovered)
 	closed bool
@@ -42,6 +43,16 @@ func createText(path string) (textWriter, error) {
 		f, err := os.Create(path)
 		if err != nil {
 			return textWriter{}, fmt.Errorf("sink: %w", err)
+		}
+		if c := codecOf(path); c != nil {
+			zw, err := c.writer(f)
+			if err != nil {
+				f.Close()
+				return textWriter{}, fmt.Errorf("sink: %w", err)
+			}
+			t := newTextWriter(zw, f)
+			t.zw = zw
+			return t, nil
 		}
 		return newTextWriter(f, f), nil
 	}
@@ -120,6 +131,9 @@ func (t *textWriter) close() error {
 		return errors.Join(t.err, t.tx.close(t.w, t.err))
 	}
 	err := t.flush()
+	if t.zw != nil {
+		err = errors.Join(err, t.zw.Close())
+	}
 	if t.file != nil {
 		if t.err == nil {
 			if serr := t.file.Sync(); !errors.Is(serr, syscall.EINVAL) { // a device such as /dev/null
@@ -227,7 +241,11 @@ func NewCSV(w io.Writer) *CSV { return &CSV{t: newTextWriter(w, nil)} }
 // empty or partial file. With checkpoints the file is emptied at the
 // first Commit, the rows of an epoch are appended to it by Commit,
 // once the checkpoint of that epoch is complete, and Recover restores the
-// file to exactly the output of the restored epoch: exactly once. The header is written once, before the first row published. A
+// file to exactly the output of the restored epoch: exactly once. The header is written once, before the first row published.
+// A path ending in .gz or .zst (out.csv.gz) is compressed with gzip or
+// zstd, each epoch's rows a complete gzip member or zstd frame (the whole
+// output without checkpoints), which the file holds one after the other
+// as one valid stream (source.Open reads it back). A
 // path that exists and is not a regular file (/dev/stdout, a named pipe)
 // is written directly, at least once, like NewCSV.
 func CreateCSV(path string) (*CSV, error) {

@@ -46,6 +46,12 @@ type textFile struct {
 	cur    *os.File // staging file of the open epoch; nil until its first byte
 	curN   int64
 	curCRC uint32
+	// zip compresses the output (a target named .gz or .zst), nil for
+	// none; zw is the compressor of the open epoch's staging file, each
+	// epoch (or the whole run, without checkpoints) a complete gzip
+	// member or zstd frame, which concatenated make one valid stream.
+	zip *codec
+	zw  io.WriteCloser
 
 	length  int64        // target length once every prepared epoch is published
 	pending []stagedText // prepared epochs not yet published, in order
@@ -78,7 +84,7 @@ func openTextFile(p string) (*textFile, error) {
 		return nil, fmt.Errorf("sink: %w", err)
 	}
 	created := errors.Is(serr, fs.ErrNotExist)
-	return &textFile{stager: stager{path: p, dir: stagingDir(p), parentDirty: serr != nil}, target: f, created: created}, nil
+	return &textFile{stager: stager{path: p, dir: stagingDir(p), parentDirty: serr != nil}, target: f, created: created, zip: codecOf(p)}, nil
 }
 
 // start begins a run from scratch: leftovers of an earlier run are
@@ -117,13 +123,51 @@ func (f *textFile) Write(p []byte) (int, error) {
 		}
 		f.cur, f.curN, f.curCRC = c, 0, 0
 	}
-	n, err := f.cur.Write(p)
-	f.curN += int64(n)
-	f.curCRC = crc32.Update(f.curCRC, castagnoli, p[:n])
+	var n int
+	var err error
+	if f.zip != nil {
+		if f.zw == nil {
+			if f.zw, err = f.zip.writer(curWriter{f}); err != nil {
+				return 0, fmt.Errorf("sink: %w", err)
+			}
+		}
+		n, err = f.zw.Write(p)
+	} else {
+		n, err = f.writeCur(p)
+	}
 	if err != nil {
 		return n, fmt.Errorf("sink: %w", err)
 	}
 	return n, f.step("write current")
+}
+
+// writeCur appends bytes of the file, compressed if it is, to the
+// staging file of the open epoch.
+func (f *textFile) writeCur(p []byte) (int, error) {
+	n, err := f.cur.Write(p)
+	f.curN += int64(n)
+	f.curCRC = crc32.Update(f.curCRC, castagnoli, p[:n])
+	return n, err
+}
+
+// curWriter is the staging file of the open epoch under its compressor.
+type curWriter struct{ f *textFile }
+
+func (w curWriter) Write(p []byte) (int, error) { return w.f.writeCur(p) }
+
+// seal ends the compressed stream of the open epoch, writing its end to
+// the staging file; nothing when the output is not compressed or the
+// epoch wrote nothing.
+func (f *textFile) seal() error {
+	if f.zw == nil {
+		return nil
+	}
+	zw := f.zw
+	f.zw = nil
+	if err := zw.Close(); err != nil {
+		return fmt.Errorf("sink: %w", err)
+	}
+	return nil
 }
 
 // closeCurrent syncs and closes the staging file of the open epoch.
@@ -154,6 +198,9 @@ func (f *textFile) prepare(w *bufio.Writer, epoch uint64) ([]byte, error) {
 		return nil, err
 	}
 	if err := w.Flush(); err != nil {
+		return nil, err
+	}
+	if err := f.seal(); err != nil {
 		return nil, err
 	}
 	if f.parentDirty {
@@ -398,6 +445,9 @@ func (f *textFile) close(w *bufio.Writer, failed error) error {
 		if err == nil {
 			err = w.Flush()
 		}
+		if err == nil {
+			err = f.seal()
+		}
 		switch {
 		case err != nil:
 		case f.cur != nil:
@@ -413,7 +463,7 @@ func (f *textFile) close(w *bufio.Writer, failed error) error {
 				err = syncDir(filepath.Dir(f.path))
 			}
 		default:
-			err = f.empty() // a run without rows: an empty file
+			err = f.empty() // a run without rows: an empty file (compressed too)
 			published = err == nil
 			if err == nil {
 				err = syncFile(f.target)
@@ -426,6 +476,11 @@ func (f *textFile) close(w *bufio.Writer, failed error) error {
 	}
 	if f.ckpt || failed != nil || unpublished {
 		w.Reset(f) // drop the buffered rows
+		if f.zw != nil {
+			// Its end goes to the staging file removed below.
+			_ = f.zw.Close()
+			f.zw = nil
+		}
 		if f.cur != nil {
 			err = errors.Join(err, f.cur.Close())
 			f.cur = nil

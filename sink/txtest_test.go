@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -18,6 +19,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
 )
 
 // Every file sink takes part in checkpoints.
@@ -129,6 +132,39 @@ func readParquet(t *testing.T, path string) string {
 var textKinds = []txKind{
 	{"csv", "out.csv", func(p string) (txSink, error) { return CreateCSV(p) }, readText, false},
 	{"jsonl", "out.jsonl", func(p string) (txSink, error) { return CreateJSONL(p) }, readText, false},
+	{"csv.gz", "out.csv.gz", func(p string) (txSink, error) { return CreateCSV(p) }, readPacked, false},
+	{"jsonl.zst", "out.jsonl.zst", func(p string) (txSink, error) { return CreateJSONL(p) }, readPacked, false},
+}
+
+// readPacked is readText for a compressed file: its text, decompressed
+// when it starts as gzip or zstd does (a file the sink has not published
+// to yet keeps what it held).
+func readPacked(t *testing.T, path string) string {
+	t.Helper()
+	raw := readText(t, path)
+	var r io.ReadCloser
+	switch {
+	case strings.HasPrefix(raw, "\x1f\x8b"):
+		zr, err := gzip.NewReader(strings.NewReader(raw))
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		r = zr
+	case strings.HasPrefix(raw, "\x28\xb5\x2f\xfd"):
+		zr, err := zstd.NewReader(strings.NewReader(raw))
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		r = zr.IOReadCloser()
+	default:
+		return raw
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("%s: not one valid compressed stream: %v", path, err)
+	}
+	return string(b)
 }
 
 var parquetKind = txKind{"parquet", "out.parquet", func(p string) (txSink, error) {

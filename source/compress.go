@@ -78,6 +78,12 @@ func (d *decompressor) reopen() error {
 	if err != nil {
 		return err
 	}
+	if fi, err := f.Stat(); err == nil && fi.Size() == 0 {
+		// No bytes at all (what a sink writes for a run without
+		// rows): no text, as an empty uncompressed file.
+		d.f, d.r, d.off = f, io.NopCloser(strings.NewReader("")), 0
+		return nil
+	}
 	r, err := d.c.open(f)
 	if err != nil {
 		f.Close()

@@ -200,6 +200,19 @@ func TestCompressedFilesOpen(t *testing.T) {
 	if _, err := source.Open(write("f.csv.gz", []byte("not gzip"))); err == nil || !strings.Contains(err.Error(), "f.csv.gz") {
 		t.Fatalf("not gzip: %v", err)
 	}
+	// No bytes at all is no text, as for an uncompressed file: a CSV
+	// without its header, an empty JSON-lines input.
+	if _, err := source.Open(write("g.csv.gz", nil)); err == nil || !strings.Contains(err.Error(), "empty input") {
+		t.Fatalf("empty .csv.gz: %v", err)
+	}
+	if src, err := source.Open(write("h.jsonl.zst", nil)); err != nil {
+		t.Fatalf("empty .jsonl.zst: %v", err)
+	} else {
+		if rows, _ := readAll(t, src); len(rows) != 0 {
+			t.Fatalf("empty .jsonl.zst: rows %v", rows)
+		}
+		src.Close()
+	}
 }
 
 // readOne reads a batch and returns its row count.

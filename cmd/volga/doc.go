@@ -32,8 +32,9 @@
 // in name order with the schema of the first (CSV and JSON-lines files
 // may be compressed: .csv.gz, .jsonl.zst). Output goes to
 // the --sink file, CSV or JSON lines after its extension (.csv, .jsonl,
-// .ndjson, .parquet), or as CSV to standard output when --sink is "-" or
-// absent (--format jsonl changes that).
+// .ndjson, .parquet; .csv.gz or .jsonl.zst compress the text with gzip or
+// zstd), or as CSV to standard output when --sink is "-" or absent
+// (--format jsonl changes that).
 //
 // A source or sink may also be a Kafka topic,
 // kafka://HOST:PORT[,HOST:PORT...]/TOPIC?params (JSON messages): source

@@ -438,11 +438,21 @@ func checkSinkPath(cmd, flag, p string) error {
 	if strings.HasSuffix(p, "/") || strings.HasSuffix(p, string(filepath.Separator)) {
 		return nil // a directory of Parquet files (sink.NewParquetDir)
 	}
-	switch strings.ToLower(filepath.Ext(p)) {
+	ext := strings.ToLower(filepath.Ext(p))
+	if ext == ".gz" || ext == ".zst" {
+		// Compressed text (sink.Open): out.csv.gz, out.jsonl.zst.
+		switch inner := strings.ToLower(filepath.Ext(strings.TrimSuffix(p, filepath.Ext(p)))); inner {
+		case ".csv", ".jsonl", ".ndjson":
+			return nil
+		default:
+			return usagef("%s: --%s %s: only CSV and JSON-lines output is compressed (.csv%s, .jsonl%s); Parquet compresses inside", cmd, flag, p, ext, ext)
+		}
+	}
+	switch ext {
 	case ".csv", ".jsonl", ".ndjson", ".parquet":
 		return nil
 	}
-	return usagef("%s: --%s %s: cannot tell the output format from its extension: use .csv, .jsonl, .ndjson or .parquet, a directory ending in / for Parquet files per checkpoint, or a kafka:// URL", cmd, flag, p)
+	return usagef("%s: --%s %s: cannot tell the output format from its extension: use .csv, .jsonl, .ndjson or .parquet (.csv.gz, .jsonl.zst ... compressed), a directory ending in / for Parquet files per checkpoint, or a kafka:// URL", cmd, flag, p)
 }
 
 func runMain(ctx context.Context, e *env, args []string) int {
