@@ -373,6 +373,8 @@ type runner struct {
 	// sinksClosed: closeSinks ran (the merger's, or Run's when the run
 	// ended before the merger started).
 	sinksClosed bool
+	// failed: the reader or a window task returned an error (noteFailed).
+	failed atomic.Bool
 	// ck is the run's state store and checkpoints; nil when all state
 	// is in memory.
 	ck *checkpointRun
@@ -495,8 +497,10 @@ func (r *runner) run(ctx context.Context) error {
 	var reading sync.WaitGroup
 	reading.Add(1)
 	g.Go(func() (err error) {
-		defer recoverAs("the reader (the source's Read)", r.opt.Logger, &err)
 		defer func() {
+			// Marked failed before the channels close: the merger may
+			// see the end of the input before the group cancels ctx.
+			r.noteFailed(err)
 			for _, ch := range firstChans {
 				close(ch)
 			}
@@ -505,6 +509,7 @@ func (r *runner) run(ctx context.Context) error {
 			}
 			reading.Done()
 		}()
+		defer recoverAs("the reader (the source's Read)", r.opt.Logger, &err)
 		return r.read(ctx, firstChans, first)
 	})
 	for s, st := range r.c.stages {
@@ -521,8 +526,9 @@ func (r *runner) run(ctx context.Context) error {
 				next = inputs[s+1]
 			}
 			g.Go(func() (err error) {
-				defer recoverAs(fmt.Sprintf("window task %d of stage %d", i, s), r.opt.Logger, &err)
 				defer wg.Done()
+				defer func() { r.noteFailed(err) }()
+				defer recoverAs(fmt.Sprintf("window task %d of stage %d", i, s), r.opt.Logger, &err)
 				return r.task(ctx, s, st, i, senders, in, next, final)
 			})
 		}
@@ -549,7 +555,13 @@ func (r *runner) run(ctx context.Context) error {
 		// The sinks are closed after recoverAs, so that they learn of a
 		// panic in Write as of any other error (closeSinks).
 		defer func() {
-			if cerr := r.closeSinks(err); err == nil {
+			runErr := err
+			if runErr == nil && r.failed.Load() {
+				// The input ended because the reader or a task failed:
+				// the output is not whole.
+				runErr = errInputFailed
+			}
+			if cerr := r.closeSinks(runErr); err == nil {
 				err = cerr
 			}
 		}()
@@ -2111,6 +2123,17 @@ func (r *runner) merge(ctx context.Context, in chan msg, n int) (err error) {
 		}
 	}
 	return ctx.Err()
+}
+
+// errInputFailed is what the sinks are told when the merger saw the end
+// of its input because the reader or a window task failed.
+var errInputFailed = errors.New("volga: the run failed before its input ended")
+
+// noteFailed marks the run failed when err is not nil.
+func (r *runner) noteFailed(err error) {
+	if err != nil {
+		r.failed.Store(true)
+	}
 }
 
 // closeSinks closes the sinks at the end of a run, once. A run that
