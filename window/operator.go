@@ -882,7 +882,7 @@ func (o *Operator) push(rec arrow.RecordBatch, sel []int32, dst *Dest) (out []ar
 	}
 	if len(applyRows) > 0 {
 		o.stats.LateApplied += int64(len(applyRows))
-		ob, err := o.applyLate(rec, hb, ids, ts, seq, applyRows)
+		ob, err := o.applyLate(rec, hb, ids, ts, seq, applyRows, probe)
 		if err != nil {
 			if late != nil {
 				late.Release()
@@ -969,8 +969,10 @@ func (o *Operator) internerOf(j int) *interner {
 // applyLate inserts late rows (positions among the rows pushed from rec,
 // see heldBatch.sel) into their keys' state and emits them with
 // their frames as of now. It rebuilds the keys' windows, which then catch
-// up from the rows on the next release.
-func (o *Operator) applyLate(rec arrow.RecordBatch, hb *heldBatch, ids []int32, ts, seq []int64, rows []int32) (arrow.RecordBatch, error) {
+// up from the rows on the next release. Probe rows (probe, when not nil,
+// flags them by row of rec) are not inserted: they get the frames a row
+// at their time would have, without that row, as in processKeyProbes.
+func (o *Operator) applyLate(rec arrow.RecordBatch, hb *heldBatch, ids []int32, ts, seq []int64, rows []int32, probe *array.Boolean) (arrow.RecordBatch, error) {
 	o.ensureBuilders()
 	recRows := make([]int32, len(rows))
 	for k, j := range rows {
@@ -981,6 +983,20 @@ func (o *Operator) applyLate(rec arrow.RecordBatch, hb *heldBatch, ids []int32, 
 		}
 		ks := o.states[ids[j]]
 		r := &ks.rows
+		if probe != nil && probe.Value(int(i)) {
+			ks.probed = max(ks.probed, ts[i])
+			k := 0
+			for _, spec := range o.cfg.Windows {
+				lo, hi := probeFrameAt(r, spec.Frame, ts[i], o.cfg.StrictProbes)
+				for _, f := range spec.Aggs {
+					st := f.NewState()
+					addRows(st, r, lo, hi)
+					st.AppendResult(o.bld[k])
+					k++
+				}
+			}
+			continue
+		}
 		p := sort.Search(r.Len(), func(k int) bool { return r.Ts[k] > ts[i] })
 		insertRow(r, p, ts[i], hb.args, int(j))
 		abs := r.Base + int64(p)
@@ -1075,6 +1091,25 @@ func frameAt(r *agg.Rows, f Frame, abs int64) (lo, hi int64) {
 	end := t - f.EndPreceding
 	hi = r.Base + int64(sort.Search(r.Len(), func(k int) bool { return r.Ts[k] > end }))
 	return lo, max(lo, hi)
+}
+
+// probeFrameAt returns the frame [lo, hi) among the rows of r (sorted by
+// event time, then arrival) of a probe row at time t, which is not among
+// them: it comes after the rows at or before t, or with strict after
+// those before t only.
+func probeFrameAt(r *agg.Rows, f Frame, t int64, strict bool) (lo, hi int64) {
+	h := sort.Search(r.Len(), func(k int) bool { return r.Ts[k] > t || strict && r.Ts[k] >= t })
+	if f.Rows {
+		return max(r.Base+int64(h)-f.Preceding, r.Base), r.Base + int64(h)
+	}
+	lo = r.Base
+	if !f.Unbounded {
+		lo += int64(sort.Search(r.Len(), func(k int) bool { return r.Ts[k] >= t-f.Preceding }))
+	}
+	if f.EndPreceding > 0 {
+		h = sort.Search(r.Len(), func(k int) bool { return r.Ts[k] > t-f.EndPreceding })
+	}
+	return lo, max(lo, r.Base+int64(h))
 }
 
 // Advance moves the watermark to wm and emits every pending row with event
