@@ -5,13 +5,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/volga-go/volga/internal/textcodec"
 )
 
 // Open returns a sink for path, chosen by its extension: .csv (CSV),
 // .jsonl or .ndjson (JSON lines), .parquet (Parquet, schema from the first
 // batch). CSV and JSON lines are compressed when the name ends in .gz
-// (gzip) or .zst (zstd): out.csv.gz. The path "-" or "" means standard output as CSV; standard output
-// is flushed but never closed. Any other extension is an error.
+// (gzip) or .zst (zstd): out.csv.gz. The path "-" or "" means standard
+// output as CSV; standard output is flushed but never closed. Any other
+// extension is an error.
 //
 // A directory of Parquet files ([NewParquetDir], for streams) is named by
 // a path ending in a separator ("out/"), by a path whose last element is
@@ -28,8 +31,8 @@ func Open(path string) (Sink, error) {
 	if path == "" || path == "-" {
 		return NewCSV(os.Stdout), nil
 	}
-	ext := strings.ToLower(formatExt(path))
-	if codecOf(path) != nil && ext != ".csv" && ext != ".jsonl" && ext != ".ndjson" {
+	ext := strings.ToLower(textcodec.FormatExt(path))
+	if textcodec.Of(path) != nil && ext != ".csv" && ext != ".jsonl" && ext != ".ndjson" {
 		return nil, fmt.Errorf("sink: cannot compress %q: only CSV and JSON-lines output is compressed (.csv.gz, .jsonl.zst); Parquet compresses inside", path)
 	}
 	switch ext {

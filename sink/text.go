@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/volga-go/volga/internal/jsonvalue"
+	"github.com/volga-go/volga/internal/textcodec"
 )
 
 // textWriter is what the CSV and JSON-lines sinks share: a buffered
@@ -44,8 +45,8 @@ func createText(path string) (textWriter, error) {
 		if err != nil {
 			return textWriter{}, fmt.Errorf("sink: %w", err)
 		}
-		if c := codecOf(path); c != nil {
-			zw, err := c.writer(f)
+		if c := textcodec.Of(path); c != nil {
+			zw, err := c.NewWriter(f)
 			if err != nil {
 				f.Close()
 				return textWriter{}, fmt.Errorf("sink: %w", err)

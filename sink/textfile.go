@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/volga-go/volga/internal/textcodec"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -50,7 +52,7 @@ type textFile struct {
 	// none; zw is the compressor of the open epoch's staging file, each
 	// epoch (or the whole run, without checkpoints) a complete gzip
 	// member or zstd frame, which concatenated make one valid stream.
-	zip *codec
+	zip *textcodec.Codec
 	zw  io.WriteCloser
 
 	length  int64        // target length once every prepared epoch is published
@@ -84,7 +86,7 @@ func openTextFile(p string) (*textFile, error) {
 		return nil, fmt.Errorf("sink: %w", err)
 	}
 	created := errors.Is(serr, fs.ErrNotExist)
-	return &textFile{stager: stager{path: p, dir: stagingDir(p), parentDirty: serr != nil}, target: f, created: created, zip: codecOf(p)}, nil
+	return &textFile{stager: stager{path: p, dir: stagingDir(p), parentDirty: serr != nil}, target: f, created: created, zip: textcodec.Of(p)}, nil
 }
 
 // start begins a run from scratch: leftovers of an earlier run are
@@ -127,7 +129,7 @@ func (f *textFile) Write(p []byte) (int, error) {
 	var err error
 	if f.zip != nil {
 		if f.zw == nil {
-			if f.zw, err = f.zip.writer(curWriter{f}); err != nil {
+			if f.zw, err = f.zip.NewWriter(curWriter{f}); err != nil {
 				return 0, fmt.Errorf("sink: %w", err)
 			}
 		}

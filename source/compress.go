@@ -5,51 +5,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
+	"github.com/volga-go/volga/internal/textcodec"
 )
 
-// codec is a compression of text files, known by its extension.
-type codec struct {
-	ext  string
-	open func(io.Reader) (io.ReadCloser, error)
-}
-
-// codecs are the compressions the text sources read.
-var codecs = []codec{
-	{".gz", func(r io.Reader) (io.ReadCloser, error) { return gzip.NewReader(r) }},
-	{".zst", func(r io.Reader) (io.ReadCloser, error) {
-		d, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1))
-		if err != nil {
-			return nil, err
-		}
-		return d.IOReadCloser(), nil
-	}},
-}
-
-// codecOf returns the compression of path by its extension (".gz",
-// ".zst", any case), nil for none.
-func codecOf(path string) *codec {
-	ext := filepath.Ext(path)
-	for i := range codecs {
-		if strings.EqualFold(ext, codecs[i].ext) {
-			return &codecs[i]
-		}
-	}
-	return nil
-}
-
-// formatExt returns the extension that tells path's format: the last one,
-// or the one before a compression's (".csv" of "a.csv.gz").
-func formatExt(path string) string {
-	if c := codecOf(path); c != nil {
-		path = path[:len(path)-len(c.ext)]
-	}
-	return filepath.Ext(path)
-}
+// codecOf and formatExt are textcodec's, for the text sources.
+var (
+	codecOf   = textcodec.Of
+	formatExt = textcodec.FormatExt
+)
 
 // decompressor reads a compressed file as the text it holds. It can Seek
 // to an offset of the text, from the start (io.SeekStart only), by
@@ -57,14 +22,14 @@ func formatExt(path string) string {
 // so that a text source over it restores checkpointed positions.
 type decompressor struct {
 	path string
-	c    *codec
+	c    *textcodec.Codec
 	f    *os.File
 	r    io.ReadCloser
 	off  int64 // bytes of text read
 }
 
 // openDecompressor opens the file at path, compressed with c.
-func openDecompressor(path string, c *codec) (*decompressor, error) {
+func openDecompressor(path string, c *textcodec.Codec) (*decompressor, error) {
 	d := &decompressor{path: path, c: c}
 	if err := d.reopen(); err != nil {
 		return nil, err
@@ -84,7 +49,7 @@ func (d *decompressor) reopen() error {
 		d.f, d.r, d.off = f, io.NopCloser(strings.NewReader("")), 0
 		return nil
 	}
-	r, err := d.c.open(f)
+	r, err := d.c.NewReader(f)
 	if err != nil {
 		f.Close()
 		return fmt.Errorf("%s: %w", d.path, err)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/volga-go/volga/internal/textcodec"
 )
 
 // fileFormat is a file format Open reads: its name in errors and its
@@ -68,8 +70,8 @@ func Open(path string, opts ...Option) (Source, error) {
 			return nil, fmt.Errorf("source: %q matches files of more than one format (%s): narrow it to one extension", path, strings.Join(kinds, " and "))
 		}
 	}
-	ext := strings.ToLower(formatExt(path))
-	if codecOf(path) != nil && ext == ".parquet" {
+	ext := strings.ToLower(textcodec.FormatExt(path))
+	if textcodec.Of(path) != nil && ext == ".parquet" {
 		return nil, fmt.Errorf("source: %q: a Parquet file is compressed inside; open it uncompressed", path)
 	}
 	switch ext {

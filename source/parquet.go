@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/volga-go/volga/internal/arrowutil"
+	"github.com/volga-go/volga/internal/textcodec"
 )
 
 // Parquet reads Parquet files in order. The schema is that of the first
@@ -625,7 +626,7 @@ func expandPaths(paths []string, kind string, exts []string) ([]string, error) {
 func hasExt(name string, exts []string) bool {
 	ext := filepath.Ext(name)
 	if !slices.ContainsFunc(exts, func(e string) bool { return strings.EqualFold(e, ".parquet") }) {
-		ext = formatExt(name)
+		ext = textcodec.FormatExt(name)
 	}
 	for _, e := range exts {
 		if strings.EqualFold(ext, e) {

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/volga-go/volga/internal/textcodec"
 	"github.com/volga-go/volga/internal/textrow"
 )
 
@@ -277,7 +278,7 @@ func openText[S interface{ text() *textSource }](path string, opts []Option, bui
 	var zero S
 	var f io.ReadCloser
 	var err error
-	if c := codecOf(path); c != nil {
+	if c := textcodec.Of(path); c != nil {
 		f, err = openDecompressor(path, c)
 	} else {
 		f, err = os.Open(path)

@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/volga-go/volga"
+	"github.com/volga-go/volga/internal/textcodec"
 	"github.com/volga-go/volga/pipeline"
 	"github.com/volga-go/volga/sink"
 	"github.com/volga-go/volga/source"
@@ -438,14 +439,14 @@ func checkSinkPath(cmd, flag, p string) error {
 	if strings.HasSuffix(p, "/") || strings.HasSuffix(p, string(filepath.Separator)) {
 		return nil // a directory of Parquet files (sink.NewParquetDir)
 	}
-	ext := strings.ToLower(filepath.Ext(p))
-	if ext == ".gz" || ext == ".zst" {
+	ext := strings.ToLower(textcodec.FormatExt(p))
+	if c := textcodec.Of(p); c != nil {
 		// Compressed text (sink.Open): out.csv.gz, out.jsonl.zst.
-		switch inner := strings.ToLower(filepath.Ext(strings.TrimSuffix(p, filepath.Ext(p)))); inner {
+		switch ext {
 		case ".csv", ".jsonl", ".ndjson":
 			return nil
 		default:
-			return usagef("%s: --%s %s: only CSV and JSON-lines output is compressed (.csv%s, .jsonl%s); Parquet compresses inside", cmd, flag, p, ext, ext)
+			return usagef("%s: --%s %s: only CSV and JSON-lines output is compressed (.csv%s, .jsonl%s); Parquet compresses inside", cmd, flag, p, c.Ext, c.Ext)
 		}
 	}
 	switch ext {
