@@ -35,9 +35,17 @@ type interner struct {
 	hits  int // of which found
 }
 
-// column interns the non-NULL values of str (null[i] marks NULLs).
-func (t *interner) column(str []string, null []bool) {
+// column interns the non-NULL values of str (null[i] marks NULLs); with
+// clone, the values it does not intern are copied.
+func (t *interner) column(str []string, null []bool, clone bool) {
 	if t.off {
+		if clone {
+			for i, v := range str {
+				if !null[i] {
+					str[i] = strings.Clone(v)
+				}
+			}
+		}
 		return
 	}
 	if t.m == nil {
@@ -60,6 +68,8 @@ func (t *interner) column(str []string, null []bool) {
 			str[i] = c
 			t.bytes += len(c)
 			full = t.full()
+		} else if clone {
+			str[i] = strings.Clone(v)
 		}
 	}
 	if !full {

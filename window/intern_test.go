@@ -19,8 +19,8 @@ func TestInternerSharesEqualValues(t *testing.T) {
 	}
 	a, b := mk(), mk()
 	null := []bool{false, false, false, false, true, false}
-	in.column(a, null)
-	in.column(b, null)
+	in.column(a, null, false)
+	in.column(b, null, false)
 	for i := range a {
 		if null[i] {
 			continue
@@ -53,14 +53,14 @@ func TestInternerTurnsOffForUniqueValues(t *testing.T) {
 	}
 	null := make([]bool, 4096)
 	for len(in.m) < internMax {
-		in.column(batch(4096), null)
+		in.column(batch(4096), null, false)
 	}
 	if in.off {
 		t.Fatal("off before the table was tried full")
 	}
 	for range internTry / 4096 {
 		s := batch(4096)
-		in.column(s, null)
+		in.column(s, null, false)
 		if s[0] != fmt.Sprintf("id-%d", next-4096) {
 			t.Fatalf("value changed: %q", s[0])
 		}
@@ -69,7 +69,7 @@ func TestInternerTurnsOffForUniqueValues(t *testing.T) {
 		t.Fatalf("still on (off=%v, %d values) after %d rows of new values", in.off, len(in.m), internTry)
 	}
 	s := batch(10)
-	in.column(s, null[:10])
+	in.column(s, null[:10], false)
 	if s[9] != fmt.Sprintf("id-%d", next-1) {
 		t.Errorf("value changed after turning off: %q", s[9])
 	}
@@ -91,7 +91,7 @@ func TestInternerStaysOnForRepeatedValues(t *testing.T) {
 			}
 			s[i] = fmt.Sprintf("v%d", v)
 		}
-		in.column(s, null)
+		in.column(s, null, false)
 	}
 	if in.off {
 		t.Errorf("turned off although three quarters of the values were known")
@@ -107,7 +107,7 @@ func TestInternerBoundsBytes(t *testing.T) {
 	null := make([]bool, 1)
 	for i := 0; i < 2*internMaxBytes/len(long); i++ {
 		s := []string{fmt.Sprintf("%d-%s", i, long)}
-		in.column(s, null)
+		in.column(s, null, false)
 	}
 	if in.bytes > internMaxBytes+len(long)+16 {
 		t.Errorf("kept %d bytes of values, bound %d", in.bytes, internMaxBytes)

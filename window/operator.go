@@ -87,7 +87,12 @@ type Config struct {
 	// the events before it.
 	ProbeCol     int
 	StrictProbes bool
-	// Mem allocates output arrays; nil means the Go allocator.
+	// Mem allocates output arrays; nil means the Go allocator. It is taken
+	// to be the allocator of the input batches too: unless it is the Go
+	// allocator (nil, memory.DefaultAllocator, a *memory.GoAllocator),
+	// whose buffers the garbage collector keeps as long as strings point
+	// into them, string arguments are copied out of the input batches
+	// (which another allocator frees, or reuses, once they are released).
 	Mem memory.Allocator
 	// ResultMem allocates the arrays the aggregates write their results
 	// into (nil: Mem). Those arrays are handed out as they are only by
@@ -315,6 +320,10 @@ type Operator struct {
 	// shapes are the shapes of the last result chunk of some size, to
 	// reserve the builders of the next chunk by (see reserveShape).
 	shapes []shape
+
+	// copyStr copies string arguments the interner does not (see
+	// Config.Mem).
+	copyStr bool
 
 	// chunkRows, when > 0, is the result chunk size instead of resChunk
 	// (tests make chunks small).
@@ -572,6 +581,10 @@ func New(cfg Config, in *arrow.Schema) (*Operator, error) {
 	}
 	o := &Operator{cfg: cfg, mem: mem, resMem: resMem, in: in, out: arrow.NewSchema(fields, nil), keys: newKeyIndex(cfg.KeyCols),
 		wm: None, nAggs: n, maxTs: None, forgotDropped: None, quietDropped: None}
+	if cfg.Mem != nil {
+		_, goMem := cfg.Mem.(*memory.GoAllocator)
+		o.copyStr = !goMem
+	}
 	o.sweepable = true
 	for _, w := range cfg.Windows {
 		for _, f := range w.Aggs {
@@ -864,7 +877,7 @@ func (o *Operator) push(rec arrow.RecordBatch, sel []int32, dst *Dest) (out []ar
 			}
 			col.AppendArrow(rec.Column(c), sel)
 			if col.Kind == agg.KindString {
-				o.internerOf(j).column(col.Str, col.Null)
+				o.internerOf(j).column(col.Str, col.Null, o.copyStr)
 			}
 			hb.args[j] = col
 		}
