@@ -210,8 +210,10 @@ func AppendKey(b []byte, a arrow.Array, i int) []byte {
 // the given types, exactly as AppendKey encodes the same values read from
 // Arrow arrays; nil is NULL. Values follow package values' rules: integers
 // of any Go type (or whole floats, as JSON gives them), numbers for float
-// columns, strings, booleans, and for timestamps a time.Time, an RFC 3339
-// string or epoch milliseconds.
+// columns, strings, booleans, for timestamps a time.Time, an RFC 3339
+// string or epoch milliseconds, for dates a "2006-01-02" string or such a
+// time (its UTC date), and for binary columns a []byte or a string of the
+// bytes.
 func EncodeKeyValues(b []byte, types []arrow.DataType, vals []any) ([]byte, error) {
 	if len(types) != len(vals) {
 		return nil, fmt.Errorf("window: key has %d values, want %d", len(vals), len(types))
@@ -267,6 +269,26 @@ func EncodeKeyValues(b []byte, types []arrow.DataType, vals []any) ([]byte, erro
 				return nil, fmt.Errorf("window: key value %v (%T) is not a string", v, v)
 			}
 			b = append(binary.AppendUvarint(append(b, 6), uint64(len(s))), s...)
+		case arrow.DATE32, arrow.DATE64:
+			days, err := values.Days(v)
+			if err != nil {
+				return nil, fmt.Errorf("window: key value: %w", err)
+			}
+			if dt.ID() == arrow.DATE64 {
+				days *= values.MillisPerDay
+			}
+			b = binary.AppendVarint(append(b, 3), days)
+		case arrow.BINARY:
+			var s string
+			switch x := v.(type) {
+			case []byte:
+				s = string(x)
+			case string:
+				s = x
+			default:
+				return nil, fmt.Errorf("window: key value %v (%T) is not bytes (a []byte, or a string of them)", v, v)
+			}
+			b = append(binary.AppendUvarint(append(b, 7), uint64(len(s))), s...)
 		default:
 			return nil, fmt.Errorf("window: PARTITION BY column of type %s is not supported", dt)
 		}

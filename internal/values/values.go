@@ -130,7 +130,8 @@ func Units(t time.Time, u arrow.TimeUnit) int64 {
 
 // Coerce converts v to the Go value of a column of type dt: int64 for
 // signed integers, uint64 for unsigned ones, float64 for floats, string,
-// bool, time.Time for timestamps. nil stays nil (NULL). An integer out
+// bool, time.Time for timestamps and (UTC midnight) for dates, []byte for
+// binary. nil stays nil (NULL). An integer out
 // of the column type's range is an error; every error names the value
 // and the type.
 func Coerce(v any, dt arrow.DataType) (any, error) {
@@ -187,8 +188,46 @@ func Coerce(v any, dt arrow.DataType) (any, error) {
 			return nil, err
 		}
 		return t, nil
+	case arrow.DATE32, arrow.DATE64:
+		d, err := Days(v)
+		if err != nil {
+			return nil, err
+		}
+		return time.UnixMilli(d * MillisPerDay).UTC(), nil
+	case arrow.BINARY:
+		switch x := v.(type) {
+		case []byte:
+			return x, nil
+		case string:
+			return []byte(x), nil
+		}
+		return nil, bad("bytes (a []byte, or a string of them)")
 	}
 	return v, nil
+}
+
+// MillisPerDay is the length of a day of a date column, in milliseconds.
+const MillisPerDay = 86_400_000
+
+// Days returns the day, counted from 1970-01-01, of a date value: a
+// "2006-01-02" string, or a time (Time: a time.Time, an RFC 3339 string,
+// epoch milliseconds), whose UTC date it is.
+func Days(v any) (int64, error) {
+	if s, ok := v.(string); ok {
+		if d, err := time.Parse(time.DateOnly, s); err == nil {
+			return d.Unix() / 86400, nil
+		}
+	}
+	tm, err := Time(v)
+	if err != nil {
+		return 0, fmt.Errorf("%w, nor a date (2006-01-02)", err)
+	}
+	ms := tm.UnixMilli()
+	days := ms / MillisPerDay
+	if ms%MillisPerDay < 0 {
+		days--
+	}
+	return days, nil
 }
 
 // IntFits reports whether n is in the range of the signed integer type
