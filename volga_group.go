@@ -160,6 +160,7 @@ type NotOwnerError struct {
 	Member string
 }
 
+// Error says who owns the partition, or that no member does now.
 func (e *NotOwnerError) Error() string {
 	switch {
 	case e.Member == "":
