@@ -15,7 +15,7 @@ import (
 func TestSinkPathErrors(t *testing.T) {
 	dir := files(t, "q.sql", spendSQL, "tx.csv", txCSV, "spine.csv", spineCSV)
 	kafka := "tx=kafka://127.0.0.1:1/tx?group=g&time_field=ts"
-	const use = "cannot tell the output format from its extension: use .csv, .jsonl, .ndjson or .parquet, a directory ending in / for Parquet files per checkpoint, or a kafka:// URL"
+	const use = "cannot tell the output format from its extension: use .csv, .jsonl, .ndjson or .parquet (.csv.gz, .jsonl.zst ... compressed), a directory ending in / for Parquet files per checkpoint, or a kafka:// URL"
 	for _, tc := range []struct {
 		args []string
 		want string
