@@ -12,7 +12,7 @@ import (
 	"github.com/segmentio/kafka-go/sasl/scram"
 
 	"github.com/volga-go/volga"
-	"github.com/volga-go/volga/internal/testutil"
+	"github.com/volga-go/volga/internal/kafkatest"
 	"github.com/volga-go/volga/sink"
 	"github.com/volga-go/volga/source/kafka"
 )
@@ -24,7 +24,7 @@ import (
 // router alike, and writes what one batch run over the topic writes.
 func TestGroupOverTLSAndSASL(t *testing.T) {
 	const parts, total = 3, 600
-	k := testutil.NewSecureKafka(t, parts, "tx")
+	k := kafkatest.NewSecureKafka(t, parts, "tx")
 	mech, err := scram.Mechanism(scram.SHA512, k.User, k.Password)
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
-	"github.com/volga-go/volga/internal/testutil"
+	"github.com/volga-go/volga/internal/kafkatest"
 )
 
 // TestRunKafkaTLSAndSASL: `volga run` reads from and writes to a cluster
@@ -24,7 +24,7 @@ import (
 func TestRunKafkaTLSAndSASL(t *testing.T) {
 	dir := files(t, "q.sql", `SELECT user_id, ts, sum(amount) OVER (PARTITION BY user_id ORDER BY ts
 		RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW) AS spend_1h FROM tx`)
-	k := testutil.NewSecureKafka(t, 2, "tx", "features")
+	k := kafkatest.NewSecureKafka(t, 2, "tx", "features")
 	addr, caPath, user, pass := k.Addrs[0], k.CAFile, k.User, k.Password
 	clientOpts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.DialTLSConfig(k.TLS),
 		kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism())}

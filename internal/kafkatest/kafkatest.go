@@ -1,4 +1,9 @@
-package testutil
+// Package kafkatest starts in-process Kafka clusters (kfake) for tests
+// that need more than a plain one, such as a cluster that takes only TLS
+// connections authenticated with SASL. It is a package of its own so
+// that the packages importing testutil (the benchmark module's among
+// them) do not depend on kfake.
+package kafkatest
 
 import (
 	"crypto/ecdsa"
