@@ -10,12 +10,6 @@ import (
 	"github.com/volga-go/volga/internal/textcodec"
 )
 
-// codecOf and formatExt are textcodec's, for the text sources.
-var (
-	codecOf   = textcodec.Of
-	formatExt = textcodec.FormatExt
-)
-
 // decompressor reads a compressed file as the text it holds. It can Seek
 // to an offset of the text, from the start (io.SeekStart only), by
 // reading again from the start of the file when the offset is behind,
