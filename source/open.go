@@ -40,34 +40,40 @@ var formats = []fileFormat{
 func Open(path string, opts ...Option) (Source, error) {
 	fi, serr := os.Stat(path)
 	if serr == nil && fi.IsDir() {
-		return openDir(path, opts, dirFormats(path))
-	}
-	if serr != nil && strings.ContainsAny(path, "*?[") {
-		matches, err := filepath.Glob(path)
+		ents, err := os.ReadDir(path)
 		if err != nil {
-			return nil, fmt.Errorf("source: %q: %w", path, err)
+			return nil, fmt.Errorf("source: %w", err)
 		}
 		var names []string
-		for _, m := range matches {
-			if fi, err := os.Stat(m); err == nil && fi.Mode().IsRegular() {
-				names = append(names, m)
+		for _, e := range ents {
+			if n := e.Name(); !strings.HasPrefix(n, ".") && !strings.HasPrefix(n, "_") && !e.IsDir() {
+				names = append(names, n)
 			}
 		}
-		if len(names) == 0 {
-			return nil, fmt.Errorf("source: %q: no file matches", path)
+		switch fs := fileFormats(names); len(fs) {
+		case 0:
+			return nil, fmt.Errorf("source: %s: no .csv, .jsonl, .ndjson, .json or .parquet files in the directory", path)
+		case 1:
+			return openFiles(fs[0], []string{path}, opts)
+		default:
+			return nil, fmt.Errorf("source: %s holds files of more than one format (%s): name one with a glob pattern such as %q", path, formatNames(fs), filepath.Join(path, "*"+fs[0].exts[0]))
 		}
-		kinds := fileFormats(names)
-		switch len(kinds) {
+	}
+	if serr != nil && strings.ContainsAny(path, "*?[") {
+		names, err := expandPaths([]string{path}, "input", nil)
+		if err != nil {
+			return nil, err
+		}
+		switch fs := fileFormats(names); len(fs) {
 		case 0:
 			return nil, fmt.Errorf("source: %q: cannot choose a format for the files it matches (such as %q) from their extension: use .csv, .jsonl, .ndjson, .json or .parquet", path, names[0])
 		case 1:
 			// Matches of other extensions are left out, as in a
 			// directory.
-			f := formatOf(kinds[0])
-			names = slices.DeleteFunc(names, func(n string) bool { return !hasExt(n, f.exts) })
-			return openFiles(kinds[0], names, opts)
+			names = slices.DeleteFunc(names, func(n string) bool { return !hasExt(n, fs[0].exts) })
+			return openFiles(fs[0], names, opts)
 		default:
-			return nil, fmt.Errorf("source: %q matches files of more than one format (%s): narrow it to one extension", path, strings.Join(kinds, " and "))
+			return nil, fmt.Errorf("source: %q matches files of more than one format (%s): narrow it to one extension", path, formatNames(fs))
 		}
 	}
 	ext := strings.ToLower(textcodec.FormatExt(path))
@@ -86,22 +92,10 @@ func Open(path string, opts ...Option) (Source, error) {
 	}
 }
 
-// openDir opens directory dir as its files of the one format in kinds.
-func openDir(dir string, opts []Option, kinds []string) (Source, error) {
-	switch len(kinds) {
-	case 0:
-		return nil, fmt.Errorf("source: %s: no .csv, .jsonl, .ndjson, .json or .parquet files in the directory", dir)
-	case 1:
-		return openFiles(kinds[0], []string{dir}, opts)
-	default:
-		return nil, fmt.Errorf("source: %s holds files of more than one format (%s): name one with a glob pattern such as %q", dir, strings.Join(kinds, " and "), filepath.Join(dir, "*"+formatOf(kinds[0]).exts[0]))
-	}
-}
-
 // openFiles opens paths (files, directories or glob patterns) as files
-// of format kind.
-func openFiles(kind string, paths []string, opts []Option) (Source, error) {
-	switch kind {
+// of format f.
+func openFiles(f fileFormat, paths []string, opts []Option) (Source, error) {
+	switch f.name {
 	case "csv":
 		return NewCSVFiles(paths, opts...)
 	case "json-lines":
@@ -111,41 +105,23 @@ func openFiles(kind string, paths []string, opts []Option) (Source, error) {
 	}
 }
 
-// dirFormats returns the formats of the files in directory dir, leaving
-// out names that start with "." or "_" (an unreadable directory gives
-// none; the source's open reports why).
-func dirFormats(dir string) []string {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return []string{"parquet"}
-	}
-	var names []string
-	for _, e := range ents {
-		if n := e.Name(); !strings.HasPrefix(n, ".") && !strings.HasPrefix(n, "_") && !e.IsDir() {
-			names = append(names, n)
-		}
-	}
-	return fileFormats(names)
-}
-
 // fileFormats returns the formats, in the order of formats, of the
 // names with an extension Open knows.
-func fileFormats(names []string) []string {
-	var kinds []string
+func fileFormats(names []string) []fileFormat {
+	var fs []fileFormat
 	for _, f := range formats {
 		if slices.ContainsFunc(names, func(n string) bool { return hasExt(n, f.exts) }) {
-			kinds = append(kinds, f.name)
+			fs = append(fs, f)
 		}
 	}
-	return kinds
+	return fs
 }
 
-// formatOf returns format kind.
-func formatOf(kind string) fileFormat {
-	for _, f := range formats {
-		if f.name == kind {
-			return f
-		}
+// formatNames names formats for errors: "csv and json-lines".
+func formatNames(fs []fileFormat) string {
+	names := make([]string, len(fs))
+	for i, f := range fs {
+		names[i] = f.name
 	}
-	return fileFormat{}
+	return strings.Join(names, " and ")
 }
