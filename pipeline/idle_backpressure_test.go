@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/volga-go/volga/internal/testutil"
 	"github.com/volga-go/volga/pipeline"
@@ -29,34 +28,18 @@ func TestIdleTimeoutIgnoresBackpressure(t *testing.T) {
 		t.Run(fmt.Sprint("slow=", slow), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				schema := testutil.EventSchema
-				mk := func(id, ts int64) arrow.RecordBatch {
-					return testutil.BuildRecord(memory.DefaultAllocator, schema, [][]any{{id, int64(1), "m", ts, int64(1), 1.0, "c"}})
-				}
-				src := &partSource{schema: schema, parts: map[arrow.RecordBatch]int{}}
-				add := func(part int, id, ts int64) {
-					rec := mk(id, ts)
-					src.steps = append(src.steps, partStep{0, part, rec})
-					src.parts[rec] = part
-				}
+				src := newEventPartSource()
+				defer src.releaseAll()
 				// Partition 0 runs 10 s ahead of partition 1, which holds
 				// the watermark; every step, partition 1 delivers a row
 				// and partition 0 two. The reader waits for the sink while
 				// sending one of partition 0's, and then reads partition
 				// 0's next: partition 1 must not count as idle there.
 				for i := int64(0); i < 12; i++ {
-					add(1, 3*i, i*1000)
-					add(0, 3*i+1, 10_000+i*1000)
-					add(0, 3*i+2, 10_500+i*1000)
+					src.addEvent(0, 1, 3*i, i*1000)
+					src.addEvent(0, 0, 3*i+1, 10_000+i*1000)
+					src.addEvent(0, 0, 3*i+2, 10_500+i*1000)
 				}
-				var recs []arrow.RecordBatch
-				for rec := range src.parts {
-					recs = append(recs, rec)
-				}
-				defer func() {
-					for _, r := range recs {
-						r.Release()
-					}
-				}()
 				plan, err := pipeline.ParseSQL(`SELECT id, count(*) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '1' MINUTE PRECEDING AND CURRENT ROW) AS n FROM events`)
 				if err != nil {
 					t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/volga-go/volga/internal/testutil"
 	"github.com/volga-go/volga/pipeline"
@@ -28,37 +27,21 @@ func TestIdlePartitionReturnsWithOldRows(t *testing.T) {
 		t.Run(fmt.Sprint("allowed=", allowed), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				schema := testutil.EventSchema
-				mk := func(id, ts int64) arrow.RecordBatch {
-					return testutil.BuildRecord(memory.DefaultAllocator, schema, [][]any{{id, int64(1), "m", ts, int64(1), 1.0, "c"}})
-				}
-				src := &partSource{schema: schema, parts: map[arrow.RecordBatch]int{}}
-				add := func(sleep time.Duration, part int, id, ts int64) {
-					rec := mk(id, ts)
-					src.steps = append(src.steps, partStep{sleep, part, rec})
-					src.parts[rec] = part
-				}
-				add(0, 1, 0, 1000)
-				add(0, 0, 1, 1000)
+				src := newEventPartSource()
+				defer src.releaseAll()
+				src.addEvent(0, 1, 0, 1000)
+				src.addEvent(0, 0, 1, 1000)
 				// Partition 1 is quiet for 5 s (idle after 1 s): partition
 				// 0 alone moves the watermark to 10 000.
-				add(5*time.Second, 0, 2, 10_000)
+				src.addEvent(5*time.Second, 0, 2, 10_000)
 				// Partition 1 comes back behind it: 8000 is 2 s behind the
 				// watermark, 2000 8 s behind; 12 000 is on time.
-				add(0, 1, 3, 8000)
-				add(0, 1, 4, 2000)
-				add(0, 1, 5, 12_000)
+				src.addEvent(0, 1, 3, 8000)
+				src.addEvent(0, 1, 4, 2000)
+				src.addEvent(0, 1, 5, 12_000)
 				// Partition 1 holds the watermark again, at 12 000 once
 				// partition 0 is at 20 000.
-				add(0, 0, 6, 20_000)
-				var recs []arrow.RecordBatch
-				for rec := range src.parts {
-					recs = append(recs, rec)
-				}
-				defer func() {
-					for _, r := range recs {
-						r.Release()
-					}
-				}()
+				src.addEvent(0, 0, 6, 20_000)
 				plan, err := pipeline.ParseSQL(`SELECT id, count(*) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '1' MINUTE PRECEDING AND CURRENT ROW) AS n FROM events`)
 				if err != nil {
 					t.Fatal(err)

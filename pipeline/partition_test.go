@@ -25,6 +25,27 @@ type partSource struct {
 	parts  map[arrow.RecordBatch]int
 }
 
+// newEventPartSource is a partSource of testutil.EventSchema rows,
+// filled with addEvent.
+func newEventPartSource() *partSource {
+	return &partSource{schema: testutil.EventSchema, parts: map[arrow.RecordBatch]int{}}
+}
+
+// addEvent appends a step: after sleep, partition part delivers a batch
+// of one event row, id at time ts.
+func (s *partSource) addEvent(sleep time.Duration, part int, id, ts int64) {
+	rec := testutil.BuildRecord(memory.DefaultAllocator, s.schema, [][]any{{id, int64(1), "m", ts, int64(1), 1.0, "c"}})
+	s.steps = append(s.steps, partStep{sleep, part, rec})
+	s.parts[rec] = part
+}
+
+// releaseAll releases every batch addEvent made.
+func (s *partSource) releaseAll() {
+	for rec := range s.parts {
+		rec.Release()
+	}
+}
+
 type partStep struct {
 	sleep time.Duration
 	part  int
