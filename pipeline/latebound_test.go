@@ -23,21 +23,15 @@ import (
 // millisecond less behind is on time. With allowed lateness d, a late row
 // is applied only when its time is above the watermark minus d.
 func TestLatenessAtTheBounds(t *testing.T) {
-	row := func(id, ts int64) []any { return []any{id, int64(1), "m", ts, int64(1), 1.0, "c"} }
 	// One row per batch: the watermark moves after each.
-	rows := [][]any{
-		row(0, 10_000),
-		row(1, 9_000), // the bound (1 s) behind: at the watermark, late
-		row(2, 9_001), // a millisecond less: on time
-		row(3, 8_501), // late, 499 ms behind the watermark
-		row(4, 8_500), // late, 500 ms behind it
-		row(5, 12_000),
+	events := [][2]int64{
+		{0, 10_000},
+		{1, 9_000}, // the bound (1 s) behind: at the watermark, late
+		{2, 9_001}, // a millisecond less: on time
+		{3, 8_501}, // late, 499 ms behind the watermark
+		{4, 8_500}, // late, 500 ms behind it
+		{5, 12_000},
 	}
-	var batches []arrow.RecordBatch
-	for _, r := range rows {
-		batches = append(batches, testutil.BuildRecord(memory.DefaultAllocator, testutil.EventSchema, [][]any{r}))
-	}
-	defer arrowutil.ReleaseAll(batches)
 	const query = `SELECT id, count(*) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW) AS n FROM events`
 	for _, c := range []struct {
 		allowed   time.Duration
@@ -51,30 +45,7 @@ func TestLatenessAtTheBounds(t *testing.T) {
 		{500 * time.Millisecond, "[[1 1] [3 1] [2 3] [0 4] [5 5]]", "[4]"},
 	} {
 		t.Run(fmt.Sprint(c.allowed), func(t *testing.T) {
-			src := source.NewMemory(testutil.EventSchema, batches...)
-			defer src.Close()
-			out, late := sink.NewCollector(), sink.NewCollector()
-			defer out.Release()
-			defer late.Release()
-			p, err := volga.SQL(query, volga.WithSource("events", src), volga.WithSink(out), volga.WithLateSink(late),
-				volga.WithMode(volga.Streaming), volga.WithMaxOutOfOrder(time.Second), volga.WithAllowedLateness(c.allowed))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := p.Run(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			if got := fmt.Sprint(out.Rows()); got != c.out {
-				t.Errorf("output (id, n) %s, want %s", got, c.out)
-			}
-			var lateIDs []int64
-			for _, r := range late.Rows() {
-				lateIDs = append(lateIDs, r[0].(int64))
-			}
-			slices.Sort(lateIDs)
-			if got := fmt.Sprint(lateIDs); got != c.late {
-				t.Errorf("late rows %s, want %s", got, c.late)
-			}
+			checkLateness(t, events, query, time.Second, c.allowed, c.out, c.late)
 		})
 	}
 }
@@ -85,19 +56,13 @@ func TestLatenessAtTheBounds(t *testing.T) {
 // time and one 2 ms behind is late; with 1.5 ms of allowed lateness a late
 // row 1 ms behind the watermark is applied and one 2 ms behind is not.
 func TestLatenessSubMillisecondBounds(t *testing.T) {
-	row := func(id, ts int64) []any { return []any{id, int64(1), "m", ts, int64(1), 1.0, "c"} }
-	rows := [][]any{
-		row(0, 100),
-		row(1, 99), // 1 ms behind 100: on time (the watermark is 98.5)
-		row(2, 98), // 2 ms behind: late, 0.5 ms behind the watermark
-		row(3, 97), // late, 1.5 ms behind it
-		row(4, 200),
+	events := [][2]int64{
+		{0, 100},
+		{1, 99}, // 1 ms behind 100: on time (the watermark is 98.5)
+		{2, 98}, // 2 ms behind: late, 0.5 ms behind the watermark
+		{3, 97}, // late, 1.5 ms behind it
+		{4, 200},
 	}
-	var batches []arrow.RecordBatch
-	for _, r := range rows {
-		batches = append(batches, testutil.BuildRecord(memory.DefaultAllocator, testutil.EventSchema, [][]any{r}))
-	}
-	defer arrowutil.ReleaseAll(batches)
 	const query = `SELECT id, count(*) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '1' SECOND PRECEDING AND CURRENT ROW) AS n FROM events`
 	for _, c := range []struct {
 		allowed   time.Duration
@@ -109,30 +74,44 @@ func TestLatenessSubMillisecondBounds(t *testing.T) {
 		{1500 * time.Microsecond, "[[2 1] [1 2] [0 3] [4 4]]", "[3]"},
 	} {
 		t.Run(fmt.Sprint(c.allowed), func(t *testing.T) {
-			src := source.NewMemory(testutil.EventSchema, batches...)
-			defer src.Close()
-			out, late := sink.NewCollector(), sink.NewCollector()
-			defer out.Release()
-			defer late.Release()
-			p, err := volga.SQL(query, volga.WithSource("events", src), volga.WithSink(out), volga.WithLateSink(late),
-				volga.WithMode(volga.Streaming), volga.WithMaxOutOfOrder(1500*time.Microsecond), volga.WithAllowedLateness(c.allowed))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := p.Run(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			if got := fmt.Sprint(out.Rows()); got != c.out {
-				t.Errorf("output (id, n) %s, want %s", got, c.out)
-			}
-			var lateIDs []int64
-			for _, r := range late.Rows() {
-				lateIDs = append(lateIDs, r[0].(int64))
-			}
-			slices.Sort(lateIDs)
-			if got := fmt.Sprint(lateIDs); got != c.late {
-				t.Errorf("late rows %s, want %s", got, c.late)
-			}
+			checkLateness(t, events, query, 1500*time.Microsecond, c.allowed, c.out, c.late)
 		})
+	}
+}
+
+// checkLateness streams events (id, time), one a batch, through query
+// with the out-of-orderness bound and allowed lateness given, and checks
+// the output (id, n) and the ids of the late rows.
+func checkLateness(t *testing.T, events [][2]int64, query string, bound, allowed time.Duration, wantOut, wantLate string) {
+	t.Helper()
+	var batches []arrow.RecordBatch
+	for _, e := range events {
+		batches = append(batches, testutil.BuildRecord(memory.DefaultAllocator, testutil.EventSchema,
+			[][]any{{e[0], int64(1), "m", e[1], int64(1), 1.0, "c"}}))
+	}
+	defer arrowutil.ReleaseAll(batches)
+	src := source.NewMemory(testutil.EventSchema, batches...)
+	defer src.Close()
+	out, late := sink.NewCollector(), sink.NewCollector()
+	defer out.Release()
+	defer late.Release()
+	p, err := volga.SQL(query, volga.WithSource("events", src), volga.WithSink(out), volga.WithLateSink(late),
+		volga.WithMode(volga.Streaming), volga.WithMaxOutOfOrder(bound), volga.WithAllowedLateness(allowed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(out.Rows()); got != wantOut {
+		t.Errorf("output (id, n) %s, want %s", got, wantOut)
+	}
+	var lateIDs []int64
+	for _, r := range late.Rows() {
+		lateIDs = append(lateIDs, r[0].(int64))
+	}
+	slices.Sort(lateIDs)
+	if got := fmt.Sprint(lateIDs); got != wantLate {
+		t.Errorf("late rows %s, want %s", got, wantLate)
 	}
 }
