@@ -205,14 +205,32 @@ func (s *avgFloatState) UnmarshalBinary(data []byte) error {
 
 // fsum is a retractable float sum: finite values go to a Neumaier sum,
 // NaNs and infinities are counted apart, so that retracting them restores
-// a finite sum exactly (a plain sum would stay NaN for ever).
+// a finite sum exactly (a plain sum would stay NaN for ever). Finite
+// values of magnitude 2^960 and up (hugeMin) are summed apart too, scaled
+// by 2^-512 (exactly: they stay normal), and counted: neither sum can
+// overflow (the others are below 2^1023 for fewer than 2^63 values), so
+// a frame whose true sum is beyond float64 gives ±Inf, and retracting the
+// huge values restores a finite sum. (Summed with the others, two values
+// near 1e308 made the compensated sum Inf + -Inf, NaN, and every later
+// result of a sliding window NaN.)
 type fsum struct {
 	k               kahan
 	nan, pinf, ninf int64
+	// big is the sum of the huge values times 2^-512, nbig their count.
+	big  kahan
+	nbig int64
 }
 
+const (
+	// hugeMin is the magnitude from which fsum sums finite values apart.
+	hugeMin = 0x1p960
+	// hugeDown scales the huge values down into fsum.big; hugeUp back.
+	hugeDown = 0x1p-512
+	hugeUp   = 0x1p512
+)
+
 func (f *fsum) add(v float64) {
-	if v-v == 0 { // finite: one subtraction tells (NaN - NaN, Inf - Inf are NaN)
+	if math.Abs(v) < hugeMin { // finite and not huge (false for NaN)
 		f.k.add(v)
 		return
 	}
@@ -220,18 +238,26 @@ func (f *fsum) add(v float64) {
 }
 
 func (f *fsum) sub(v float64) {
-	if v-v == 0 {
+	if math.Abs(v) < hugeMin {
 		f.k.add(-v)
 		return
 	}
 	f.special(v, -1)
 }
 
-// special counts a NaN or an infinity in or (delta -1) out.
+// special counts a NaN, an infinity or a huge value in or (delta -1)
+// out.
 func (f *fsum) special(v float64, delta int64) {
 	switch {
 	case v != v:
 		f.nan += delta
+	case v-v == 0: // finite: huge
+		f.nbig += delta
+		if f.nbig == 0 {
+			f.big = kahan{} // exactly none left
+			return
+		}
+		f.big.add(float64(delta) * v * hugeDown)
 	case v > 0:
 		f.pinf += delta
 	default:
@@ -242,12 +268,20 @@ func (f *fsum) special(v float64, delta int64) {
 // nonFinite reports whether the sum counts a NaN or an infinity.
 func (f *fsum) nonFinite() bool { return f.nan|f.pinf|f.ninf != 0 }
 
+// plain reports whether the sum holds finite values below hugeMin only.
+func (f *fsum) plain() bool { return f.nan|f.pinf|f.ninf|f.nbig == 0 }
+
 func (f *fsum) merge(o *fsum) {
 	f.k.add(o.k.sum)
 	f.k.add(o.k.c)
 	f.nan += o.nan
 	f.pinf += o.pinf
 	f.ninf += o.ninf
+	if o.nbig != 0 {
+		f.big.add(o.big.sum)
+		f.big.add(o.big.c)
+		f.nbig += o.nbig
+	}
 }
 
 // value is the IEEE sum of the values.
@@ -260,18 +294,52 @@ func (f *fsum) value() float64 {
 	case f.ninf > 0:
 		return math.Inf(-1)
 	}
-	return f.k.value()
+	if f.nbig == 0 {
+		return f.k.value()
+	}
+	if f.big.value() == 0 { // huge values that cancel: the others' sum
+		return f.k.value()
+	}
+	// The four parts added in double-double (the others' sum may cancel
+	// the huge ones) in the huge values' scale, where nothing overflows;
+	// scaling back up is exact or overflows to ±Inf. The others lose
+	// only what falls below 2^-1074 scaled, nothing next to a huge
+	// value's ulp.
+	t := dd{f.big.sum, 0}.add(dd{f.big.c, 0}).add(dd{f.k.sum * hugeDown, 0}).add(dd{f.k.c * hugeDown, 0})
+	return t.float() * hugeUp
 }
 
+// appendBinary writes the Neumaier sum, then the NaN, +Inf and -Inf
+// counts; a sum holding huge values writes -1 minus the NaN count (the
+// earlier encoding had no negative count) and the huge values' count
+// and scaled sum after the others.
 func (f *fsum) appendBinary(out []byte) []byte {
 	out = binary.LittleEndian.AppendUint64(out, math.Float64bits(f.k.sum))
 	out = binary.LittleEndian.AppendUint64(out, math.Float64bits(f.k.c))
-	out = binary.AppendVarint(out, f.nan)
+	if f.nbig == 0 {
+		out = binary.AppendVarint(out, f.nan)
+		out = binary.AppendVarint(out, f.pinf)
+		return binary.AppendVarint(out, f.ninf)
+	}
+	out = binary.AppendVarint(out, -1-f.nan)
 	out = binary.AppendVarint(out, f.pinf)
-	return binary.AppendVarint(out, f.ninf)
+	out = binary.AppendVarint(out, f.ninf)
+	out = binary.AppendVarint(out, f.nbig)
+	out = binary.LittleEndian.AppendUint64(out, math.Float64bits(f.big.sum))
+	return binary.LittleEndian.AppendUint64(out, math.Float64bits(f.big.c))
 }
 
 func (f *fsum) decode(d *decoder) {
 	f.k.sum, f.k.c = d.float(), d.float()
-	f.nan, f.pinf, f.ninf = d.nonNeg(), d.nonNeg(), d.nonNeg()
+	nan := d.varint()
+	f.pinf, f.ninf = d.nonNeg(), d.nonNeg()
+	f.nan, f.nbig, f.big = nan, 0, kahan{}
+	if nan < 0 {
+		f.nan = -1 - nan
+		f.nbig = d.nonNeg()
+		f.big.sum, f.big.c = d.float(), d.float()
+		if d.err == nil && f.nbig == 0 {
+			d.err = errCorrupt // the huge form without huge values
+		}
+	}
 }

@@ -40,6 +40,20 @@ func FuzzUnmarshal(f *testing.F) {
 		data, _ := (&sumIntState{n: 3, sum: x}).MarshalBinary()
 		f.Add(data)
 	}
+	// Float sums holding huge values (fsum's scaled part).
+	hr := withHugeFloats(rng, 40)
+	for _, name := range []string{"sum", "avg"} {
+		fn, err := Bind(name, []Arg{colArg(colFloat)})
+		if err != nil {
+			f.Fatal(err)
+		}
+		s := fn.NewState()
+		for a := hr.Base; a < hr.End(); a++ {
+			s.Add(hr, a)
+		}
+		data, _ := s.MarshalBinary()
+		f.Add(data)
+	}
 	f.Add([]byte{})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -1,5 +1,7 @@
 package agg
 
+import "math"
+
 // AddRange implementations (RangeAdder) of the standard states: each is
 // its Add's loop over the rows' positions, in row order, so that the
 // floating-point sums round exactly as they would row by row (integer
@@ -45,18 +47,22 @@ func (s *sumFloatState) AddRange(r *Rows, lo, hi int64) {
 	i, j := positions(r, lo, hi)
 	c := &r.Cols[s.col]
 	vals, nulls := c.F64[i:j], c.Null[i:j]
-	// A plain compensated sum first (the common case: finite values);
-	// only a run that holds a NaN or an infinity (or overflows) is summed
-	// again, counting those apart.
-	ks, n := s.s.k, s.n
+	// A plain compensated sum first (the common case: finite values
+	// below hugeMin); only a run that holds a NaN, an infinity or a huge
+	// value is summed again, counting those apart.
+	ks, n, plain := s.s.k, s.n, true
 	for k, null := range nulls {
 		if !null {
+			v := vals[k]
 			n++
-			ks.add(vals[k])
+			ks.add(v)
+			if !(math.Abs(v) < hugeMin) {
+				plain = false
+			}
 		}
 	}
 	s.n = n
-	if ks.sum-ks.sum == 0 && ks.c-ks.c == 0 {
+	if plain {
 		s.s.k = ks
 		return
 	}

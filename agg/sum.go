@@ -243,11 +243,11 @@ func (s *sumFloatState) MarshalBinary() ([]byte, error) { return s.AppendBinary(
 
 // AppendBinary appends what MarshalBinary returns (encoding.BinaryAppender):
 // the count n as a zigzag varint and the compensated sum (two floats); a
-// state holding NaNs or infinities writes -1-n instead of n and the three
-// counts of fsum after the sum (so states of finite values encode as they
-// did before those were counted).
+// state holding NaNs, infinities or huge values writes -1-n instead of n
+// and the rest of fsum's encoding after the sum (so states of finite
+// values encode as they did before those were counted).
 func (s *sumFloatState) AppendBinary(out []byte) ([]byte, error) {
-	if !s.s.nonFinite() {
+	if s.s.plain() {
 		out = binary.AppendVarint(out, s.n)
 		out = binary.LittleEndian.AppendUint64(out, math.Float64bits(s.s.k.sum))
 		return binary.LittleEndian.AppendUint64(out, math.Float64bits(s.s.k.c)), nil
@@ -264,7 +264,7 @@ func (s *sumFloatState) UnmarshalBinary(data []byte) error {
 	} else {
 		n = -1 - n
 		f.decode(&d)
-		if d.err == nil && !f.nonFinite() {
+		if d.err == nil && f.plain() {
 			d.err = errCorrupt
 		}
 	}
