@@ -36,7 +36,7 @@ func countValues(vals []any) []valCount {
 	for _, v := range vals {
 		found := false
 		for i := range out {
-			if out[i].v == v {
+			if distinctKey(out[i].v) == distinctKey(v) {
 				out[i].n++
 				found = true
 			}
@@ -174,11 +174,13 @@ func oraclePercentile(c int, q float64) func(r *Rows, rows []int64) any {
 		if len(vals) == 0 {
 			return nil
 		}
-		slices.Sort(vals)
+		slices.SortFunc(vals, floatCmp) // NaN last, as in DuckDB
 		p := q * float64(len(vals)-1)
 		i := int(math.Floor(p))
-		if i+1 < len(vals) {
-			return vals[i] + (p-float64(i))*(vals[i+1]-vals[i])
+		// As DuckDB's quantile_cont: no interpolation at an exact rank
+		// (0·Inf would make it NaN).
+		if frac := p - float64(i); frac > 0 && i+1 < len(vals) {
+			return vals[i] + frac*(vals[i+1]-vals[i])
 		}
 		return vals[i]
 	}

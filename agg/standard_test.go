@@ -46,13 +46,25 @@ func lessAny(a, b any) bool {
 	case uint64:
 		return x < b.(uint64)
 	case float64:
-		return x < b.(float64)
+		return floatLess(x, b.(float64)) // NaN above +Inf, as in DuckDB
 	case string:
 		return x < b.(string)
 	case bool:
 		return !x && b.(bool)
 	}
 	panic("lessAny")
+}
+
+// distinctKey maps a Go value to a map key under which the values SQL
+// sees as equal are equal: -0 and 0 are one float value, all NaNs one.
+func distinctKey(v any) any {
+	if f, ok := v.(float64); ok {
+		if f != f {
+			return "NaN" // no float key equals NaN
+		}
+		return f + 0 // -0 == 0
+	}
+	return v
 }
 
 func oracleCount(c int) func(r *Rows, rows []int64) any {
@@ -68,10 +80,7 @@ func oracleCountDistinct(c int) func(r *Rows, rows []int64) any {
 	return func(r *Rows, rows []int64) any {
 		seen := map[any]bool{}
 		for _, v := range nonNull(r, c, rows) {
-			if f, ok := v.(float64); ok {
-				v = f + 0 // -0 == 0
-			}
-			seen[v] = true
+			seen[distinctKey(v)] = true
 		}
 		return int64(len(seen))
 	}
