@@ -208,6 +208,20 @@ func (g *GroupOperator) Restore(meta []byte) (err error) {
 		}
 		pend = append(pend, p)
 	}
+	// Each held batch counts the rows waiting in it (advance lets the
+	// batch go when its count reaches 0, and a row waiting in a batch let
+	// go would be read through nil).
+	if d.err == nil {
+		left := make(map[int32]int, len(held))
+		for _, p := range pend {
+			left[p.batch]++
+		}
+		for id, hb := range held {
+			if hb.left != left[id] {
+				d.fail()
+			}
+		}
+	}
 	clustered := d.err == nil && len(d.b) > 0 && d.b[0] == groupClusteredTag
 	if d.err == nil && clustered != g.cfg.Clustered {
 		if clustered {
