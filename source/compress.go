@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"strings"
 
 	"github.com/volga-go/volga/internal/textcodec"
@@ -15,16 +15,17 @@ import (
 // reading again from the start of the file when the offset is behind,
 // so that a text source over it restores checkpointed positions.
 type decompressor struct {
-	path string
-	c    *textcodec.Codec
-	f    *os.File
-	r    io.ReadCloser
-	off  int64 // bytes of text read
+	files fileSystem
+	path  string
+	c     *textcodec.Codec
+	f     fs.File
+	r     io.ReadCloser
+	off   int64 // bytes of text read
 }
 
 // openDecompressor opens the file at path, compressed with c.
-func openDecompressor(path string, c *textcodec.Codec) (*decompressor, error) {
-	d := &decompressor{path: path, c: c}
+func openDecompressor(files fileSystem, path string, c *textcodec.Codec) (*decompressor, error) {
+	d := &decompressor{files: files, path: path, c: c}
 	if err := d.reopen(); err != nil {
 		return nil, err
 	}
@@ -33,7 +34,7 @@ func openDecompressor(path string, c *textcodec.Codec) (*decompressor, error) {
 
 func (d *decompressor) reopen() error {
 	d.closeFile()
-	f, err := os.Open(d.path)
+	f, err := d.files.open(d.path)
 	if err != nil {
 		return err
 	}

@@ -2,8 +2,6 @@ package source
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -38,9 +36,10 @@ var formats = []fileFormat{
 // pattern ("events/2024-*.csv") is read the same way, as the files it
 // matches; they must all be of one format.
 func Open(path string, opts ...Option) (Source, error) {
-	fi, serr := os.Stat(path)
+	files := newOptions(opts).files()
+	fi, serr := files.stat(path)
 	if serr == nil && fi.IsDir() {
-		ents, err := os.ReadDir(path)
+		ents, err := files.readDir(path)
 		if err != nil {
 			return nil, fmt.Errorf("source: %w", err)
 		}
@@ -56,11 +55,11 @@ func Open(path string, opts ...Option) (Source, error) {
 		case 1:
 			return openFiles(fs[0], []string{path}, opts)
 		default:
-			return nil, fmt.Errorf("source: %s holds files of more than one format (%s): name one with a glob pattern such as %q", path, formatNames(fs), filepath.Join(path, "*"+fs[0].exts[0]))
+			return nil, fmt.Errorf("source: %s holds files of more than one format (%s): name one with a glob pattern such as %q", path, formatNames(fs), files.join(path, "*"+fs[0].exts[0]))
 		}
 	}
 	if serr != nil && strings.ContainsAny(path, "*?[") {
-		names, err := expandPaths([]string{path}, "input", nil)
+		names, err := expandPaths(files, []string{path}, "input", nil)
 		if err != nil {
 			return nil, err
 		}

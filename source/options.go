@@ -1,6 +1,7 @@
 package source
 
 import (
+	"io/fs"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -37,6 +38,11 @@ type options struct {
 	spillDir      string
 	spillBytes    int64
 	spillBytesSet bool
+	// fsys is WithFS's file system; nil: the operating system's files.
+	fsys fs.FS
+	// nameBase prefixes the paths that name files in errors and dead
+	// letters (OpenURL's bucket URL).
+	nameBase string
 }
 
 func newOptions(opts []Option) options {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -39,6 +38,7 @@ import (
 // in batches of the batch size that run across row groups (only a file's
 // end cuts a batch short), exactly as one sequential reader would.
 type Parquet struct {
+	bucket     io.Closer // OpenURL's, closed by Close
 	paths      []string
 	opts       options
 	schema     *arrow.Schema // the columns decoded (Schema)
@@ -143,13 +143,14 @@ func NewParquet(paths ...string) (*Parquet, error) {
 // it matches, in name order. The list of files is taken when the source
 // is opened; positions (Seek) count files in that list.
 func NewParquetFiles(paths []string, opts ...Option) (p *Parquet, err error) {
-	if paths, err = expandPaths(paths, "parquet", []string{".parquet"}); err != nil {
+	o := newOptions(opts)
+	if paths, err = expandPaths(o.files(), paths, "parquet", []string{".parquet"}); err != nil {
 		return nil, err
 	}
 	if len(paths) == 0 {
 		return nil, errors.New("source: NewParquet needs at least one file")
 	}
-	p = &Parquet{paths: paths, opts: newOptions(opts)}
+	p = &Parquet{paths: paths, opts: o}
 	if p.opts.decoders <= 0 {
 		p.opts.decoders = min(runtime.GOMAXPROCS(0), 4)
 	}
@@ -172,7 +173,7 @@ func NewParquetFiles(paths []string, opts ...Option) (p *Parquet, err error) {
 // open opens file i, checking its columns against the source's schema
 // (which the first file opened sets).
 func (p *Parquet) open(i int) (pf *pqFile, err error) {
-	osf, err := os.Open(p.paths[i])
+	osf, err := p.opts.files().openRandom(p.paths[i])
 	if err != nil {
 		return nil, fmt.Errorf("source: parquet %s: %w", p.paths[i], err)
 	}
@@ -567,6 +568,9 @@ func (p *Parquet) Close() error {
 			p.first.close()
 			p.first = nil
 		}
+		if p.bucket != nil {
+			return p.bucket.Close()
+		}
 	}
 	return nil
 }
@@ -576,13 +580,13 @@ func (p *Parquet) Close() error {
 // exts (any case) in name order, leaving out names that start with "." or
 // "_", and a glob pattern's matches in name order (see NewParquetFiles).
 // kind names the format in errors.
-func expandPaths(paths []string, kind string, exts []string) ([]string, error) {
+func expandPaths(files fileSystem, paths []string, kind string, exts []string) ([]string, error) {
 	var out []string
 	for _, path := range paths {
-		fi, err := os.Stat(path)
+		fi, err := files.stat(path)
 		switch {
 		case err == nil && fi.IsDir():
-			ents, err := os.ReadDir(path)
+			ents, err := files.readDir(path)
 			if err != nil {
 				return nil, fmt.Errorf("source: %s %s: %w", kind, path, err)
 			}
@@ -592,28 +596,28 @@ func expandPaths(paths []string, kind string, exts []string) ([]string, error) {
 				if strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || !hasExt(name, exts) {
 					continue
 				}
-				if fi, err := os.Stat(filepath.Join(path, name)); err != nil || !fi.Mode().IsRegular() {
+				if !files.isFileEntry(path, e) {
 					continue
 				}
-				out = append(out, filepath.Join(path, name))
+				out = append(out, files.join(path, name))
 			}
 			if len(out) == n {
 				return nil, fmt.Errorf("source: %s %s: no %s files in the directory", kind, path, strings.Join(exts, ", "))
 			}
 		case err != nil && strings.ContainsAny(path, "*?["):
-			matches, err := filepath.Glob(path)
+			matches, err := files.glob(path)
 			if err != nil {
 				return nil, fmt.Errorf("source: %s %s: %w", kind, path, err)
 			}
 			n := len(out)
-			for _, m := range matches {
-				if fi, err := os.Stat(m); err == nil && fi.Mode().IsRegular() {
-					out = append(out, m)
-				}
-			}
+			out = append(out, files.filesOf(matches)...)
 			if len(out) == n {
 				return nil, fmt.Errorf("source: %s %s: no file matches", kind, path)
 			}
+		case err != nil && files.fsys != nil:
+			// The other files are named by listings; this one is
+			// checked here, not one request per file later.
+			return nil, fmt.Errorf("source: %s %s: %w", kind, path, err)
 		default:
 			out = append(out, path)
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 
@@ -276,19 +275,19 @@ func (t *textSource) seekInput(pos []byte) (position, error) {
 // source's Close closes the file.
 func openText[S interface{ text() *textSource }](path string, opts []Option, build func(io.Reader, options) (S, error)) (S, error) {
 	var zero S
+	o := newOptions(opts)
 	var f io.ReadCloser
 	var err error
 	if c := textcodec.Of(path); c != nil {
-		f, err = openDecompressor(path, c)
+		f, err = openDecompressor(o.files(), path, c)
 	} else {
-		f, err = os.Open(path)
+		f, err = o.files().open(path)
 	}
 	if err != nil {
 		return zero, fmt.Errorf("source: %w", err)
 	}
-	o := newOptions(opts)
 	if o.name == "" {
-		o.name = path
+		o.name = o.nameBase + path
 	}
 	s, err := build(f, o)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
@@ -15,10 +14,13 @@ import (
 // second, and so on. It implements Source, Seeker and LowerBounder. See
 // NewCSVFiles and NewJSONLFiles.
 type TextFiles struct {
-	paths []string
-	kind  string // "csv" or "json-lines", for errors
-	open  func(path string, opts []Option) (textFile, error)
-	opts  []Option // the caller's
+	bucket io.Closer // OpenURL's, closed by Close
+	paths  []string
+	// nameBase prefixes the paths naming the files (OpenURL's).
+	nameBase string
+	kind     string // "csv" or "json-lines", for errors
+	open     func(path string, opts []Option) (textFile, error)
+	opts     []Option // the caller's
 	// later are the options of the files after the first: the caller's,
 	// then the first file's schema.
 	later  []Option
@@ -91,7 +93,9 @@ func NewJSONLFiles(paths []string, opts ...Option) (*TextFiles, error) {
 }
 
 func newTextFiles(paths []string, opts []Option, kind string, exts []string, open func(string, []Option) (textFile, error)) (*TextFiles, error) {
-	paths, err := expandPaths(paths, kind, exts)
+	o := newOptions(opts)
+	files := o.files()
+	paths, err := expandPaths(files, paths, kind, exts)
 	if err != nil {
 		return nil, err
 	}
@@ -99,15 +103,18 @@ func newTextFiles(paths []string, opts []Option, kind string, exts []string, ope
 		return nil, fmt.Errorf("source: %s files: no file given", kind)
 	}
 	for _, p := range paths {
-		fi, err := os.Stat(p)
+		if files.fsys != nil {
+			break // expandPaths checked them
+		}
+		fi, err := files.stat(p)
 		if err != nil {
 			return nil, fmt.Errorf("source: %w", err)
 		}
-		if !fi.Mode().IsRegular() {
+		if !files.isFile(fi) {
 			return nil, fmt.Errorf("source: %s: not a regular file", p)
 		}
 	}
-	t := &TextFiles{paths: paths, kind: kind, open: open, opts: opts}
+	t := &TextFiles{paths: paths, nameBase: o.nameBase, kind: kind, open: open, opts: opts}
 	first, err := t.openFile(0)
 	if err != nil {
 		return nil, err
@@ -127,7 +134,7 @@ func (t *TextFiles) openFile(i int) (textFile, error) {
 	if i > 0 {
 		opts = t.later
 	}
-	opts = append(append([]Option(nil), opts...), WithName(t.paths[i]))
+	opts = append(append([]Option(nil), opts...), WithName(t.nameBase+t.paths[i]))
 	f, err := t.open(t.paths[i], opts)
 	if err != nil {
 		return nil, err
@@ -302,5 +309,10 @@ func (t *TextFiles) Close() error {
 	}
 	err := t.closeCur()
 	t.closed = true
+	if t.bucket != nil {
+		if berr := t.bucket.Close(); err == nil {
+			err = berr
+		}
+	}
 	return err
 }
