@@ -18,6 +18,10 @@
 //     source ([NewCSVFiles], [NewJSONLFiles]);
 //   - [Open]: picks one of them from a path's extension, or from the
 //     files of a directory or glob pattern;
+//   - [OpenURL]: the same for objects in object storage
+//     ("s3://bucket/events/*.parquet"), read through gocloud.dev/blob;
+//     [WithFS] makes any of the file sources read an fs.FS (a
+//     *blob.Bucket among them) instead of local files;
 //   - [Clustered]: the rows of another bounded source, read whole and
 //     ordered by key (each key's rows in input order), for batch runs
 //     that go key by key (volga.WithClusterInput).
