@@ -13,7 +13,7 @@ import (
 	"github.com/volga-go/volga/source"
 )
 
-const backfillSynopsis = "backfill --sql FILE --source NAME=PATH --spine PATH [--sink PATH | --format csv|jsonl] [--strict] [--time-order DURATION] [--parallelism N]"
+const backfillSynopsis = "backfill --sql FILE --source NAME=PATH [--schema COL:TYPE,...] --spine PATH [--sink PATH | --format csv|jsonl] [--strict] [--time-order DURATION] [--parallelism N]"
 
 var backfillCommand = &command{
 	name:    "backfill",
@@ -31,6 +31,7 @@ type backfillConfig struct {
 	strict      bool
 	timeOrder   timeOrder
 	parallelism int
+	schema      schemaFlag
 }
 
 func newBackfillFlags(cfg *backfillConfig) *flag.FlagSet {
@@ -38,6 +39,7 @@ func newBackfillFlags(cfg *backfillConfig) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&cfg.sqlFile, "sql", "", "`FILE` holding the query (- reads standard input)")
 	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to the events: a .csv, .jsonl, .ndjson, .json or .parquet file, or a Kafka topic kafka://HOST:PORT/TOPIC?group=G&time_field=ts")
+	fs.Var(&cfg.schema, "schema", schemaUsage+" (the events; the spine's types are inferred)")
 	fs.StringVar(&cfg.spine, "spine", "", "`PATH` of the spine: the key columns and the time column of the query, plus labels passed through")
 	fs.StringVar(&cfg.sinkPath, "sink", "-", "output `PATH`: .csv, .jsonl, .ndjson or .parquet, or a Kafka topic kafka://HOST:PORT/TOPIC?key=COLS; - is standard output")
 	fs.StringVar(&cfg.format, "format", "", "`csv|jsonl`: the format of standard output (default csv)")
@@ -106,12 +108,12 @@ func backfill(ctx context.Context, e *env, cfg *backfillConfig) error {
 	if err != nil {
 		return err
 	}
-	events, err := openSource(q.table.path, true, dead.report, fileOpts...)
+	events, err := openSource(q.table.path, true, dead.report, cfg.schema.schema, fileOpts...)
 	if err != nil {
 		return err
 	}
 	defer events.Close()
-	spine, err := openSource(cfg.spine, true, dead.report, fileOpts...)
+	spine, err := openSource(cfg.spine, true, dead.report, nil, fileOpts...)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/volga-go/volga/request"
 )
 
-const checkSynopsis = "check --sql FILE --source NAME=PATH --log PATH [--tolerance X] [--abs-tolerance X] [--examples N] [--time-order DURATION]"
+const checkSynopsis = "check --sql FILE --source NAME=PATH [--schema COL:TYPE,...] --log PATH [--tolerance X] [--abs-tolerance X] [--examples N] [--time-order DURATION]"
 
 var checkCommand = &command{
 	name:    "check",
@@ -29,6 +29,7 @@ type checkConfig struct {
 	absTol    float64
 	examples  int
 	timeOrder timeOrder
+	schema    schemaFlag
 }
 
 func newCheckFlags(cfg *checkConfig) *flag.FlagSet {
@@ -36,6 +37,7 @@ func newCheckFlags(cfg *checkConfig) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&cfg.sqlFile, "sql", "", "`FILE` holding the query that served the lookups")
 	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to the events the lookups saw")
+	fs.Var(&cfg.schema, "schema", schemaUsage)
 	fs.StringVar(&cfg.log, "log", "", "`PATH` of the logged lookups: responses of volga serve, one JSON object per line (- reads standard input)")
 	fs.Float64Var(&cfg.tolerance, "tolerance", 1e-9, "largest relative difference `X` between two numbers that still match (0: exact)")
 	fs.Float64Var(&cfg.absTol, "abs-tolerance", 0, "largest absolute difference `X` between two numbers, not both integers, that still match whatever their relative difference (for values near 0)")
@@ -118,7 +120,7 @@ func check(ctx context.Context, e *env, cfg *checkConfig) (*request.Report, erro
 	if err != nil {
 		return nil, err
 	}
-	events, err := openSource(q.table.path, true, dead.report, fileOpts...)
+	events, err := openSource(q.table.path, true, dead.report, cfg.schema.schema, fileOpts...)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/sasl/plain"
 	"github.com/segmentio/kafka-go/sasl/scram"
@@ -212,16 +213,30 @@ func redactErr(err error) string {
 // openSource opens the input named by path: a Kafka topic URL or a file.
 // Undecodable records go to dead. bounded asks a Kafka source to stop at
 // the end offsets it sees at start (batch runs, backfills) unless the URL
-// says otherwise; fileOpts apply to files only.
-func openSource(path string, bounded bool, dead source.DeadLetterFunc, fileOpts ...source.Option) (source.Source, error) {
+// says otherwise; schema, when not nil, is the input's schema (--schema)
+// instead of one inferred; fileOpts apply to files only.
+func openSource(path string, bounded bool, dead source.DeadLetterFunc, schema *arrow.Schema, fileOpts ...source.Option) (source.Source, error) {
 	if !isKafka(path) {
-		return source.Open(path, append([]source.Option{source.WithDeadLetter(dead)}, fileOpts...)...)
+		opts := []source.Option{source.WithDeadLetter(dead)}
+		if schema != nil {
+			opts = append(opts, source.WithSchema(schema))
+		}
+		src, err := source.Open(path, append(opts, fileOpts...)...)
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := src.(*source.Parquet); ok && schema != nil {
+			src.Close()
+			return nil, usagef("--schema: %s is Parquet, whose files carry their schema; --schema applies to CSV and JSON-lines input and Kafka topics", path)
+		}
+		return src, nil
 	}
 	cfg, err := kafkaSourceConfig(path, bounded)
 	if err != nil {
 		return nil, err
 	}
 	cfg.DeadLetter = dead
+	cfg.Schema = schema
 	src, err := kafka.NewSource(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("Kafka source %s: %w", redactURL(path), err)

@@ -124,7 +124,7 @@ func TestKafkaURLConnectionErrors(t *testing.T) {
 		{"kafka://u:topsecret@h:9092/t?sasl=plain&color=red", "unknown parameter"},
 		{"kafka://u:topsecret@h:9092/t?sasl=plain&batch_size=0", "positive number"},
 	} {
-		_, err := openSource(c.url, true, nil)
+		_, err := openSource(c.url, true, nil, nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("openSource(%q): %v, want an error saying %q", c.url, err, c.want)
 			continue

@@ -113,7 +113,7 @@ func TestKafkaURLErrors(t *testing.T) {
 		"kafka://host:9092/t?batch_size=0",
 		"kafka://host:9092/t?color=red",
 	} {
-		if _, err := openSource(u, true, nil); err == nil {
+		if _, err := openSource(u, true, nil, nil); err == nil {
 			t.Errorf("openSource(%q): no error", u)
 		}
 	}

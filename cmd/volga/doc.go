@@ -16,7 +16,8 @@
 //
 // # volga run
 //
-//	volga run --sql FILE --source NAME=PATH [--source ...] [--mode batch|stream]
+//	volga run --sql FILE --source NAME=PATH [--source ...] [--schema COL:TYPE,...]
+//	          [--mode batch|stream]
 //	          [--time-order DURATION] [--clustered-by COLS | --cluster-input COLS]
 //	          [--max-out-of-order DURATION]
 //	          [--watermark-interval DURATION [--watermark-max-rows N]]
@@ -65,7 +66,16 @@
 //
 //	volga: dead letter: tx.csv:17: wrong number of fields: got 2, want 4
 //
-// and a summary line follows at the end of the run.
+// and a summary line follows at the end of the run. The column types are
+// inferred from the first 1000 rows, so a malformed value among them (5x in
+// a column of numbers, a time without seconds) makes its column text, and
+// the query then fails on that column's type; --schema gives the types
+// instead, and such a value is a dead letter like any other:
+//
+//	$ volga run --sql spend.sql --source tx=tx.csv --schema user_id:bigint,ts:timestamp,amount:double
+//
+// (types bigint, double, varchar, boolean, timestamp, date; serve, backfill,
+// check and group take --schema too, for their --source).
 //
 // In batch mode (the default) every row gets its output row, in input
 // order. Rows of OVER windows go out, and their memory is freed, as soon as

@@ -21,7 +21,7 @@ import (
 	"github.com/volga-go/volga/sink"
 )
 
-const groupSynopsis = "group --sql FILE --source NAME=kafka://HOST:PORT/TOPIC?group=G&time_field=ts --checkpoints URL [--sink PATH] [--listen ADDR [--advertise URL]] [--key-encoding json|raw] [--balancer murmur2|hash] [--max-out-of-order DURATION] [--allowed-lateness DURATION] [--late-sink PATH] [--watermark-interval DURATION [--watermark-max-rows N]] [--idle-timeout DURATION] [--parallelism N] [--lookup-retention DURATION] [--max-body BYTES] [--checkpoint-interval DURATION] [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS] [--log-level LEVEL]"
+const groupSynopsis = "group --sql FILE --source NAME=kafka://HOST:PORT/TOPIC?group=G&time_field=ts [--schema COL:TYPE,...] --checkpoints URL [--sink PATH] [--listen ADDR [--advertise URL]] [--key-encoding json|raw] [--balancer murmur2|hash] [--max-out-of-order DURATION] [--allowed-lateness DURATION] [--late-sink PATH] [--watermark-interval DURATION [--watermark-max-rows N]] [--idle-timeout DURATION] [--parallelism N] [--lookup-retention DURATION] [--max-body BYTES] [--checkpoint-interval DURATION] [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS] [--log-level LEVEL]"
 
 var groupCommand = &command{
 	name:    "group",
@@ -53,6 +53,7 @@ type groupConfig struct {
 	maxBody       int64
 	logLevel      slog.Level
 	state         stateConfig
+	schema        schemaFlag
 }
 
 func newGroupFlags(cfg *groupConfig) *flag.FlagSet {
@@ -60,6 +61,7 @@ func newGroupFlags(cfg *groupConfig) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&cfg.sqlFile, "sql", "", "`FILE` holding the query (- reads standard input)")
 	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=URL` to a Kafka topic read as a consumer group's member: kafka://HOST:PORT/TOPIC?group=G&time_field=ts")
+	fs.Var(&cfg.schema, "schema", schemaUsage)
 	fs.StringVar(&cfg.sink, "sink", "", "write each partition's output to `PATH`, in which "+partitionPlaceholder+" stands for the partition (out/part-{partition}.csv: .csv, .jsonl, .ndjson or .parquet, exactly-once with the checkpoints), or to a Kafka topic kafka://HOST:PORT/TOPIC?key=COLS")
 	fs.StringVar(&cfg.listen, "listen", "", "serve lookups of the partitions this member owns, and Prometheus metrics, over HTTP on `ADDR`ess host:port (port 0 picks a free one)")
 	fs.StringVar(&cfg.advertise, "advertise", "", "the `URL` other members name to clients asking this one for a key it does not own (default http:// and the --listen address)")
@@ -198,6 +200,7 @@ func runGroup(ctx context.Context, e *env, cfg *groupConfig, ready func(string))
 	if err != nil {
 		return err
 	}
+	src.Schema = cfg.schema.schema
 	if src.GroupID == "" {
 		return usagef("group: --source %s=%s: the URL needs ?group=G, the consumer group this process joins", q.table.name, redactURL(q.table.path))
 	}

@@ -25,7 +25,7 @@ import (
 	"github.com/volga-go/volga/source"
 )
 
-const runSynopsis = "run --sql FILE --source NAME=PATH [--source ...] [--mode batch|stream] [--time-order DURATION] [--clustered-by COLS | --cluster-input COLS] [--max-out-of-order DURATION] [--watermark-interval DURATION [--watermark-max-rows N]] [--idle-timeout DURATION] [--parallelism N] [--sink PATH] [--checkpoints URL [--checkpoint-interval DURATION]] [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS] [--log-level LEVEL]"
+const runSynopsis = "run --sql FILE --source NAME=PATH [--source ...] [--schema COL:TYPE,...] [--mode batch|stream] [--time-order DURATION] [--clustered-by COLS | --cluster-input COLS] [--max-out-of-order DURATION] [--watermark-interval DURATION [--watermark-max-rows N]] [--idle-timeout DURATION] [--parallelism N] [--sink PATH] [--checkpoints URL [--checkpoint-interval DURATION]] [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS] [--log-level LEVEL]"
 
 var runCommand = &command{
 	name:    "run",
@@ -52,6 +52,7 @@ type runConfig struct {
 	batchSize       int
 	logLevel        slog.Level
 	state           stateConfig
+	schema          schemaFlag
 }
 
 // binding is one --source NAME=PATH.
@@ -296,6 +297,7 @@ func newRunFlags(cfg *runConfig) *flag.FlagSet {
 	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to a .csv, .jsonl, .ndjson, .json or .parquet file, or a Kafka topic kafka://HOST:PORT/TOPIC?group=G&time_field=ts")
 	fs.Var(modeFlag{&cfg.mode}, "mode", "`batch|stream`: read to the end and keep input order, or emit rows as the watermark passes them (default batch)")
 	fs.Var(durationFlag{&cfg.maxOutOfOrder}, "max-out-of-order", "stream mode: how far behind the newest event time a row may arrive and still be on time (`DURATION`, e.g. 5s)")
+	fs.Var(&cfg.schema, "schema", schemaUsage)
 	cfg.timeOrder.register(fs)
 	fs.StringVar(&cfg.clusterInput, "cluster-input", "", "batch mode: read the whole input first and order it by the comma-separated `COLS` (each key's rows in input order; beyond 1 GiB spilled to the temporary directory, parted by key), then run as --clustered-by does: output key by key, memory holding the input rather than every key's windows (pays for long frames with large per-key state); not with --checkpoints")
 	fs.StringVar(&cfg.clusteredBy, "clustered-by", "", "batch mode: promise that the input comes key by key, clustered by the comma-separated `COLS` (sorted by them, say; the first OVER windows must partition by them, or the GROUP BY windows group by them), so that each key's rows (or windows) go out, and its state is freed, once the input moves on to another key rather than at its end; a key that comes back stops the run")
@@ -525,7 +527,7 @@ func runPipeline(ctx context.Context, e *env, cfg *runConfig) (err error) {
 	if err != nil {
 		return err
 	}
-	src, err := openSource(bound.path, cfg.mode == volga.Batch, report, append(fileOpts, source.WithBatchSize(cfg.batchSize))...)
+	src, err := openSource(bound.path, cfg.mode == volga.Batch, report, cfg.schema.schema, append(fileOpts, source.WithBatchSize(cfg.batchSize))...)
 	if err != nil {
 		return err
 	}
@@ -697,9 +699,12 @@ func readQuery(path string, stdin io.Reader) (name, query string, err error) {
 func queryError(file string, err error) error {
 	var se *pipeline.SQLError
 	if !errors.As(err, &se) {
+		if m := err.Error(); cliSchemaHint(m) != m {
+			return &rewordedError{msg: file + ": " + cliSchemaHint(m), err: err}
+		}
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	msg := se.Msg
+	msg := cliSchemaHint(se.Msg)
 	if se.Near != "" {
 		msg += fmt.Sprintf(" (near %q)", se.Near)
 	} else if se.Line > 0 {
@@ -710,6 +715,16 @@ func queryError(file string, err error) error {
 	}
 	return fmt.Errorf("%s: %s", file, msg)
 }
+
+// rewordedError is an error whose message the command line words in its
+// own terms; it wraps the original.
+type rewordedError struct {
+	msg string
+	err error
+}
+
+func (r *rewordedError) Error() string { return r.msg }
+func (r *rewordedError) Unwrap() error { return r.err }
 
 // openSink opens the output: a file whose extension gives the format, or
 // standard output ("-") as CSV or JSON lines. flushEach asks for output to

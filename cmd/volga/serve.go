@@ -21,7 +21,7 @@ import (
 	"github.com/volga-go/volga/request"
 )
 
-const serveSynopsis = "serve --sql FILE --source NAME=PATH [--listen ADDR] [--mode batch|stream] [--time-order DURATION] [--max-out-of-order DURATION] [--watermark-interval DURATION [--watermark-max-rows N]] [--idle-timeout DURATION] [--parallelism N] [--lookup-retention DURATION] [--max-body BYTES] [--checkpoints URL [--checkpoint-interval DURATION]] [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS] [--log-level LEVEL]"
+const serveSynopsis = "serve --sql FILE --source NAME=PATH [--schema COL:TYPE,...] [--listen ADDR] [--mode batch|stream] [--time-order DURATION] [--max-out-of-order DURATION] [--watermark-interval DURATION [--watermark-max-rows N]] [--idle-timeout DURATION] [--parallelism N] [--lookup-retention DURATION] [--max-body BYTES] [--checkpoints URL [--checkpoint-interval DURATION]] [--state-dir DIR] [--memory-budget BYTES] [--row-pages ROWS] [--log-level LEVEL]"
 
 var serveCommand = &command{
 	name:    "serve",
@@ -63,6 +63,7 @@ type serveConfig struct {
 	retention     time.Duration
 	logLevel      slog.Level
 	state         stateConfig
+	schema        schemaFlag
 }
 
 func newServeFlags(cfg *serveConfig) *flag.FlagSet {
@@ -70,6 +71,7 @@ func newServeFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&cfg.sqlFile, "sql", "", "`FILE` holding the query (- reads standard input)")
 	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to a .csv, .jsonl, .ndjson, .json or .parquet file, or a Kafka topic kafka://HOST:PORT/TOPIC?group=G&time_field=ts")
+	fs.Var(&cfg.schema, "schema", schemaUsage)
 	fs.StringVar(&cfg.listen, "listen", "localhost:8080", "`ADDR`ess to serve HTTP on, host:port (port 0 picks a free one)")
 	fs.Var(modeFlag{&cfg.mode}, "mode", "`batch|stream`: how the file is ingested; batch accepts any order, stream drops rows more than --max-out-of-order late (default batch)")
 	fs.Var(durationFlag{&cfg.maxOutOfOrder}, "max-out-of-order", "stream mode: how far behind the newest event time a row may arrive and still be on time (`DURATION`)")
@@ -152,7 +154,7 @@ func serve(ctx context.Context, e *env, cfg *serveConfig, ready func(string)) er
 	if err != nil {
 		return err
 	}
-	src, err := openSource(q.table.path, cfg.mode == volga.Batch, dead.report, fileOpts...)
+	src, err := openSource(q.table.path, cfg.mode == volga.Batch, dead.report, cfg.schema.schema, fileOpts...)
 	if err != nil {
 		return err
 	}
