@@ -40,18 +40,25 @@ func FuzzUnmarshal(f *testing.F) {
 		data, _ := (&sumIntState{n: 3, sum: x}).MarshalBinary()
 		f.Add(data)
 	}
-	// Float sums holding huge values (fsum's scaled part).
+	// Float sums holding huge values (fsum's scaled part), variances
+	// with several magnitude classes, and merged (mixed) ones.
 	hr := withHugeFloats(rng, 40)
-	for _, name := range []string{"sum", "avg"} {
+	for _, name := range []string{"sum", "avg", "var_pop"} {
 		fn, err := Bind(name, []Arg{colArg(colFloat)})
 		if err != nil {
 			f.Fatal(err)
 		}
-		s := fn.NewState()
+		s, m := fn.NewState(), fn.NewState()
 		for a := hr.Base; a < hr.End(); a++ {
 			s.Add(hr, a)
+			if a%2 == 0 {
+				m.Add(hr, a)
+			}
 		}
 		data, _ := s.MarshalBinary()
+		f.Add(data)
+		m.Merge(s)
+		data, _ = m.MarshalBinary()
 		f.Add(data)
 	}
 	f.Add([]byte{})

@@ -1,6 +1,7 @@
 package agg
 
 import (
+	"encoding/binary"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -146,5 +147,234 @@ func TestFloatSumHugeValues(t *testing.T) {
 				check("decoded state less the first rows", i, keep, result(f, d))
 			}
 		})
+	}
+}
+
+// hugeVarFloats are finite floats whose deviations square beyond
+// float64, or nearly, mixed with ordinary ones: no two distinct huge
+// values are close (their variance is then well conditioned, wherever
+// the state's shift is).
+var hugeVarFloats = []float64{math.MaxFloat64, -math.MaxFloat64, 1e300, -1e300, 1e200, 2e154, -1.5e154, 1e145, 1e18, -1e15}
+
+// withHugeVarFloats returns rows whose colFloat values are a fifth from
+// hugeVarFloats, the rest small integers and halves.
+func withHugeVarFloats(rng *rand.Rand, n int) *Rows {
+	r := randRows(rng, n)
+	col := &r.Cols[colFloat]
+	for i := range col.F64 {
+		if rng.IntN(5) == 0 {
+			col.F64[i] = hugeVarFloats[rng.IntN(len(hugeVarFloats))]
+		} else {
+			col.F64[i] = float64(rng.IntN(21)-10) / 2
+		}
+	}
+	return r
+}
+
+// oracleExactVariance is the variance of the float values computed
+// exactly and rounded once (+Inf beyond float64); the standard deviation
+// is the square root of the exact variance, rounded once.
+func oracleExactVariance(c int, samp, sqrt bool) func(r *Rows, rows []int64) any {
+	return func(r *Rows, rows []int64) any {
+		var vals []*big.Rat
+		sum := new(big.Rat)
+		for _, a := range rows {
+			if v := colValue(r, c, a); v != nil {
+				x := new(big.Rat).SetFloat64(v.(float64))
+				vals = append(vals, x)
+				sum.Add(sum, x)
+			}
+		}
+		n := int64(len(vals))
+		if n == 0 || samp && n == 1 {
+			return nil
+		}
+		mean := new(big.Rat).Quo(sum, big.NewRat(n, 1))
+		m2 := new(big.Rat)
+		for _, x := range vals {
+			d := new(big.Rat).Sub(x, mean)
+			m2.Add(m2, d.Mul(d, d))
+		}
+		div := n
+		if samp {
+			div = n - 1
+		}
+		v := m2.Quo(m2, big.NewRat(div, 1))
+		if sqrt {
+			f, _ := new(big.Float).SetPrec(200).Sqrt(new(big.Float).SetPrec(200).SetRat(v)).Float64()
+			return f
+		}
+		f, _ := v.Float64()
+		return f
+	}
+}
+
+// TestFloatVarianceHugeValues: the variance family over floats whose
+// deviations square beyond float64 (values near 1e308 next to small
+// ones), or far beyond the others' (1e15 next to values near 1), gives
+// the exact result rounded (+Inf for a variance beyond float64, a finite
+// standard deviation when it is one) on every path, and exact results
+// again once the far values leave a sliding frame. With one sum for all,
+// a sliding window that had held 1e15 next to values near 1 reported 0
+// for every later frame of the key (the noise of its square, and its
+// peak, stayed in S2), and one that had held 1e308 reported NaN.
+//
+// Sliding windows keep the first value of the key as their shift K
+// while they never empty: they are checked over ROWS frames, with no
+// NULL rows and a small first value (values far from a shift that left
+// the frame are the documented limit of the shifted sums).
+func TestFloatVarianceHugeValues(t *testing.T) {
+	var cases []aggCase
+	for _, fn := range []struct {
+		name       string
+		samp, sqrt bool
+	}{{"var_samp", true, false}, {"var_pop", false, false}, {"stddev_samp", true, true}, {"stddev_pop", false, true}} {
+		cases = append(cases, aggCase{name: fn.name, args: []Arg{colArg(colFloat)}, oracle: oracleExactVariance(colFloat, fn.samp, fn.sqrt)})
+	}
+	for _, c := range cases {
+		t.Run(c.String(), func(t *testing.T) {
+			f := c.bind(t)
+			for seed := range seeds(100) {
+				rng := rand.New(rand.NewPCG(seed, 59))
+				r := withHugeVarFloats(rng, 1+rng.IntN(60))
+				r.Cols[colFloat].F64[0], r.Cols[colFloat].Null[0] = 1.5, false
+				check := func(what string, j int, rows []int64, got any) {
+					t.Helper()
+					if want := c.oracle(r, rows); !approxEqual(got, want, 1e-9) {
+						t.Fatalf("seed %d %s %d: values %v: got %v, want %v", seed, what, j, frameVals(r, c, rows), got, want)
+					}
+				}
+				fr := randFrames(rng, r)
+				fresh := bruteForce(f, r, fr)
+				for j := range fr.lo {
+					check("fresh state, frame", j, fr.frameRows(j), valueOf(fresh, j))
+				}
+				fresh.Release()
+				// ROWS w PRECEDING, sometimes EXCLUDE CURRENT ROW, over
+				// the rows without NULLs.
+				nn := cloneRows(r)
+				clear(nn.Cols[colFloat].Null)
+				w := int64(1 + rng.IntN(8))
+				var rf frames
+				for a := nn.Base; a < nn.End(); a++ {
+					rf.lo = append(rf.lo, max(nn.Base, a-w))
+					rf.hi = append(rf.hi, a+1)
+					rf.ex = append(rf.ex, a)
+				}
+				if rng.IntN(2) == 0 {
+					rf.ex = nil
+				}
+				win, _ := evalWindow(f, nn, rf, rng)
+				for j := range rf.lo {
+					if want := c.oracle(nn, rf.frameRows(j)); !approxEqual(valueOf(win, j), want, 1e-9) {
+						t.Fatalf("seed %d window, frame %d: values %v: got %v, want %v", seed, j, frameVals(nn, c, rf.frameRows(j)), valueOf(win, j), want)
+					}
+				}
+				win.Release()
+				all := make([]int64, 0, r.Len())
+				for a := r.Base; a < r.End(); a++ {
+					all = append(all, a)
+				}
+				// Three parts merged, in both associations.
+				i := rng.IntN(len(all) + 1)
+				k := i + rng.IntN(len(all)-i+1)
+				m := stateOf(f, r, all[:i])
+				m.Merge(stateOf(f, r, all[i:k]))
+				m.Merge(stateOf(f, r, all[k:]))
+				check("(A+B)+C", i, all, result(f, m))
+				bc := stateOf(f, r, all[i:k])
+				bc.Merge(stateOf(f, r, all[k:]))
+				m2 := stateOf(f, r, all[:i])
+				m2.Merge(bc)
+				check("A+(B+C)", i, all, result(f, m2))
+				// Encoding, then retraction of rows (the first one
+				// kept) from the decoded state of all rows.
+				s := stateOf(f, r, all)
+				data, err := s.MarshalBinary()
+				if err != nil {
+					t.Fatal(err)
+				}
+				d := f.NewState()
+				if err := d.UnmarshalBinary(data); err != nil {
+					t.Fatalf("seed %d: decoding: %v", seed, err)
+				}
+				check("decoded state", 0, all, result(f, d))
+				for cut := range len(data) {
+					if err := f.NewState().UnmarshalBinary(data[:cut]); err == nil {
+						t.Fatalf("seed %d: truncated encoding (%d of %d bytes) accepted", seed, cut, len(data))
+					}
+				}
+				keep := all[:1]
+				for _, a := range all[1:] {
+					if rng.IntN(2) == 0 {
+						d.(Retractor).Retract(r, a)
+					} else {
+						keep = append(keep, a)
+					}
+				}
+				check("decoded state less some rows", i, keep, result(f, d))
+			}
+		})
+	}
+}
+
+// TestVarianceForgetsFarValue: var_pop over ROWS BETWEEN 2 PRECEDING AND
+// CURRENT ROW of 1, X, 1, 2, 3, 4, 5, 6 is 2/3 for the last four frames
+// whatever X: the sliding window reported 0 there for X = 1e15 (the
+// rounding noise of X² and its peak stayed in the sums), and NaN for
+// X = 1e300.
+func TestVarianceForgetsFarValue(t *testing.T) {
+	f, err := Bind("var_pop", []Arg{{Type: colTypes[colFloat], Col: 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []float64{1e8, 1e15, -1e18, 1e200, 1e300, math.MaxFloat64} {
+		r := nullableFloatRows(1.0, x, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
+		var fr frames
+		for a := r.Base; a < r.End(); a++ {
+			fr.lo = append(fr.lo, max(r.Base, a-2))
+			fr.hi = append(fr.hi, a+1)
+		}
+		got, _ := evalWindow(f, r, fr, rand.New(rand.NewPCG(1, 1)))
+		o := oracleExactVariance(0, false, false)
+		for j := range fr.lo {
+			if want := o(r, fr.frameRows(j)); !approxEqual(valueOf(got, j), want, 1e-12) {
+				t.Errorf("X = %g, frame %d: var_pop %v, want %v", x, j, valueOf(got, j), want)
+			}
+		}
+		got.Release()
+	}
+}
+
+// TestVarianceOldEncoding: a float variance state encoded before the
+// magnitude classes (n, NaN count, K, S1, S2 and peak, one sum for all)
+// decodes to the same result and carries on exactly: rows added and
+// retracted after give what a state of the remaining rows gives.
+func TestVarianceOldEncoding(t *testing.T) {
+	f, err := Bind("var_pop", []Arg{{Type: colTypes[colFloat], Col: 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2, 4 and 7 with K = 2: d = 0, 2, 5, S1 = 7, S2 = 29.
+	old := binary.AppendVarint(nil, 3)
+	old = binary.AppendVarint(old, 0)
+	for _, v := range []float64{2, 7, 0, 29, 0, 29} {
+		old = binary.LittleEndian.AppendUint64(old, math.Float64bits(v))
+	}
+	r := nullableFloatRows(2.0, 4.0, 7.0, 10.0, 1e300)
+	s := f.NewState()
+	if err := s.UnmarshalBinary(old); err != nil {
+		t.Fatal(err)
+	}
+	o := oracleExactVariance(0, false, false)
+	if got, want := result(f, s), o(r, []int64{10, 11, 12}); !approxEqual(got, want, 1e-15) {
+		t.Fatalf("decoded: %v, want %v", got, want)
+	}
+	s.Add(r, 13)
+	s.Add(r, 14)
+	s.(Retractor).Retract(r, 10)
+	s.(Retractor).Retract(r, 14)
+	if got, want := result(f, s), o(r, []int64{11, 12, 13}); !approxEqual(got, want, 1e-15) {
+		t.Fatalf("after adding 10 and 1e300, retracting 2 and 1e300: %v, want %v", got, want)
 	}
 }

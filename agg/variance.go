@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -72,25 +73,98 @@ func (f *varianceFunc) NewWindow() Window { return NewRetractWindow(f.NewState) 
 // sit more than ~1e10 standard deviations away from K; retraction
 // subtracts exactly the terms that were added. NaN and ±Inf are counted
 // apart and make the result NaN while they are in the frame.
+//
+// The sums are kept per magnitude class of d: class c holds the values
+// with |d| in [2^32c, 2^(32c+32)), their count and their sums scaled by
+// 2^-32c (d² by 2^-64c), so that no sum overflows; a class whose values
+// have all been retracted is dropped. A value far from the others (1e15
+// next to values near 1, or 1e308) thus leaves no rounding trace in the
+// sums of the others once it leaves the frame. (With one sum for all, a
+// sliding window that had held it reported 0, or NaN once the squares
+// overflowed, for every later frame of the key: the rounding noise of its
+// square stayed in S2, and so did its peak.) The classes are combined in
+// the scale of the largest one, and the result scaled back: a variance
+// beyond float64 is +Inf, its square root often finite.
 type varianceState struct {
-	col    int
-	kind   varKind
-	n      int64 // finite values
-	bad    int64 // NaN and infinite values
-	k      float64
-	s1, s2 dd
-	// peak is the largest S2 since the state was empty: rounding noise
-	// in S2 is a tiny fraction of it, and a variance below that noise
-	// (a frame of equal values) is reported as exactly 0.
+	col  int
+	kind varKind
+	n    int64 // finite values
+	bad  int64 // NaN and infinite values
+	k    float64
+	cls  []varClass // the classes holding values with d != 0, ascending
+	// mixed is set when a class's count may not match the values its
+	// sums hold (after Merge, or decoded from the encoding that had one
+	// sum for all): classes are then dropped only when the state empties.
+	mixed bool
+}
+
+// varClass is one magnitude class of a varianceState.
+type varClass struct {
+	c      int32
+	n      int64
+	s1, s2 dd // Σ d·2^-32c and Σ d²·2^-64c
+	// peak is the largest s2.hi since the class was last empty: rounding
+	// noise in s2 is a tiny fraction of it, and a variance below that
+	// noise (a frame of equal values) is reported as exactly 0.
 	peak float64
 }
 
-// terms returns d = x-K and d² as double-doubles.
-func (s *varianceState) terms(x float64) (dd, dd) {
+// pow2 returns 2^e (0 below the subnormals, +Inf above float64).
+func pow2(e int) float64 {
+	if e >= -1022 && e <= 1023 {
+		return math.Float64frombits(uint64(e+1023) << 52)
+	}
+	return math.Ldexp(1, e)
+}
+
+// scaled returns x times f, a power of two.
+func (x dd) scaled(f float64) dd { return dd{x.hi * f, x.lo * f} }
+
+// sq returns x² (dropping lo²).
+func (x dd) sq() dd {
+	p, e := twoProd(x.hi, x.hi)
+	e += 2 * x.hi * x.lo
+	return dd{p, e}
+}
+
+// deviation returns the class of d = x-K and d scaled into it, or false
+// when x is K.
+func (s *varianceState) deviation(x float64) (int32, dd, bool) {
 	dh, dl := twoSum(x, -s.k)
-	p, e := twoProd(dh, dh)
-	e += 2 * dh * dl
-	return dd{dh, dl}, dd{p, e}
+	if e := int(math.Float64bits(dh)>>52&0x7ff) - 1023; uint(e) < 32 {
+		return 0, dd{dh, dl}, true // |d| in [1, 2^32): class 0, scale 1
+	}
+	if dh == 0 {
+		return 0, dd{}, false
+	}
+	e0 := 0
+	if math.IsInf(dh, 0) { // beyond float64: take it in a 2^-64 scale
+		dh, dl = twoSum(x*0x1p-64, -s.k*0x1p-64)
+		e0 = 64
+	}
+	_, e := math.Frexp(dh) // |dh| in [2^(e-1), 2^e)
+	c := int32(floorDiv(int64(e-1+e0), 32))
+	sh := e0 - 32*int(c)
+	if sh == 0 {
+		return c, dd{dh, dl}, true
+	}
+	if sh >= -1022 && sh <= 1023 {
+		f := pow2(sh)
+		return c, dd{dh * f, dl * f}, true
+	}
+	return c, dd{math.Ldexp(dh, sh), math.Ldexp(dl, sh)}, true
+}
+
+// class returns the index of class c in s.cls, inserting it if need be.
+func (s *varianceState) class(c int32) int {
+	i := 0
+	for i < len(s.cls) && s.cls[i].c < c {
+		i++
+	}
+	if i == len(s.cls) || s.cls[i].c != c {
+		s.cls = slices.Insert(s.cls, i, varClass{c: c})
+	}
+	return i
 }
 
 func (s *varianceState) value(r *Rows, a int64) (float64, bool) {
@@ -114,13 +188,18 @@ func (s *varianceState) add(x float64) {
 		return
 	}
 	if s.n == 0 {
-		s.k, s.s1, s.s2, s.peak = x, dd{}, dd{}, 0
+		s.k, s.cls, s.mixed = x, s.cls[:0], false
 	}
 	s.n++
-	d, d2 := s.terms(x)
-	s.s1 = s.s1.add(d)
-	s.s2 = s.s2.add(d2)
-	s.peak = max(s.peak, s.s2.hi)
+	c, d, ok := s.deviation(x)
+	if !ok {
+		return
+	}
+	b := &s.cls[s.class(c)]
+	b.n++
+	b.s1 = b.s1.add(d)
+	b.s2 = b.s2.add(d.sq())
+	b.peak = max(b.peak, b.s2.hi)
 }
 
 func (s *varianceState) Retract(r *Rows, a int64) {
@@ -134,12 +213,25 @@ func (s *varianceState) Retract(r *Rows, a int64) {
 	}
 	s.n--
 	if s.n <= 0 {
-		s.n, s.k, s.s1, s.s2, s.peak = 0, 0, dd{}, dd{}, 0
+		s.n, s.k, s.cls, s.mixed = 0, 0, s.cls[:0], false
 		return
 	}
-	d, d2 := s.terms(x)
-	s.s1 = s.s1.add(d.neg())
-	s.s2 = s.s2.add(d2.neg())
+	c, d, ok := s.deviation(x)
+	if !ok {
+		return
+	}
+	i := s.class(c)
+	b := &s.cls[i]
+	if b.n--; b.n == 0 && !s.mixed {
+		s.cls = slices.Delete(s.cls, i, i+1) // exactly nothing left
+		return
+	}
+	b.s1 = b.s1.add(d.neg())
+	b.s2 = b.s2.add(d.sq().neg())
+	if b.n <= 0 && b.s1 == (dd{}) && b.s2 == (dd{}) {
+		// A mixed state's class that its retractions emptied exactly.
+		s.cls = slices.Delete(s.cls, i, i+1)
+	}
 }
 
 func (s *varianceState) Merge(o State) {
@@ -149,44 +241,95 @@ func (s *varianceState) Merge(o State) {
 		return
 	}
 	if s.n == 0 {
-		s.n, s.k, s.s1, s.s2, s.peak = x.n, x.k, x.s1, x.s2, x.peak
+		s.n, s.k, s.mixed = x.n, x.k, x.mixed
+		s.cls = append(s.cls[:0], x.cls...)
 		return
 	}
 	// Re-express x's sums around s.k: with δ = x.k - s.k,
-	// Σ(v-s.k) = S1 + nδ and Σ(v-s.k)² = S2 + 2δS1 + nδ².
-	dh, dl := twoSum(x.k, -s.k)
-	delta := dd{dh, dl}
-	n := dd{float64(x.n), 0}
-	s.s1 = s.s1.add(x.s1).add(delta.mul(n))
-	s.s2 = s.s2.add(x.s2).add(delta.mul(x.s1).mulf(2)).add(delta.mul(delta).mul(n))
+	// Σ(v-s.k) = S1 + nδ and Σ(v-s.k)² = S2 + 2δS1 + nδ², class by
+	// class, each into the larger of its class and δ's; x's values equal
+	// to x.k add nδ and nδ² to δ's class.
+	s.mixed = true
+	cd, delta, moved := s.deviation(x.k)
+	n0 := x.n
+	for _, b := range x.cls {
+		n0 -= b.n
+		t := b.c
+		if moved {
+			t = max(t, cd)
+		}
+		f := pow2(32 * int(b.c-t))
+		s1, s2 := b.s1.scaled(f), b.s2.scaled(f).scaled(f)
+		if moved {
+			dt := delta.scaled(pow2(32 * int(cd-t)))
+			n := dd{float64(b.n), 0}
+			s2 = s2.add(dt.mul(s1).mulf(2)).add(dt.sq().mul(n))
+			s1 = s1.add(dt.mul(n))
+		}
+		y := &s.cls[s.class(t)]
+		y.n += b.n
+		y.s1 = y.s1.add(s1)
+		y.s2 = y.s2.add(s2)
+		y.peak = max(y.peak, y.s2.hi, b.peak*f*f)
+	}
+	if moved && n0 > 0 {
+		n := dd{float64(n0), 0}
+		y := &s.cls[s.class(cd)]
+		y.n += n0
+		y.s1 = y.s1.add(delta.mul(n))
+		y.s2 = y.s2.add(delta.sq().mul(n))
+		y.peak = max(y.peak, y.s2.hi)
+	}
 	s.n += x.n
-	s.peak = max(s.peak, x.peak, s.s2.hi)
 }
 
 func (s *varianceState) AppendResult(b array.Builder) {
 	n := s.n + s.bad
-	samp := s.kind == varSamp || s.kind == stddevSamp
+	samp := s.kind.samp()
 	if n == 0 || samp && n == 1 {
 		b.AppendNull()
 		return
 	}
-	var v float64
 	if s.bad > 0 {
-		v = math.NaN()
-	} else {
-		// M2 = S2 - S1²/n
-		nf := float64(s.n)
-		m2 := s.s2.add(s.s1.mul(s.s1).divf(nf).neg())
-		div := nf
-		if samp {
-			div = nf - 1
-		}
-		v = m2.divf(div).float()
-		if m2.hi <= 0x1p-96*s.peak {
-			v = 0
+		appendFloat(b, math.NaN())
+		return
+	}
+	if len(s.cls) == 0 { // every value is K
+		appendFloat(b, 0)
+		return
+	}
+	// M2 = S2 - S1²/n in the scale of the largest class.
+	top := int(s.cls[len(s.cls)-1].c)
+	t1, t2, noise := s.cls[0].s1, s.cls[0].s2, s.cls[0].peak
+	if len(s.cls) > 1 {
+		t1, t2, noise = dd{}, dd{}, 0
+		for _, c := range s.cls {
+			f := pow2(32 * (int(c.c) - top))
+			t1 = t1.add(c.s1.scaled(f))
+			t2 = t2.add(c.s2.scaled(f).scaled(f))
+			noise = max(noise, c.peak*f*f)
 		}
 	}
-	appendFloat(b, s.kind.finish(v))
+	nf := float64(s.n)
+	m2 := t2.add(t1.mul(t1).divf(nf).neg())
+	div := nf
+	if samp {
+		div = nf - 1
+	}
+	v := m2.divf(div).float()
+	if !(v > 0) || m2.hi <= 0x1p-96*noise {
+		v = 0
+	}
+	switch {
+	case s.kind == stddevSamp || s.kind == stddevPop:
+		v = math.Sqrt(v)
+		if top != 0 {
+			v = math.Ldexp(v, 32*top)
+		}
+	case top != 0:
+		v = math.Ldexp(v, 64*top)
+	}
+	appendFloat(b, v)
 }
 
 // finish turns a variance into the function's result.
@@ -203,29 +346,83 @@ func (k varKind) finish(v float64) float64 {
 func (k varKind) samp() bool { return k == varSamp || k == stddevSamp }
 
 func (s *varianceState) Reset() {
-	s.n, s.bad, s.k, s.s1, s.s2, s.peak = 0, 0, 0, dd{}, dd{}, 0
+	s.n, s.bad, s.k, s.cls, s.mixed = 0, 0, 0, s.cls[:0], false
 }
 
+// MarshalBinary writes -1-n (the encoding before the classes wrote n,
+// never negative), the count of NaNs and infinities, K, whether the
+// state is mixed, and the classes: class, count, S1, S2, peak.
 func (s *varianceState) MarshalBinary() ([]byte, error) {
-	out := binary.AppendVarint(nil, s.n)
+	out := binary.AppendVarint(nil, -1-s.n)
 	out = binary.AppendVarint(out, s.bad)
-	for _, f := range [...]float64{s.k, s.s1.hi, s.s1.lo, s.s2.hi, s.s2.lo, s.peak} {
-		out = binary.LittleEndian.AppendUint64(out, math.Float64bits(f))
+	out = binary.LittleEndian.AppendUint64(out, math.Float64bits(s.k))
+	mixed := byte(0)
+	if s.mixed {
+		mixed = 1
+	}
+	out = append(out, mixed)
+	out = binary.AppendUvarint(out, uint64(len(s.cls)))
+	for _, c := range s.cls {
+		out = binary.AppendVarint(out, int64(c.c))
+		out = binary.AppendVarint(out, c.n)
+		for _, f := range [...]float64{c.s1.hi, c.s1.lo, c.s2.hi, c.s2.lo, c.peak} {
+			out = binary.LittleEndian.AppendUint64(out, math.Float64bits(f))
+		}
 	}
 	return out, nil
 }
 
+// UnmarshalBinary decodes what MarshalBinary writes, and the earlier
+// encoding (n, bad, K, S1, S2 and peak, one sum for all), as a mixed
+// state of one class with scale 1.
 func (s *varianceState) UnmarshalBinary(data []byte) error {
 	d := decoder{b: data}
-	n, bad := d.nonNeg(), d.nonNeg()
-	k := d.float()
-	s1 := dd{d.float(), d.float()}
-	s2 := dd{d.float(), d.float()}
-	peak := d.float()
+	t := varianceState{col: s.col, kind: s.kind}
+	n := d.varint()
+	t.bad = d.nonNeg()
+	t.k = d.float()
+	if n >= 0 {
+		t.n = n
+		c := varClass{n: n, s1: dd{d.float(), d.float()}, s2: dd{d.float(), d.float()}, peak: d.float()}
+		if n > 0 {
+			t.cls, t.mixed = []varClass{c}, true
+		}
+	} else {
+		t.n = -1 - n
+		switch d.byte() {
+		case 0:
+		case 1:
+			t.mixed = true
+		default:
+			d.err = errCorrupt
+		}
+		k := d.count(42)
+		var total int64
+		for i := range k {
+			c := varClass{}
+			cl := d.varint()
+			c.n = d.varint()
+			c.s1 = dd{d.float(), d.float()}
+			c.s2 = dd{d.float(), d.float()}
+			c.peak = d.float()
+			if d.err != nil {
+				break
+			}
+			if cl != int64(int32(cl)) || i > 0 && int32(cl) <= t.cls[i-1].c || !t.mixed && c.n <= 0 {
+				return errCorrupt
+			}
+			c.c = int32(cl)
+			total += c.n
+			t.cls = append(t.cls, c)
+		}
+		if d.err == nil && (t.n == 0 && len(t.cls) > 0 || !t.mixed && total > t.n) {
+			return errCorrupt
+		}
+	}
 	if err := d.finish(); err != nil {
 		return err
 	}
-	s.n, s.bad, s.k, s.s1, s.s2, s.peak = n, bad, k, s1, s2, peak
+	*s = t
 	return nil
 }
 
