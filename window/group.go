@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync/atomic"
 
@@ -380,13 +381,41 @@ func (g *GroupOperator) warmWin(c *warmStart, p groupPend) {
 	}
 }
 
-// windowsOf calls fn with the start of every window containing ts.
+// windowsOf calls fn with the start of every window containing ts (a
+// placeable time), latest first.
 func (g *GroupOperator) windowsOf(ts int64, fn func(start int64)) {
-	slide, size := g.cfg.SlideMs, g.cfg.SizeMs
-	last := floorDiv(ts, slide) * slide
-	for s := last; s > ts-size; s -= slide {
-		fn(s)
+	back, backLast := g.backs(ts)
+	for ; ; back += g.cfg.SlideMs {
+		fn(ts - back)
+		if back >= backLast {
+			return
+		}
 	}
+}
+
+// backs returns how far ts is past the start of the latest and of the
+// earliest window containing it: the starts are ts-back for back from
+// first to last by the slide. Counted back from ts rather than compared
+// with ts-size, these never overflow: the distances are in [0, size)
+// (the loop over starts down to ts-size ran forever, making windows,
+// when ts-size or a start wrapped around the bottom of int64).
+func (g *GroupOperator) backs(ts int64) (first, last int64) {
+	slide, size := g.cfg.SlideMs, g.cfg.SizeMs
+	first = ts - floorDiv(ts, slide)*slide // exact even if the product wraps
+	if size == slide {
+		return first, first // tumble
+	}
+	return first, first + (size-1-first)/slide*slide
+}
+
+// placeable reports whether every window containing ts starts and ends
+// within int64 milliseconds (its start and end are output values).
+func (g *GroupOperator) placeable(ts int64) bool {
+	if size := g.cfg.SizeMs; ts >= math.MinInt64+size && ts <= math.MaxInt64-size {
+		return true // every time the engine places (±2^62) with any window up to 2^62 ms
+	}
+	first, last := g.backs(ts)
+	return ts >= math.MinInt64+last && ts-first <= math.MaxInt64-g.cfg.SizeMs
 }
 
 func floorDiv(a, b int64) int64 {
@@ -439,6 +468,12 @@ func (g *GroupOperator) pushRows(rec arrow.RecordBatch, sel []int32) (out []arro
 		return nil, nil, errors.New("window: event-time column must be non-NULL int64")
 	}
 	ts := tsArr.Int64Values()
+	for j := range n {
+		if t := ts[recRow(j)]; !g.placeable(t) {
+			g.stats.RowsIn -= int64(n)
+			return nil, nil, fmt.Errorf("window: event time %dms is too near the limits of int64 for windows of %dms every %dms: a window of it would start or end beyond them", t, g.cfg.SizeMs, g.cfg.SlideMs)
+		}
+	}
 	seq := rec.Column(g.cfg.SeqCol).(*array.Int64).Int64Values()
 	ids, err := g.keys.internRows(rec, sel, func(id int32, row int) {
 		for j, c := range g.cfg.KeyCols {
@@ -493,7 +528,7 @@ func (g *GroupOperator) pushRows(rec arrow.RecordBatch, sel []int32) (out []arro
 		// see advance), so that those windows see it in its place in
 		// time; input clustered by key has no such wait: its rows go in
 		// at once.
-		if g.cfg.AllowedLateness <= 0 || t <= g.wm-g.cfg.AllowedLateness || !g.openWindowOf(t) {
+		if d := g.cfg.AllowedLateness; d <= 0 || g.wm > None+d && t <= g.wm-d || !g.openWindowOf(t) {
 			lateRows = append(lateRows, int32(i))
 			continue
 		}
@@ -852,7 +887,10 @@ var runsOff bool
 func (g *GroupOperator) emitRuns(rel []groupPend, end bool, finBelow int64) ([]arrow.RecordBatch, bool) {
 	size, slide := g.cfg.SizeMs, g.cfg.SlideMs
 	// firstStart is the start of the first window containing t.
-	firstStart := func(t int64) int64 { return floorDiv(t-size, slide)*slide + slide }
+	firstStart := func(t int64) int64 {
+		_, last := g.backs(t)
+		return t - last
+	}
 	fire, spans := g.fire[:0], g.spans[:0]
 	fail := func() ([]arrow.RecordBatch, bool) {
 		g.fire, g.spans = fire[:0], spans[:0]
