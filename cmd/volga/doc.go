@@ -220,7 +220,10 @@
 // any differs (values of lookups served with a watermark earlier than
 // their time are reported as unsettled, not as differences). Numbers match
 // within --tolerance relative difference (default 1e-9; 0: exactly) or
-// --abs-tolerance absolute difference (default 0), integers exactly.
+// --abs-tolerance absolute difference (default 0), integers exactly. A
+// log line that is not a lookup (malformed JSON, a line cut short, a logged
+// error response) is reported as a dead letter and skipped; the others are
+// checked, and the exit status is 1.
 //
 // # Exit status
 //
