@@ -63,17 +63,40 @@ func closesCast(toks []Token, close int) bool {
 	return false
 }
 
+// stringRewrites re-encodes the string literals of toks that hold a
+// backslash (Token.Escaped) so that sqlparser reads them with the value
+// Tokenize gave them.
+func stringRewrites(toks []Token) []replacement {
+	var out []replacement
+	for _, t := range toks {
+		if t.Escaped {
+			out = append(out, replacement{start: t.Start, end: t.End, text: sqlparserString(t.Text)})
+		}
+	}
+	return out
+}
+
+// rewrites are the CAST type and string literal rewrites of toks, in text
+// order.
+func rewrites(toks []Token) []replacement {
+	reps := append(castRewrites(toks), stringRewrites(toks)...)
+	sort.Slice(reps, func(i, j int) bool { return reps[i].start < reps[j].start })
+	return reps
+}
+
 // ExprSQL returns an expression (as the Go builder takes them, without
 // SELECT) rewritten for sqlparser: double-quoted identifiers back-quoted,
-// DuckDB type names in CAST replaced by the ones sqlparser parses. It fails
-// as Tokenize does.
+// DuckDB type names in CAST replaced by the ones sqlparser parses, string
+// literals holding a backslash re-encoded so that sqlparser reads each
+// backslash as the plain character it is in DuckDB. It fails as Tokenize
+// does.
 func ExprSQL(text string) (string, error) {
 	toks, err := Tokenize(text)
 	if err != nil {
 		return "", err
 	}
 	out := SQL(text, toks)
-	reps := castRewrites(toks)
+	reps := rewrites(toks)
 	for i := len(reps) - 1; i >= 0; i-- {
 		r := reps[i]
 		out = out[:r.start] + r.text + out[r.end:]
@@ -81,10 +104,11 @@ func ExprSQL(text string) (string, error) {
 	return out, nil
 }
 
-// addCastEdits records the CAST type rewrites that do not fall inside an
-// edit already made (an OVER clause), keeping the edits in text order.
+// addCastEdits records the CAST type and string literal rewrites that do
+// not fall inside an edit already made (an OVER clause), keeping the edits
+// in text order.
 func (s *splitter) addCastEdits() {
-	reps := castRewrites(s.toks)
+	reps := rewrites(s.toks)
 	if len(reps) == 0 {
 		return
 	}

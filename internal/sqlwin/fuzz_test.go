@@ -15,6 +15,7 @@ func FuzzSplit(f *testing.F) {
 		"SELECT a FROM t; ;", "over (", ") over", "SELECT 'x", "WINDOW w AS (",
 		`SELECT "a b", sum("x") OVER "w" FROM t WINDOW "w" AS (PARTITION BY "k" ORDER BY ts)`,
 		`SELECT "a""b", "" FROM t -- c`, "SELECT a // b", "a || b && c # d",
+		`SELECT 'x\' OR 'a\n\'' , '\\' FROM t WHERE s LIKE '%\%' ESCAPE '\'`, `SELECT 'a\`,
 	} {
 		f.Add(s)
 	}

@@ -57,6 +57,8 @@ func TestTokenizeErrors(t *testing.T) {
 		{`SELECT ""`, "empty quoted identifier"},
 		{`SELECT "a""b"`, "double-quoted identifier cannot contain"},
 		{"SELECT \"a`b\"", "double-quoted identifier cannot contain"},
+		{"SELECT \"a\"`b`", "cannot touch a back-quoted one"},
+		{"SELECT `a`\"b\" FROM t", "cannot touch a back-quoted one"},
 	} {
 		_, err := Tokenize(tt.q)
 		var e *Error

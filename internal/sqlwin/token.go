@@ -26,6 +26,37 @@ type Token struct {
 	// sqlparser.ID (sqlparser itself would read it as a string, as MySQL
 	// does; the dialect follows DuckDB and standard SQL here).
 	Quoted bool
+	// Escaped is true for a 'string literal' holding a backslash. Text is
+	// then its value as standard SQL and DuckDB read it, each backslash a
+	// plain character, and Split and ExprSQL re-encode it for sqlparser,
+	// which would read \n, \t, \% or \' as MySQL escapes.
+	Escaped bool
+}
+
+// standardString scans the 'single-quoted' string literal at query[start]
+// as standard SQL and DuckDB do: it ends at the first quote not doubled,
+// a doubled quote is one quote and a backslash is an ordinary character.
+// ok is false when the literal is not terminated.
+func standardString(query string, start int) (t Token, ok bool) {
+	var b strings.Builder
+	for i := start + 1; i < len(query); i++ {
+		switch c := query[i]; {
+		case c == '\'' && i+1 < len(query) && query[i+1] == '\'':
+			b.WriteByte('\'')
+			i++
+		case c == '\'':
+			return Token{Type: sqlparser.STRING, Text: b.String(), Start: start, End: i + 1,
+				Escaped: strings.IndexByte(query[start:i], '\\') >= 0}, true
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return Token{}, false
+}
+
+// sqlparserString renders s as a string literal sqlparser reads back as s.
+func sqlparserString(s string) string {
+	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", "''") + "'"
 }
 
 // Span is a half-open byte range [Start, End) of a query.
@@ -70,7 +101,11 @@ func (t Token) isIdent() bool {
 // line (in DuckDB // is integer division); and the || and && operators,
 // which sqlparser reads as OR and AND (|| concatenates strings in DuckDB).
 // A "double-quoted" token is an identifier, as in DuckDB; SQL turns it into
-// the back-quoted form sqlparser expects. It never panics.
+// the back-quoted form sqlparser expects. A 'string literal' is read as in
+// DuckDB and standard SQL, a backslash an ordinary character: the
+// tokenizer's MySQL escapes would turn '\n' into a newline, drop the
+// backslash of '\%' and carry 'x\' on past its closing quote (Token.Escaped).
+// It never panics.
 func Tokenize(query string) (toks []Token, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -78,16 +113,28 @@ func Tokenize(query string) (toks []Token, err error) {
 		}
 	}()
 	tk := sqlparser.NewStringTokenizer(query)
+	base := 0 // where tk started in query
 	prevEnd := 0
 	for {
 		typ, val := tk.Scan()
-		end := tk.Position - 1
+		end := base + tk.Position - 1
 		if end > len(query) {
 			end = len(query)
 		}
 		start := prevEnd
 		for start < end && isBlank(query[start]) {
 			start++
+		}
+		if (typ == sqlparser.STRING || typ == sqlparser.LEX_ERROR) && start < len(query) && query[start] == '\'' {
+			if t, ok := standardString(query, start); ok && (t.End != end || t.Escaped) {
+				// The tokenizer read MySQL backslash escapes into the
+				// string, and maybe past its end: keep the string as
+				// standard SQL and DuckDB read it, and go on after it.
+				toks = append(toks, t)
+				prevEnd, base = t.End, t.End
+				tk = sqlparser.NewStringTokenizer(query[base:])
+				continue
+			}
 		}
 		if typ == 0 {
 			if strings.TrimSpace(query[start:]) != "" {
@@ -137,6 +184,10 @@ func Tokenize(query string) (toks []Token, err error) {
 			// the quotes must be the name itself, free of backquotes.
 			if end-start != len(t.Text)+2 || strings.ContainsRune(t.Text, '`') {
 				return nil, &Error{Msg: "a double-quoted identifier cannot contain quotes, backquotes or backslashes", Near: NearText(query, start), Offset: start}
+			}
+			// Re-quoted, "a"`b` would become `a``b`, one identifier.
+			if start > 0 && query[start-1] == '`' || end < len(query) && query[end] == '`' {
+				return nil, &Error{Msg: "a double-quoted identifier cannot touch a back-quoted one: separate them with a space", Near: NearText(query, start), Offset: start}
 			}
 			t.Type, t.Quoted = sqlparser.ID, true
 		}
