@@ -85,3 +85,34 @@ func FuzzUnmarshal(f *testing.F) {
 }
 
 func allCases() []aggCase { return append(standardCases(), mlCases()...) }
+
+// FuzzWindowUnmarshal feeds arbitrary bytes to every Window's
+// UnmarshalBinary (WindowCodec): it must return an error or a window that
+// encodes again, never panic. The seeds are encodings of windows that
+// evaluated random frames.
+func FuzzWindowUnmarshal(f *testing.F) {
+	funcs := fuzzFuncs(f)
+	rng := rand.New(rand.NewPCG(7, 7))
+	r := randRows(rng, 60)
+	fr := randFrames(rng, r)
+	for _, fn := range funcs {
+		_, w := evalWindow(fn, r, fr, rng)
+		data, err := w.(WindowCodec).MarshalBinary()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, fn := range funcs {
+			w := fn.NewWindow().(WindowCodec)
+			if err := w.UnmarshalBinary(data); err != nil {
+				continue
+			}
+			if _, err := w.MarshalBinary(); err != nil {
+				t.Fatalf("%s: decoded window does not encode: %v", fn.Name(), err)
+			}
+		}
+	})
+}
