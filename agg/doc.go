@@ -53,13 +53,18 @@
 // variance family; mergeable only: min, max, first_value, last_value.
 //
 // Numerics: integer sums are exact in 128 bits (sum, avg), and a sum
-// that does not fit in sum's int64 result is NULL; float sums use Neumaier compensation with NaN and infinities counted
-// apart, so retracting them restores a finite sum. The variance of
-// integers is computed exactly (Σx in 128 bits, Σx² in 192 bits, the
-// numerator in 256 bits); the variance of floats keeps shifted sums of
-// x-K and (x-K)² in double-double arithmetic (~106 bits), K being the
-// first value added since the state was last empty, and reports exactly
-// 0 for frames of equal values.
+// that does not fit in sum's int64 result is NULL; float sums use
+// Neumaier compensation with NaN and infinities counted apart, and
+// values from 2^960 up summed apart in a scale of their own, so
+// retracting them restores a finite sum and a sum beyond float64 is ±Inf,
+// never NaN. The variance of integers is computed exactly (Σx in 128
+// bits, Σx² in 192 bits, the numerator in 256 bits); the variance of
+// floats keeps shifted sums of x-K and (x-K)² in double-double
+// arithmetic (~106 bits), K being the first value added since the state
+// was last empty, per magnitude class of x-K (each scaled into range and
+// dropped when its last value is retracted, so a far value leaves no
+// trace once it leaves the frame), and reports exactly 0 for frames of
+// equal values.
 //
 // uint64 (DuckDB's UBIGINT) values, held bit for bit in [Column].I64,
 // are read as unsigned throughout: sum, avg and the variance family take
