@@ -1,8 +1,10 @@
 package expr
 
 import (
+	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/compute"
@@ -103,6 +105,11 @@ func literal(v *sqlparser.SQLVal) (node, error) {
 	case sqlparser.IntVal:
 		n, err := strconv.ParseInt(string(v.Val), 10, 64)
 		if err != nil {
+			// Beyond int64: uint64 up to 2^64-1, so that u = 18446744073709551615
+			// compares exactly; a float64 beyond that.
+			if u, uerr := strconv.ParseUint(string(v.Val), 10, 64); uerr == nil {
+				return &litNode{val: scalar.NewUint64Scalar(u), text: text}, nil
+			}
 			f, ferr := strconv.ParseFloat(string(v.Val), 64)
 			if ferr != nil {
 				return nil, errorf(ErrType, v, "invalid integer literal")
@@ -155,8 +162,33 @@ func (c *compiler) logical(fn string, e sqlparser.Expr, l, r sqlparser.Expr) (no
 	return &callNode{fn: fn, args: []node{a, b}, typ: tBool, text: sqlparser.String(e)}, nil
 }
 
-// unify converts two operands to their common type.
+// unify converts two operands to their common type. A uint64 operand and
+// a signed integer one (a column, or a negative literal) have none that
+// holds both: each becomes its normal type, int64 or uint64, and
+// compareNode compares them exactly.
 func unify(a, b node, at sqlparser.SQLNode, what string) (node, node, error) {
+	if ta, tb := a.dtype(), b.dtype(); isInt(ta) && isInt(tb) && isUint64(ta) != isUint64(tb) && !unsignedPair(a, b) {
+		x, err := coerce(a, normal(ta), at)
+		if err != nil {
+			return nil, nil, err
+		}
+		y, err := coerce(b, normal(tb), at)
+		if err != nil {
+			return nil, nil, err
+		}
+		return x, y, nil
+	}
+	if unsignedPair(a, b) {
+		x, err := coerce(a, tUint64, at)
+		if err != nil {
+			return nil, nil, err
+		}
+		y, err := coerce(b, tUint64, at)
+		if err != nil {
+			return nil, nil, err
+		}
+		return x, y, nil
+	}
 	t, ok := commonType(a.dtype(), b.dtype())
 	if !ok {
 		return nil, nil, errorf(ErrType, at, "cannot %s %s and %s", what, a.dtype(), b.dtype())
@@ -230,8 +262,15 @@ func (c *compiler) comparison(e *sqlparser.ComparisonExpr) (node, error) {
 		}
 		return acc, nil
 	case sqlparser.LikeStr, sqlparser.NotLikeStr:
+		escape := rune(-1)
 		if e.Escape != nil {
-			return nil, errorf(ErrUnsupported, e, "LIKE ... ESCAPE is not supported; use a backslash")
+			esc, ok := e.Escape.(*sqlparser.SQLVal)
+			if !ok || esc.Type != sqlparser.StrVal || utf8.RuneCount(esc.Val) > 1 {
+				return nil, errorf(ErrUnsupported, e, "the LIKE escape must be a string literal of one character")
+			}
+			if len(esc.Val) > 0 {
+				escape, _ = utf8.DecodeRune(esc.Val)
+			}
 		}
 		pat, ok := e.Right.(*sqlparser.SQLVal)
 		if !ok || pat.Type != sqlparser.StrVal {
@@ -244,7 +283,7 @@ func (c *compiler) comparison(e *sqlparser.ComparisonExpr) (node, error) {
 			return nil, errorf(ErrType, e, "LIKE needs a string, not %s", l.dtype())
 		}
 		l, _ = coerce(l, tString, e)
-		re, err := likeRegexp(string(pat.Val))
+		re, err := likeRegexp(string(pat.Val), escape)
 		if err != nil {
 			return nil, errorf(ErrUnsupported, e, "invalid LIKE pattern: %v", err)
 		}
@@ -335,8 +374,13 @@ func (c *compiler) binary(e *sqlparser.BinaryExpr) (node, error) {
 		}
 	}
 	t := tInt64
-	if isFloat(l.dtype()) || isFloat(r.dtype()) {
+	switch {
+	case isFloat(l.dtype()) || isFloat(r.dtype()):
 		t = tFloat64
+	case unsignedPair(l, r):
+		// uint64 arithmetic, as DuckDB's UBIGINT: an overflow, below 0
+		// too, is an error.
+		t = tUint64
 	}
 	switch e.Operator {
 	case sqlparser.PlusStr, sqlparser.MinusStr, sqlparser.MultStr:
@@ -347,15 +391,15 @@ func (c *compiler) binary(e *sqlparser.BinaryExpr) (node, error) {
 		if r, err = coerce(r, t, e); err != nil {
 			return nil, err
 		}
-		if t.ID() == arrow.INT64 {
-			return &intArithNode{op: e.Operator, l: l, r: r, text: text}, nil
+		if t.ID() == arrow.INT64 || t.ID() == arrow.UINT64 {
+			return &intArithNode{op: e.Operator, l: l, r: r, typ: t, text: text}, nil
 		}
 		return &callNode{fn: fn, args: []node{l, r}, typ: t, text: text}, nil
 	case sqlparser.DivStr:
 		// DuckDB semantics: / is floating-point division, also on integers.
 		t = tFloat64
 	case sqlparser.IntDivStr:
-		if t != tInt64 {
+		if isFloat(t) {
 			return nil, errorf(ErrType, e, "DIV needs integers")
 		}
 	case sqlparser.ModStr:
@@ -393,7 +437,20 @@ func (c *compiler) unary(e *sqlparser.UnaryExpr) (node, error) {
 		if !isNumeric(x.dtype()) {
 			return nil, errorf(ErrType, e, "unary - needs a number, not %s", x.dtype())
 		}
-		if x, err = coerce(x, normal(x.dtype()), e); err != nil {
+		if l, ok := x.(*litNode); ok && l.val.IsValid() && isUint64(l.val.DataType()) {
+			// An integer literal beyond int64: -9223372036854775808 is
+			// MinInt64, anything larger a float64.
+			v := l.val.(*scalar.Uint64).Value
+			if v == 1<<63 {
+				return &litNode{val: scalar.NewInt64Scalar(math.MinInt64), text: sqlparser.String(e)}, nil
+			}
+			return &litNode{val: scalar.NewFloat64Scalar(-float64(v)), text: sqlparser.String(e)}, nil
+		}
+		t := normal(x.dtype())
+		if isUint64(t) {
+			t = tInt64 // a uint64 negated is an int64 (or an overflow)
+		}
+		if x, err = coerce(x, t, e); err != nil {
 			return nil, err
 		}
 		return &callNode{fn: "negate", args: []node{x}, typ: x.dtype(), text: sqlparser.String(e)}, nil
@@ -409,9 +466,18 @@ func (c *compiler) unary(e *sqlparser.UnaryExpr) (node, error) {
 
 // resultType folds the common type of value nodes (CASE branches, coalesce
 // arguments).
+// A non-negative integer literal takes the type of uint64 values, as in
+// DuckDB: coalesce(u, 0) is uint64.
 func resultType(vals []node, at sqlparser.SQLNode, what string) (arrow.DataType, error) {
+	hasUint := false
+	for _, v := range vals {
+		hasUint = hasUint || isUint64(v.dtype())
+	}
 	t := tNull
 	for _, v := range vals {
+		if hasUint && nonNegIntLit(v) && !isUint64(v.dtype()) {
+			continue // coerceAll converts it to t, which holds it
+		}
 		nt, ok := commonType(t, v.dtype())
 		if !ok {
 			return nil, errorf(ErrType, at, "%s mixes %s and %s", what, t, v.dtype())
@@ -524,7 +590,13 @@ func (c *compiler) cast(e *sqlparser.ConvertExpr) (node, error) {
 			return coerce(x, t, e)
 		}
 	}
+	if isFloat(x.dtype()) && (t.ID() == arrow.INT64 || t.ID() == arrow.UINT64) {
+		if x, err = coerce(x, tFloat64, e); err != nil {
+			return nil, err
+		}
+		return &floatToIntNode{child: x, to: t, text: sqlparser.String(e)}, nil
+	}
 	opts := compute.SafeCastOptions(t)
-	opts.AllowFloatTruncate = true
+	opts.AllowFloatTruncate = true // an integer beyond 2^53 rounds to a float64
 	return &castNode{child: x, to: t, text: sqlparser.String(e), opts: opts}, nil
 }

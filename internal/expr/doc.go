@@ -15,8 +15,13 @@
 //
 // Typing follows DuckDB where the two differ from MySQL:
 //
-//   - integer literals are int64, decimal literals float64;
-//   - integer operands widen to int64; an integer with a float makes
+//   - integer literals are int64 (uint64 from 2^63 to 2^64-1), decimal
+//     literals float64;
+//   - integer operands widen to int64, unsigned ones to uint64 when one is
+//     uint64; uint64 with a non-negative integer literal stays uint64
+//     (u + 1, coalesce(u, 0)); uint64 with a signed integer compares
+//     exactly (as DuckDB does through HUGEINT) but computes in int64, an
+//     error for a value beyond it; an integer with a float makes
 //     float64, the integer rounded to the nearest float64 (so integers
 //     beyond 2^53 lose their low bits rather than fail); + - * on
 //     integers, unary minus and abs fail on overflow (as DuckDB does);
@@ -40,7 +45,11 @@
 //     rewrite sqlwin.ExprSQL and sqlwin.Split make, DuckDB's names for them:
 //     DOUBLE, FLOAT, REAL (float64), BIGINT, INTEGER, INT (int64; DuckDB's
 //     INTEGER is 32 bits), UBIGINT, VARCHAR, TEXT and TIMESTAMP; a float
-//     cast to an integer truncates.
+//     cast to an integer rounds to the nearest, ties to even, and fails on
+//     NaN, ±Inf and values out of range (for UNSIGNED, any negative value),
+//     as DuckDB's cast of a DOUBLE does;
+//   - LIKE has no escape character unless ESCAPE names one (a backslash is
+//     an ordinary character, in string literals too: see sqlwin.Tokenize).
 //
 // CASE, coalesce, ifnull and nullif evaluate each branch, condition and
 // argument on the whole batch, the fast way; one that fails there is

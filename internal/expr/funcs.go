@@ -55,6 +55,9 @@ func (c *compiler) function(e *sqlparser.FuncExpr) (node, error) {
 		if !isNumeric(x.dtype()) {
 			return nil, errorf(ErrType, e, "abs needs a number, not %s", x.dtype())
 		}
+		if isUint64(x.dtype()) {
+			return x, nil // DuckDB's abs of a UBIGINT is the value itself
+		}
 		x, err := coerce(x, normal(x.dtype()), e)
 		if err != nil {
 			return nil, err

@@ -16,6 +16,9 @@ func FuzzCompileEval(f *testing.F) {
 		"99999999999999999999", "NULL <=> NULL", "NOT NULL", "- NULL", "id BETWEEN NULL AND 3", "CASE WHEN NULL THEN 1 END",
 		"amount % 0", "0.0 / 0 >= amount", "id / 0 <=> 1e308 * 10", "id * 1.5 IN (0.0 / 0, amount)", "-9223372036854775808 + -1",
 		"id - -9223372036854775808", "9223372036854775807 * 1.0", "-9223372036854775808 % -1",
+		"18446744073709551615 + 1", "cast(id as unsigned) * 9223372036854775808 > -1", "coalesce(cast(qty as unsigned), 0) div 0",
+		"CASE WHEN ok THEN cast(id as unsigned) ELSE id END", "merchant LIKE 'a$%' ESCAPE '$'", "merchant LIKE 'a\\' ESCAPE '\\'",
+		"CAST(amount * 1e18 AS SIGNED)", "cast(-amount as unsigned) % 3", "'x\\' = merchant OR 'y' = merchant",
 	} {
 		f.Add(s)
 	}

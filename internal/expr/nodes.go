@@ -3,6 +3,7 @@ package expr
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -199,6 +200,24 @@ func (a *arithOp) eval(ev *evalCtx) (arrow.Array, error) {
 		}
 		return b.NewArray(), nil
 	}
+	if isUint64(a.typ) {
+		l, r := arrs[0].(*array.Uint64), arrs[1].(*array.Uint64)
+		b := array.NewUint64Builder(ev.mem)
+		defer b.Release()
+		b.Reserve(ev.n)
+		for i := 0; i < ev.n; i++ {
+			if l.IsNull(i) || r.IsNull(i) || r.Value(i) == 0 {
+				b.UnsafeAppendBoolToBitmap(false)
+				continue
+			}
+			if a.op == "%" {
+				b.UnsafeAppend(l.Value(i) % r.Value(i))
+			} else {
+				b.UnsafeAppend(l.Value(i) / r.Value(i))
+			}
+		}
+		return b.NewArray(), nil
+	}
 	l, r := arrs[0].(*array.Int64), arrs[1].(*array.Int64)
 	b := array.NewInt64Builder(ev.mem)
 	defer b.Release()
@@ -223,17 +242,19 @@ func (a *arithOp) eval(ev *evalCtx) (arrow.Array, error) {
 	return b.NewArray(), nil
 }
 
-// intArithNode is + - * on int64, failing on overflow as DuckDB does.
-// (arrow-go v18.8.0's checked "add" and "subtract" kernels miss the
-// overflows that wrap across the sign bit, such as -9223372036854775808 +
-// -1 and 1 - -9223372036854775808, and return the wrapped value.)
+// intArithNode is + - * on int64 or uint64, failing on overflow as DuckDB
+// does (for uint64, a result below 0 too). (arrow-go v18.8.0's checked
+// "add" and "subtract" kernels miss the overflows that wrap across the
+// sign bit, such as -9223372036854775808 + -1 and 1 - -9223372036854775808,
+// and return the wrapped value.)
 type intArithNode struct {
-	op   string // "+", "-", "*"
-	l, r node   // int64
+	op   string         // "+", "-", "*"
+	l, r node           // of type typ
+	typ  arrow.DataType // int64 or uint64
 	text string
 }
 
-func (a *intArithNode) dtype() arrow.DataType { return tInt64 }
+func (a *intArithNode) dtype() arrow.DataType { return a.typ }
 func (a *intArithNode) String() string        { return a.text }
 func (a *intArithNode) eval(ev *evalCtx) (arrow.Array, error) {
 	arrs, err := evalAll(ev, []node{a.l, a.r})
@@ -241,6 +262,9 @@ func (a *intArithNode) eval(ev *evalCtx) (arrow.Array, error) {
 		return nil, err
 	}
 	defer releaseAll(arrs)
+	if isUint64(a.typ) {
+		return a.evalUint(ev, arrs[0].(*array.Uint64), arrs[1].(*array.Uint64))
+	}
 	l, r := arrs[0].(*array.Int64), arrs[1].(*array.Int64)
 	b := array.NewInt64Builder(ev.mem)
 	defer b.Release()
@@ -257,6 +281,39 @@ func (a *intArithNode) eval(ev *evalCtx) (arrow.Array, error) {
 		b.UnsafeAppend(v)
 	}
 	return b.NewArray(), nil
+}
+
+func (a *intArithNode) evalUint(ev *evalCtx, l, r *array.Uint64) (arrow.Array, error) {
+	b := array.NewUint64Builder(ev.mem)
+	defer b.Release()
+	b.Reserve(ev.n)
+	for i := 0; i < ev.n; i++ {
+		if l.IsNull(i) || r.IsNull(i) {
+			b.UnsafeAppendBoolToBitmap(false)
+			continue
+		}
+		v, ok := checkedUint(a.op, l.Value(i), r.Value(i))
+		if !ok {
+			return nil, &Error{Kind: ErrEval, Msg: fmt.Sprintf("integer overflow in %d %s %d (uint64)", l.Value(i), a.op, r.Value(i)), Text: a.text}
+		}
+		b.UnsafeAppend(v)
+	}
+	return b.NewArray(), nil
+}
+
+// checkedUint computes x op y, reporting false on uint64 overflow or a
+// result below 0.
+func checkedUint(op string, x, y uint64) (uint64, bool) {
+	switch op {
+	case "+":
+		s, carry := bits.Add64(x, y, 0)
+		return s, carry == 0
+	case "-":
+		d, borrow := bits.Sub64(x, y, 0)
+		return d, borrow == 0
+	}
+	hi, lo := bits.Mul64(x, y)
+	return lo, hi == 0
 }
 
 // checkedInt computes x op y, reporting false on int64 overflow.
@@ -367,13 +424,63 @@ func cmpResult(op string, c int) bool {
 	panic("expr: unknown comparison operator " + op)
 }
 
-// compareNode compares two operands already converted to one type: with
-// DuckDB's NaN rules for float64, with arrow's kernels otherwise.
+// compareNode compares two operands already converted to one type (or an
+// int64 and a uint64, see unify): with DuckDB's NaN rules for float64,
+// exactly for an int64 and a uint64, with arrow's kernels otherwise.
 func compareNode(op string, x, y node, text string) node {
 	if x.dtype().ID() == arrow.FLOAT64 {
 		return &floatCmpNode{op: op, l: x, r: y, text: text}
 	}
+	if isUint64(x.dtype()) != isUint64(y.dtype()) && isInt(x.dtype()) && isInt(y.dtype()) {
+		return &mixedIntCmpNode{op: op, l: x, r: y, text: text}
+	}
 	return &callNode{fn: compareFuncs[op], args: []node{x, y}, typ: tBool, text: text}
+}
+
+// mixedIntCmpNode compares an int64 with a uint64 exactly, as DuckDB does
+// (through HUGEINT): a negative int64 is below every uint64. Converting
+// either side to the other's type would fail or wrap for some values.
+type mixedIntCmpNode struct {
+	op   string
+	l, r node // one int64, the other uint64
+	text string
+}
+
+func (c *mixedIntCmpNode) dtype() arrow.DataType { return tBool }
+func (c *mixedIntCmpNode) String() string        { return c.text }
+func (c *mixedIntCmpNode) eval(ev *evalCtx) (arrow.Array, error) {
+	arrs, err := evalAll(ev, []node{c.l, c.r})
+	if err != nil {
+		return nil, err
+	}
+	defer releaseAll(arrs)
+	// cmp compares an int64 with a uint64.
+	cmp := func(x int64, y uint64) int {
+		switch {
+		case x < 0 || uint64(x) < y:
+			return -1
+		case uint64(x) > y:
+			return 1
+		}
+		return 0
+	}
+	b := array.NewBooleanBuilder(ev.mem)
+	defer b.Release()
+	b.Reserve(ev.n)
+	for i := 0; i < ev.n; i++ {
+		if arrs[0].IsNull(i) || arrs[1].IsNull(i) {
+			b.UnsafeAppendBoolToBitmap(false)
+			continue
+		}
+		var o int
+		if s, ok := arrs[0].(*array.Int64); ok {
+			o = cmp(s.Value(i), arrs[1].(*array.Uint64).Value(i))
+		} else {
+			o = -cmp(arrs[1].(*array.Int64).Value(i), arrs[0].(*array.Uint64).Value(i))
+		}
+		b.UnsafeAppend(cmpResult(c.op, o))
+	}
+	return b.NewArray(), nil
 }
 
 // pickNode chooses, row by row, the value of one of its sources: CASE,
@@ -692,8 +799,11 @@ func (t *boolTestNode) eval(ev *evalCtx) (arrow.Array, error) {
 }
 
 // likeRegexp translates a LIKE pattern: % is any run of characters, _ one
-// character, and a backslash makes the next character literal.
-func likeRegexp(pattern string) (*regexp.Regexp, error) {
+// character, and the escape character (none when escape < 0) makes the
+// next character literal. As in DuckDB, there is no escape character
+// unless ESCAPE names one: a backslash is an ordinary character. A
+// pattern ending in the escape character is an error, as in DuckDB.
+func likeRegexp(pattern string, escape rune) (*regexp.Regexp, error) {
 	var sb strings.Builder
 	sb.WriteString(`(?s)^`)
 	escaped := false
@@ -702,7 +812,7 @@ func likeRegexp(pattern string) (*regexp.Regexp, error) {
 		case escaped:
 			sb.WriteString(regexp.QuoteMeta(string(r)))
 			escaped = false
-		case r == '\\':
+		case r == escape:
 			escaped = true
 		case r == '%':
 			sb.WriteString(`.*`)
@@ -713,7 +823,7 @@ func likeRegexp(pattern string) (*regexp.Regexp, error) {
 		}
 	}
 	if escaped {
-		sb.WriteString(`\\`)
+		return nil, fmt.Errorf("the pattern ends with the escape character %q", escape)
 	}
 	sb.WriteString(`$`)
 	return regexp.Compile(sb.String())
