@@ -175,11 +175,11 @@ func (s *avgFloatState) AppendResult(b array.Builder) {
 		b.AppendNull()
 		return
 	}
-	appendFloat(b, s.sum.value()/float64(s.n))
+	appendFloat(b, s.sum.mean(s.n))
 }
 
 func (s *avgFloatState) resultWord() (uint64, bool) {
-	return math.Float64bits(s.sum.value() / float64(s.n)), s.n > 0
+	return math.Float64bits(s.sum.mean(s.n)), s.n > 0
 }
 
 func (s *avgFloatState) Reset() { s.n, s.sum = 0, fsum{} }
@@ -300,13 +300,26 @@ func (f *fsum) value() float64 {
 	if f.big.value() == 0 { // huge values that cancel: the others' sum
 		return f.k.value()
 	}
-	// The four parts added in double-double (the others' sum may cancel
-	// the huge ones) in the huge values' scale, where nothing overflows;
-	// scaling back up is exact or overflows to ±Inf. The others lose
-	// only what falls below 2^-1074 scaled, nothing next to a huge
-	// value's ulp.
-	t := dd{f.big.sum, 0}.add(dd{f.big.c, 0}).add(dd{f.k.sum * hugeDown, 0}).add(dd{f.k.c * hugeDown, 0})
-	return t.float() * hugeUp
+	return f.hugeSum().float() * hugeUp
+}
+
+// hugeSum is the sum of a state holding huge values (nbig > 0) in their
+// scale (times 2^-512): the four parts added in double-double (the
+// others' sum may cancel the huge ones), where nothing overflows. The
+// others lose only what falls below 2^-1074 scaled, nothing next to a
+// huge value's ulp; scaling back up is exact or overflows to ±Inf.
+func (f *fsum) hugeSum() dd {
+	return dd{f.big.sum, 0}.add(dd{f.big.c, 0}).add(dd{f.k.sum * hugeDown, 0}).add(dd{f.k.c * hugeDown, 0})
+}
+
+// mean is value()/n, n > 0, but divided before the huge values' scale is
+// undone: the mean of 1e308 and 1e308 is 1e308, as the exact mean
+// rounded once, although their sum is +Inf.
+func (f *fsum) mean(n int64) float64 {
+	if f.nbig == 0 || f.nonFinite() || f.big.value() == 0 {
+		return f.value() / float64(n)
+	}
+	return f.hugeSum().divf(float64(n)).float() * hugeUp
 }
 
 // appendBinary writes the Neumaier sum, then the NaN, +Inf and -Inf
