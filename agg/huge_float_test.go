@@ -130,6 +130,7 @@ func TestFloatSumHugeValues(t *testing.T) {
 					ra.AddRange(r, r.Base, k)
 					ra.AddRange(r, k, r.End())
 					check("AddRange of all rows", 0, all, result(f, s))
+					sameState(t, f, s, stateOf(f, r, all), "AddRange of all rows")
 				}
 				i := rng.IntN(len(all) + 1)
 				m := stateOf(f, r, all[:i])
