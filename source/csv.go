@@ -61,8 +61,9 @@ type CSV struct {
 // skipped and a UTF-8 byte order mark before the header is dropped.
 //
 // Rows that do not decode against the schema (a bad number, a wrong field
-// count, a broken quote) go to the dead-letter function with their line
-// number and reason, and reading continues. The returned source must be
+// count, a broken quote, a string column's field that is not valid UTF-8,
+// a time a timestamp[ns] column cannot hold) go to the dead-letter
+// function with their line number and reason, and reading continues. The returned source must be
 // closed.
 func NewCSV(path string, opts ...Option) (*CSV, error) {
 	c, err := openText(path, opts, newCSV)

@@ -27,9 +27,10 @@
 //     that go key by key (volga.WithClusterInput).
 //
 // Text sources never stop on a bad row: a row that does not decode (a bad
-// number, a wrong field count, invalid JSON) is counted, handed to the
-// [DeadLetterFunc] given with [WithDeadLetter] with its line number and the
-// reason, and reading continues.
+// number, a wrong field count, invalid JSON, text that is not UTF-8 where
+// a string goes) is counted, handed to the [DeadLetterFunc] given with
+// [WithDeadLetter] with its line number and the reason, and reading
+// continues.
 //
 // Inferred types, the same rules for CSV and JSON lines: integers are
 // int64, decimals float64 (int and float mixed is float64, and so are

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -15,10 +16,10 @@ import (
 
 // jsonRow is one line read ahead of Read (while sampling for inference).
 type jsonRow struct {
-	line  string
-	num   int64
-	end   position
-	valid bool
+	line string
+	num  int64
+	end  position
+	bad  string // why the line is not a JSON text: "" when it is one
 }
 
 // JSONL reads JSON lines: one JSON object per line. It implements Source
@@ -44,9 +45,10 @@ type JSONL struct {
 // string. null or a missing key is NULL. Keys first seen after the sample
 // are ignored.
 //
-// Lines that are not a JSON object or whose values do not decode against
-// the schema go to the dead-letter function with their line number and
-// reason, and reading continues. The returned source must be closed.
+// Lines that are not a JSON object (or not valid UTF-8, which JSON text
+// must be) or whose values do not decode against the schema go to the
+// dead-letter function with their line number and reason, and reading
+// continues. The returned source must be closed.
 func NewJSONL(path string, opts ...Option) (*JSONL, error) {
 	return openText(path, opts, newJSONL)
 }
@@ -138,9 +140,9 @@ func (j *JSONL) infer() (*arrow.Schema, error) {
 		if err != nil {
 			return nil, err
 		}
-		row := jsonRow{line: string(line), num: num, end: j.next, valid: json.Valid(line)}
+		row := jsonRow{line: string(line), num: num, end: j.next, bad: badJSON(line)}
 		j.ahead = append(j.ahead, row)
-		if row.valid {
+		if row.bad == "" {
 			in.ObjectAt(row.line, num)
 		}
 	}
@@ -160,11 +162,11 @@ func (j *JSONL) stepRow() (bool, error) {
 			return false, err
 		}
 		// One string per line: every value below is a substring of it.
-		row = jsonRow{line: string(line), num: num, end: j.next, valid: json.Valid(line)}
+		row = jsonRow{line: string(line), num: num, end: j.next, bad: badJSON(line)}
 	}
 	j.pos = row.end
-	if !row.valid {
-		j.deadLetter([]byte(row.line), row.num, textrow.ErrInvalidJSON.Error())
+	if row.bad != "" {
+		j.deadLetter([]byte(row.line), row.num, row.bad)
 		return false, nil
 	}
 	if err := j.dec.Decode(row.line); err != nil {
@@ -173,6 +175,21 @@ func (j *JSONL) stepRow() (bool, error) {
 	}
 	j.appendPending()
 	return true, nil
+}
+
+// badJSON returns why line is not a JSON text, or "": it is not valid
+// JSON, or it is not UTF-8, which JSON text must be (RFC 8259) and Arrow
+// strings must be too. encoding/json takes invalid UTF-8 inside strings,
+// which would pass it on unchanged, or replaced by U+FFFD in a string
+// with escapes; the Kafka source rejects such records too.
+func badJSON(line []byte) string {
+	if !json.Valid(line) {
+		return textrow.ErrInvalidJSON.Error()
+	}
+	if !utf8.Valid(line) {
+		return "invalid UTF-8"
+	}
+	return ""
 }
 
 // Read returns the next batch of at most the batch size rows, or io.EOF.

@@ -2,9 +2,11 @@ package textrow
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -19,11 +21,30 @@ type ValueError struct {
 	Column string         // the column (or field) name
 	Value  string         // the offending text, cut to 64 bytes and "..."
 	Type   arrow.DataType // the column's type
+	// Why says what is wrong with a value that has the type's form, ""
+	// when it does not have it: a time out of the range of the column's
+	// unit, a string that is not valid UTF-8.
+	Why string
 }
 
 func (e *ValueError) Error() string {
+	if e.Why != "" {
+		return fmt.Sprintf("column %q: cannot parse %q as %s: %s", e.Column, e.Value, e.Type, e.Why)
+	}
 	return fmt.Sprintf("column %q: cannot parse %q as %s", e.Column, e.Value, e.Type)
 }
+
+// The range of a timestamp[ns] column: int64 nanoseconds since the epoch.
+var (
+	minNanoTime = time.Unix(0, math.MinInt64)
+	maxNanoTime = time.Unix(0, math.MaxInt64)
+)
+
+// whyNanoRange is the reason of a time a timestamp[ns] column cannot hold.
+const whyNanoRange = "out of the range of nanoseconds since 1970 (1677-09-21T00:12:43Z to 2262-04-11T23:47:16Z)"
+
+// whyUTF8 is the reason of a string column's value that is not UTF-8.
+const whyUTF8 = "not valid UTF-8"
 
 // Column parses the raw values of one schema field into a pending value
 // and appends the pending value to the field's builder on Append. Parsing
@@ -34,8 +55,10 @@ func (e *ValueError) Error() string {
 // integers and floats parse the text with strconv at the column's width
 // (a JSON string holding a number is accepted, true/false and nested
 // values are not); bool accepts true and false in any case; string takes
-// the text as is; a timestamp is an integer in the column's unit or an
-// RFC 3339 date-time; a date32 is 2006-01-02. JSON null, untyped empty
+// the text as is, if it is valid UTF-8 (an Arrow string must be); a
+// timestamp is an integer in the column's unit or a date-time ParseTime
+// reads, which a timestamp[ns] column holds only from 1677 to 2262; a
+// date32 is 2006-01-02. JSON null, untyped empty
 // text, and an empty string in a column that is not a string are NULL.
 type Column struct {
 	name string
@@ -134,6 +157,9 @@ func (c *Column) Parse(k Kind, s string) error {
 			return c.fail(s)
 		}
 	case arrow.STRING, arrow.LARGE_STRING:
+		if !utf8.ValidString(s) {
+			return c.failWhy(s, whyUTF8)
+		}
 		c.s = s
 	case arrow.TIMESTAMP:
 		if isInteger(s) {
@@ -142,6 +168,10 @@ func (c *Column) Parse(k Kind, s string) error {
 		}
 		var t time.Time
 		if t, err = ParseTime(s); err == nil {
+			if c.unit == arrow.Nanosecond && (t.Before(minNanoTime) || t.After(maxNanoTime)) {
+				// UnixNano would wrap around to another time.
+				return c.failWhy(s, whyNanoRange)
+			}
 			c.i = values.Units(t, c.unit)
 		}
 	case arrow.DATE32:
@@ -156,11 +186,26 @@ func (c *Column) Parse(k Kind, s string) error {
 	return nil
 }
 
-func (c *Column) fail(s string) error {
-	if len(s) > 64 {
-		s = s[:64] + "..."
+func (c *Column) fail(s string) error { return c.failWhy(s, "") }
+
+func (c *Column) failWhy(s, why string) error {
+	return &ValueError{Column: c.name, Value: cut(s, 64), Type: c.dt, Why: why}
+}
+
+// cut returns s cut to at most n bytes followed by "...", when it is
+// longer, without splitting a UTF-8 character.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return &ValueError{Column: c.name, Value: s, Type: c.dt}
+	k := n
+	for k > 0 && k > n-utf8.UTFMax && !utf8.RuneStart(s[k]) {
+		k--
+	}
+	if k == 0 || !utf8.RuneStart(s[k]) {
+		k = n // not UTF-8 there anyway
+	}
+	return s[:k] + "..."
 }
 
 // Append appends the pending value to the builder.

@@ -82,6 +82,12 @@ func TestParse(t *testing.T) {
 		{tsMs, Number, "1704276000500", "2024-01-03T10:00:00.5"},
 		{tsMs, String, "1704276000500", "2024-01-03T10:00:00.5"},
 		{tsMs, Number, "1.5", errors.New(`column "x": cannot parse "1.5" as timestamp[ms]`)},
+		{arrow.BinaryTypes.String, String, "a\xffb", errors.New(`column "x": cannot parse "a\xffb" as utf8: not valid UTF-8`)},
+		{arrow.BinaryTypes.LargeString, Text, "\xe6\x97", errors.New(`column "x": cannot parse "\xe6\x97" as large_utf8: not valid UTF-8`)},
+		{arrow.FixedWidthTypes.Timestamp_ns, String, "2262-04-11T23:47:16.854775807Z", "2262-04-11T23:47:16.854775807Z"},
+		{arrow.FixedWidthTypes.Timestamp_ns, String, "2262-04-11T23:47:16.854775808Z", errors.New(`column "x": cannot parse "2262-04-11T23:47:16.854775808Z" as timestamp[ns, tz=UTC]: ` + whyNanoRange)},
+		{arrow.FixedWidthTypes.Timestamp_ns, Text, "1600-01-01 00:00:00", errors.New(`column "x": cannot parse "1600-01-01 00:00:00" as timestamp[ns, tz=UTC]: ` + whyNanoRange)},
+		{tsMs, Text, "3000-01-01 00:00:00", "3000-01-01T00:00:00"},
 		{arrow.FixedWidthTypes.Date32, String, "2024-02-29", "2024-02-29"},
 		{arrow.FixedWidthTypes.Date32, String, "3 May", errors.New(`column "x": cannot parse "3 May" as date32`)},
 	} {
@@ -108,6 +114,28 @@ func TestValueError(t *testing.T) {
 	}
 	if ve.Column != "n" || ve.Value != long[:64]+"..." || !arrow.TypeEqual(ve.Type, arrow.PrimitiveTypes.Int32) {
 		t.Fatalf("%+v", ve)
+	}
+}
+
+// TestCut: values quoted in errors are cut without splitting a UTF-8
+// character.
+func TestCut(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"abc", 3, "abc"},
+		{"abcd", 3, "abc..."},
+		{"aé", 2, "a..."},
+		{"aéb", 3, "aé..."},
+		{"日本", 4, "日..."},
+		{"日本", 2, "\xe6\x97..."}, // no character fits: the bytes
+		{"\xff\xff\xff\xff\xff", 2, "\xff\xff..."},
+	} {
+		if got := cut(c.s, c.n); got != c.want {
+			t.Errorf("cut(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
 	}
 }
 

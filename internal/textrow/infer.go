@@ -130,10 +130,7 @@ func (m *Mix) Add(t Inferred, s string, line int64) {
 		return
 	}
 	if m.n[t] == 0 {
-		if len(s) > 32 {
-			s = s[:32] + "..."
-		}
-		m.first[t], m.line[t] = s, line
+		m.first[t], m.line[t] = cut(s, 32), line
 	}
 	m.n[t]++
 }

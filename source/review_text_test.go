@@ -1,0 +1,164 @@
+package source_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/volga-go/volga/source"
+)
+
+// TestReviewNanosecondRange: a date-time a timestamp[ns] column cannot
+// hold (before 1677-09-21 or after 2262-04-11) is a dead letter that says
+// so. It was read as another time: 3000-01-03T10:00:00Z became
+// 1830-11-25T10:50:52.580896768Z, silently, as UnixNano wrapped around.
+// Times at the very ends of the range are read exactly.
+func TestReviewNanosecondRange(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Nanosecond}, Nullable: true},
+	}, nil)
+	cases := []struct {
+		text string
+		want time.Time // zero: a dead letter
+	}{
+		{"2024-01-03T10:00:00.123456789Z", time.Date(2024, 1, 3, 10, 0, 0, 123456789, time.UTC)},
+		{"3000-01-03T10:00:00Z", time.Time{}},
+		{"1000-01-01 00:00:00", time.Time{}},
+		{"2262-04-11T23:47:16.854775807Z", time.Date(2262, 4, 11, 23, 47, 16, 854775807, time.UTC)},
+		{"2262-04-11T23:47:16.854775808Z", time.Time{}},
+		{"1677-09-21T00:12:43.145224192Z", time.Date(1677, 9, 21, 0, 12, 43, 145224192, time.UTC)},
+		{"1677-09-21T00:12:43.145224191Z", time.Time{}},
+		{"2262-04-12T01:00:00+02:00", time.Date(2262, 4, 11, 23, 0, 0, 0, time.UTC)},
+	}
+	var csvIn, jsonIn strings.Builder
+	csvIn.WriteString("id,ts\n")
+	for i, c := range cases {
+		csvIn.WriteString(strings.Join([]string{string(rune('0' + i)), c.text}, ",") + "\n")
+		jsonIn.WriteString(`{"id": ` + string(rune('0'+i)) + `, "ts": "` + c.text + `"}` + "\n")
+	}
+	for _, format := range []string{"csv", "jsonl"} {
+		var dl []source.DeadLetter
+		opts := []source.Option{source.WithSchema(schema), collectDead(&dl)}
+		var src source.Source
+		var err error
+		if format == "csv" {
+			src, err = source.NewCSVReader(strings.NewReader(csvIn.String()), opts...)
+		} else {
+			src, err = source.NewJSONLReader(strings.NewReader(jsonIn.String()), opts...)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, _ := readAll(t, src)
+		src.Close()
+		k, d := 0, 0
+		for i, c := range cases {
+			line := int64(i + 1)
+			if format == "csv" {
+				line++
+			}
+			if c.want.IsZero() {
+				if d >= len(dl) || dl[d].Offset != line || !strings.Contains(dl[d].Reason, "out of the range") || !strings.Contains(dl[d].Reason, c.text) {
+					t.Fatalf("%s: %q: want a dead letter at line %d saying it is out of range, got %+v", format, c.text, line, dl)
+				}
+				d++
+				continue
+			}
+			if k >= len(rows) || rows[k][0] != int64(i) || !rows[k][1].(time.Time).Equal(c.want) {
+				t.Fatalf("%s: %q: rows %v, want id %d at %s", format, c.text, rows, i, c.want)
+			}
+			k++
+		}
+		if k != len(rows) || d != len(dl) {
+			t.Fatalf("%s: %d rows and %d dead letters, want %d and %d", format, len(rows), len(dl), k, d)
+		}
+	}
+}
+
+// TestReviewInvalidUTF8: text that is not UTF-8 going into a string
+// column is a dead letter (an Arrow string must be UTF-8; the Kafka
+// source already rejected such records), whether the JSON string has
+// escapes or not. Before, CSV and JSON lines passed the bytes on into the
+// string column unchanged, except in a JSON string with an escape, where
+// encoding/json replaced them with U+FFFD: the same bytes read as two
+// different values. Invalid bytes in a CSV column the schema leaves out
+// harm nothing.
+func TestReviewInvalidUTF8(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	csvIn := "id,s,other\n1,ok,x\n2,bad\xff,x\n3,\"q\xe6\x97\",x\n4,é,\xff\n"
+	var dl []source.DeadLetter
+	src, err := source.NewCSVReader(strings.NewReader(csvIn), source.WithSchema(schema), collectDead(&dl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := readAll(t, src)
+	src.Close()
+	if len(rows) != 2 || rows[0][1] != "ok" || rows[1][0] != int64(4) || rows[1][1] != "é" {
+		t.Fatalf("csv rows %v", rows)
+	}
+	if len(dl) != 2 || dl[0].Offset != 3 || dl[1].Offset != 4 || string(dl[0].Raw) != "2,bad\xff,x" ||
+		!strings.Contains(dl[0].Reason, "not valid UTF-8") || !strings.Contains(dl[1].Reason, `column "s"`) {
+		t.Fatalf("csv dead letters %+v", dl)
+	}
+	// Inferred: the column is a string, and the rows are dead letters.
+	dl = nil
+	src, err = source.NewCSVReader(strings.NewReader(csvIn), collectDead(&dl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ = readAll(t, src)
+	src.Close()
+	if len(rows) != 1 || rows[0][1] != "ok" || len(dl) != 3 {
+		t.Fatalf("csv inferred: rows %v, dead letters %+v", rows, dl)
+	}
+
+	jsonIn := `{"id": 1, "s": "ok"}` + "\n" +
+		`{"id": 2, "s": "bad` + "\xff" + `"}` + "\n" +
+		`{"id": 3, "s": "esc\n` + "\xff" + `"}` + "\n" +
+		`{"id": 4, "s": "é", "k` + "\xfe" + `": 1}` + "\n" +
+		`{"id": 5, "s": "\u00e9\ufffd"}` + "\n"
+	for _, given := range []bool{true, false} {
+		dl = nil
+		opts := []source.Option{collectDead(&dl)}
+		if given {
+			opts = append(opts, source.WithSchema(schema))
+		}
+		src, err := source.NewJSONLReader(strings.NewReader(jsonIn), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, _ := readAll(t, src)
+		src.Close()
+		if len(rows) != 2 || rows[0][1] != "ok" || rows[1][0] != int64(5) || rows[1][1] != "é\ufffd" {
+			t.Fatalf("jsonl (schema given %v): rows %v", given, rows)
+		}
+		if len(dl) != 3 || dl[0].Offset != 2 || dl[1].Offset != 3 || dl[2].Offset != 4 || dl[0].Reason != "invalid UTF-8" {
+			t.Fatalf("jsonl (schema given %v): dead letters %+v", given, dl)
+		}
+	}
+}
+
+// TestReviewReasonCutsWholeCharacters: the value a dead letter's reason
+// quotes is cut to 64 bytes without splitting a character, so that the
+// reason is UTF-8 (it was cut mid-character and quoted as bytes).
+func TestReviewReasonCutsWholeCharacters(t *testing.T) {
+	var dl []source.DeadLetter
+	src, err := source.NewCSVReader(strings.NewReader("n\n1\n"+strings.Repeat("é", 50)+"\n"),
+		source.WithSchema(arrow.NewSchema([]arrow.Field{{Name: "n", Type: arrow.PrimitiveTypes.Int64}}, nil)), collectDead(&dl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, src)
+	src.Close()
+	want := `column "n": cannot parse "` + strings.Repeat("é", 32) + `..." as int64`
+	if len(dl) != 1 || dl[0].Reason != want || !utf8.ValidString(dl[0].Reason) {
+		t.Fatalf("dead letters %+v, want the reason %s", dl, want)
+	}
+}
