@@ -590,6 +590,9 @@ func (c *compiler) cast(e *sqlparser.ConvertExpr) (node, error) {
 			return coerce(x, t, e)
 		}
 	}
+	if isString(t) && (isFloat(x.dtype()) || x.dtype().ID() == arrow.TIMESTAMP) {
+		return &toStringNode{child: x, text: sqlparser.String(e)}, nil
+	}
 	if isFloat(x.dtype()) && (t.ID() == arrow.INT64 || t.ID() == arrow.UINT64) {
 		if x, err = coerce(x, tFloat64, e); err != nil {
 			return nil, err

@@ -47,7 +47,9 @@
 //     INTEGER is 32 bits), UBIGINT, VARCHAR, TEXT and TIMESTAMP; a float
 //     cast to an integer rounds to the nearest, ties to even, and fails on
 //     NaN, ±Inf and values out of range (for UNSIGNED, any negative value),
-//     as DuckDB's cast of a DOUBLE does;
+//     as DuckDB's cast of a DOUBLE does; a float or a timestamp cast to
+//     CHAR is written as DuckDB writes it (1.0, 1e+16, nan; "2023-11-14
+//     22:13:20.12", UTC, no zone);
 //   - LIKE has no escape character unless ESCAPE names one (a backslash is
 //     an ordinary character, in string literals too: see sqlwin.Tokenize).
 //

@@ -206,3 +206,36 @@ func TestUint64Operands(t *testing.T) {
 		t.Error("i + 18446744073709551615 compiles; the literal does not fit int64")
 	}
 }
+
+// TestCastToString checks CAST of floats and timestamps to CHAR against
+// the text DuckDB gives (arrow's kernel writes 1 for 1.0, 1e+15 for
+// 1000000000000000.0 and "2023-11-14 22:13:20.123Z").
+func TestCastToString(t *testing.T) {
+	for _, tt := range []struct {
+		f    float64
+		want string
+	}{
+		{1, "1.0"}, {1e20, "1e+20"}, {123456789, "123456789.0"}, {1e-7, "1e-07"}, {2.5, "2.5"}, {1e15, "1000000000000000.0"},
+		{1e16, "1e+16"}, {1e-5, "1e-05"}, {0.0001, "0.0001"}, {1.5e16, "1.5e+16"}, {1e21, "1e+21"}, {123.456, "123.456"},
+		{math.NaN(), "nan"}, {math.Inf(1), "inf"}, {math.Inf(-1), "-inf"}, {math.Copysign(0, -1), "-0.0"}, {5e-324, "5e-324"},
+		{math.MaxFloat64, "1.7976931348623157e+308"}, {9999999999999998, "9999999999999998.0"}, {0.30000000000000004, "0.30000000000000004"},
+		{1.25e-7, "1.25e-07"}, {-2.5e20, "-2.5e+20"}, {100, "100.0"},
+	} {
+		if got := duckFloat(tt.f, 64); got != tt.want {
+			t.Errorf("duckFloat(%v) = %s, want %s", tt.f, got, tt.want)
+		}
+	}
+	if got := duckFloat(float64(float32(0.1)), 32); got != "0.1" {
+		t.Errorf("duckFloat(float32 0.1) = %s, want 0.1", got)
+	}
+	schema := arrow.NewSchema([]arrow.Field{{Name: "ts", Type: arrow.FixedWidthTypes.Timestamp_ms, Nullable: true}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	b.Field(0).(*array.TimestampBuilder).AppendValues([]arrow.Timestamp{1700000000123, 1700000000120, 0, -1, -62135596800000, 0}, []bool{true, true, true, true, true, false})
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	got := evalString(t, rec, "CAST(ts AS CHAR)", arrow.BinaryTypes.String)
+	if want := "2023-11-14 22:13:20.123 2023-11-14 22:13:20.12 1970-01-01 00:00:00 1969-12-31 23:59:59.999 0001-01-01 00:00:00 NULL"; got != want {
+		t.Errorf("CAST(ts AS CHAR) = %s\nwant %s", got, want)
+	}
+}
