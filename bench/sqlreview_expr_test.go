@@ -24,23 +24,33 @@ var sqlReviewSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "id", Type: arrow.PrimitiveTypes.Int64},
 	{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
 	{Name: "f", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "ts", Type: arrow.FixedWidthTypes.Timestamp_ms, Nullable: true},
 }, nil)
 
-// sqlReviewRows are (s, f); nil is NULL.
-var sqlReviewRows = [][2]any{
-	{`a\b`, 2.5},
-	{`C:\new\table`, 3.5},
-	{`x\`, -2.5},
-	{`y`, 2.7},
-	{`a%`, -2.7},
-	{`a\%`, 0.5},
-	{`a_b`, -0.4},
-	{`it's\`, 1e19},
-	{"a\nb", math.NaN()},
-	{`\N`, 4503599627370497.0},
-	{nil, nil},
-	{`it's`, -9.3e18},
-	{`%\_%`, 0.0},
+// sqlReviewRows are (s, f, ts in epoch milliseconds); nil is NULL.
+var sqlReviewRows = [][3]any{
+	{`a\b`, 2.5, int64(1700000000123)},
+	{`C:\new\table`, 3.5, int64(1700000000000)},
+	{`x\`, -2.5, int64(-1)},
+	{`y`, 2.7, int64(0)},
+	{`a%`, -2.7, int64(1700000000120)},
+	{`a\%`, 0.5, int64(-62135596800000)},
+	{`a_b`, -0.4, int64(253402300799999)},
+	{`it's\`, 1e19, nil},
+	{"a\nb", math.NaN(), int64(1)},
+	{`\N`, 4503599627370497.0, int64(1700000000100)},
+	{nil, nil, int64(1700000000010)},
+	{`it's`, -9.3e18, int64(86400000)},
+	{`%\_%`, 0.0, int64(1700000000001)},
+	{`1e15`, 1e15, int64(1700000000999)},
+	{`1e16`, 1e16, int64(1700000001000)},
+	{`small`, 1e-5, int64(-86400001)},
+	{`inf`, math.Inf(1), int64(1)},
+	{`-inf`, math.Inf(-1), int64(1)},
+	{`-0`, math.Copysign(0, -1), int64(1)},
+	{`0.1+0.2`, 0.30000000000000004, int64(1)},
+	{`100`, 100.0, int64(1)},
+	{`0.0001`, 0.0001, int64(1)},
 }
 
 func sqlReviewRecord() arrow.RecordBatch {
@@ -57,6 +67,11 @@ func sqlReviewRecord() arrow.RecordBatch {
 			b.Field(2).AppendNull()
 		} else {
 			b.Field(2).(*array.Float64Builder).Append(r[1].(float64))
+		}
+		if r[2] == nil {
+			b.Field(3).AppendNull()
+		} else {
+			b.Field(3).(*array.TimestampBuilder).Append(arrow.Timestamp(r[2].(int64)))
 		}
 	}
 	return b.NewRecordBatch()
@@ -104,10 +119,19 @@ var sqlReviewCases = []sqlReviewCase{
 	{expr: "CAST(f * 2 AS BIGINT)"},
 	{expr: "CASE WHEN f BETWEEN -1e18 AND 1e18 THEN CAST(f AS BIGINT) END"},
 	{expr: "CASE WHEN f >= 0 AND f < 1e19 THEN CAST(f AS UBIGINT) END"},
+	// A float or a timestamp cast to a string is written as DuckDB writes
+	// it: 1.0, 1e+16, 1e-05, nan, -inf, -0.0; 2023-11-14 22:13:20.12.
+	{expr: "CAST(f AS VARCHAR)"},
+	{expr: "CAST(f AS CHAR)", duck: "CAST(f AS VARCHAR)"},
+	{expr: "CAST(f / 3 AS VARCHAR)"},
+	{expr: "CAST(f * 1e-9 AS TEXT)"},
+	{expr: "CAST(ts AS VARCHAR)"},
+	{expr: "CAST(ts AS CHAR) = '2023-11-14 22:13:20.12'", duck: "CAST(ts AS VARCHAR) = '2023-11-14 22:13:20.12'"},
 }
 
 // TestSQLReviewExpr checks string literals with backslashes, LIKE with and
-// without ESCAPE and float-to-integer CASTs against DuckDB, row by row
+// without ESCAPE, float-to-integer CASTs and float and timestamp to string
+// CASTs against DuckDB, row by row
 // through expr.ParseExpr (the Go builder's path) and on the whole table
 // through a SQL pipeline (SELECT id, <expr> FROM t, the path of
 // sqlwin.Split), which must output the rows DuckDB evaluates, with the same
