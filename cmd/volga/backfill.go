@@ -115,7 +115,9 @@ func backfill(ctx context.Context, e *env, cfg *backfillConfig) error {
 	defer events.Close()
 	spine, err := openSource(cfg.spine, true, dead.report, nil, fileOpts...)
 	if err != nil {
-		return err
+		// Name the flag: "source: open labels.csv" reads as if the events
+		// were missing.
+		return fmt.Errorf("--spine: %w", err)
 	}
 	defer spine.Close()
 	if err := q.compileCheck(events); err != nil {
