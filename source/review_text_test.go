@@ -1,12 +1,19 @@
 package source_test
 
 import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/volga-go/volga/source"
 )
@@ -160,5 +167,113 @@ func TestReviewReasonCutsWholeCharacters(t *testing.T) {
 	want := `column "n": cannot parse "` + strings.Repeat("é", 32) + `..." as int64`
 	if len(dl) != 1 || dl[0].Reason != want || !utf8.ValidString(dl[0].Reason) {
 		t.Fatalf("dead letters %+v, want the reason %s", dl, want)
+	}
+}
+
+// TestReviewTimeOrderCutPosition: when a row breaks the WithTimeOrder
+// promise, Read returns the rows before it and then the error, and
+// Position stays at that row: a source restored there reads it and every
+// row after, once, with the dead letters after it. Position was past the
+// whole batch the row was read in, rows Read never returned: a
+// checkpoint taken before the error was reported skipped them, the
+// offending row with them, and the restored run went on without an error.
+func TestReviewTimeOrderCutPosition(t *testing.T) {
+	// ts: 10, 20, a dead letter, 30, 5 (breaks the promise), 40, a dead
+	// letter, 50.
+	csvIn := "id,ts\n1,10\n2,20\nx,25\n3,30\n4,5\n5,40\ny,45\n6,50\n"
+	jsonIn := `{"id":1,"ts":10}` + "\n" + `{"id":2,"ts":20}` + "\n" + `{"id":"x","ts":25}` + "\n" + `{"id":3,"ts":30}` + "\n" +
+		`{"id":4,"ts":5}` + "\n" + `{"id":5,"ts":40}` + "\n" + `{"id":"y","ts":45}` + "\n" + `{"id":6,"ts":50}` + "\n"
+	for _, format := range []string{"csv", "jsonl"} {
+		for _, files := range []bool{false, true} {
+			for batch := 1; batch <= 7; batch++ {
+				what := fmt.Sprintf("%s (files %v, batch %d)", format, files, batch)
+				dir := t.TempDir()
+				path := filepath.Join(dir, "in."+format)
+				in, hdr := csvIn, int64(0) // hdr: 1 when JSON lines have no header
+				if format == "jsonl" {
+					in, hdr = jsonIn, 1
+				}
+				if err := os.WriteFile(path, []byte(in), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				open := func(dead *[]source.DeadLetter) interface {
+					source.Source
+					source.Seeker
+				} {
+					opts := []source.Option{source.WithTimeOrder("ts", 0), source.WithBatchSize(batch), collectDead(dead),
+						source.WithSchema(arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "ts", Type: arrow.PrimitiveTypes.Int64}}, nil))}
+					var src interface {
+						source.Source
+						source.Seeker
+					}
+					var err error
+					switch {
+					case files && format == "csv":
+						src, err = source.NewCSVFiles([]string{path}, opts...)
+					case files:
+						src, err = source.NewJSONLFiles([]string{path}, opts...)
+					case format == "csv":
+						src, err = source.NewCSV(path, opts...)
+					default:
+						src, err = source.NewJSONL(path, opts...)
+					}
+					if err != nil {
+						t.Fatalf("%s: %v", what, err)
+					}
+					return src
+				}
+				ids := func(rec arrow.RecordBatch) []int64 {
+					return append([]int64(nil), rec.Column(0).(*array.Int64).Int64Values()...)
+				}
+				var dead []source.DeadLetter
+				src := open(&dead)
+				var got []int64
+				var rerr error
+				for {
+					rec, err := src.Read(context.Background())
+					if err != nil {
+						rerr = err
+						break
+					}
+					got = append(got, ids(rec)...)
+					rec.Release()
+				}
+				// The dead letter of line 8 is handed over already when
+				// the batch that finds the broken promise reads it.
+				if !strings.Contains(fmt.Sprint(rerr), "WithTimeOrder") || !slices.Equal(got, []int64{1, 2, 3}) || len(dead) < 1 || dead[0].Offset != 4-hdr {
+					t.Fatalf("%s: rows %v, dead letters %+v, then %v; want rows 1, 2, 3, the dead letter of line 4 (3 in JSON lines) and the broken promise", what, got, dead, rerr)
+				}
+				pos, _ := src.Position()
+				// The error stays, and so does the position.
+				if _, err := src.Read(context.Background()); err == nil || err.Error() != rerr.Error() {
+					t.Fatalf("%s: Read after the error: %v", what, err)
+				}
+				if again, _ := src.Position(); !slices.Equal(again, pos) {
+					t.Fatalf("%s: Position moved after the error", what)
+				}
+				src.Close()
+				var dead2 []source.DeadLetter
+				src = open(&dead2)
+				if err := src.Seek(pos); err != nil {
+					t.Fatal(err)
+				}
+				var rest []int64
+				for {
+					rec, err := src.Read(context.Background())
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						t.Fatalf("%s: restored: %v", what, err)
+					}
+					rest = append(rest, ids(rec)...)
+					rec.Release()
+				}
+				src.Close()
+				if !slices.Equal(rest, []int64{4, 5, 6}) || len(dead2) != 1 || dead2[0].Offset != 8-hdr {
+					t.Fatalf("%s: restored at the position: rows %v, dead letters %+v; want rows 4, 5, 6 and the dead letter of line 8 (7)", what, rest, dead2)
+				}
+			}
+		}
 	}
 }

@@ -80,6 +80,10 @@ type textSource struct {
 	// Read returned last, cut before the row that broke it: the next Read
 	// returns it.
 	orderErr error
+	// starts holds, with WithTimeOrder, the position of each row of the
+	// batch being built, so that a batch cut before the row that broke
+	// the promise leaves Position at that row.
+	starts []position
 
 	// step consumes one input row: it appends it to the builders and
 	// returns true, reports a dead letter and returns false, or returns
@@ -169,6 +173,7 @@ func (t *textSource) read(ctx context.Context) (rec arrow.RecordBatch, err error
 		}
 	}()
 	n := 0
+	t.starts = t.starts[:0]
 	for iter := 0; n < t.opts.batchSize && !t.done; iter++ {
 		if iter&1023 == 1023 {
 			if err := ctx.Err(); err != nil {
@@ -181,6 +186,7 @@ func (t *textSource) read(ctx context.Context) (rec arrow.RecordBatch, err error
 				break
 			}
 		}
+		at := t.pos
 		ok, err := t.step()
 		if err == io.EOF {
 			t.done = true
@@ -191,6 +197,9 @@ func (t *textSource) read(ctx context.Context) (rec arrow.RecordBatch, err error
 		}
 		if ok {
 			n++
+			if t.opts.timeOrder != "" {
+				t.starts = append(t.starts, at)
+			}
 		}
 	}
 	if n == 0 {
@@ -203,13 +212,16 @@ func (t *textSource) read(ctx context.Context) (rec arrow.RecordBatch, err error
 	rec = t.bld.NewRecordBatch()
 	if t.opts.timeOrder != "" {
 		if cut, err := t.observeOrder(rec); err != nil {
-			// The rows before the one that broke the promise go out; the
-			// next Read reports it.
+			// The rows before the one that broke the promise go out; this
+			// Read or the next reports it, and so does every Read after
+			// until Seek. Position is at that row, not past the rows
+			// read after it, which Read does not return: a checkpoint
+			// taken now must not skip them.
+			t.pos, t.done, t.orderErr = t.starts[cut], false, err
 			if cut == 0 {
 				rec.Release()
 				return nil, err
 			}
-			t.orderErr = err
 			head := rec.NewSlice(0, int64(cut))
 			rec.Release()
 			return head, nil
