@@ -172,7 +172,41 @@ func (p *planner) parseError(err error) *SQLError {
 			return newSQLError(p.q, t.Start, p.q[t.Start:t.End], "%s", msg)
 		}
 	}
+	// sqlparser names no token when it fails on the last one, or at the
+	// end: an unbalanced parenthesis is the likely cause, and the one to
+	// point at (SELECT a FROM t WHERE a > ) failed "at the end of the
+	// query").
+	if i := p.unbalancedParen(); i >= 0 {
+		if p.res.Tokens[i].Type == ')' {
+			return p.errTok(i, "%s: unmatched ')'", msg)
+		}
+		return p.errTok(i, "%s: '(' is never closed", msg)
+	}
+	if n := len(p.res.Tokens); n > 0 && p.res.Tokens[n-1].Type == ')' {
+		return p.errTok(n-1, "%s", msg)
+	}
 	return newSQLError(p.q, len(p.q), "", "%s: unexpected end of query", msg)
+}
+
+// unbalancedParen returns the index of the first ')' of the query without
+// a '(' before it, else of the first '(' never closed, else -1.
+func (p *planner) unbalancedParen() int {
+	var open []int
+	for i, t := range p.res.Tokens {
+		switch t.Type {
+		case '(':
+			open = append(open, i)
+		case ')':
+			if len(open) == 0 {
+				return i
+			}
+			open = open[:len(open)-1]
+		}
+	}
+	if len(open) > 0 {
+		return open[0]
+	}
+	return -1
 }
 
 // build fills the plan from the parsed SELECT.
