@@ -294,7 +294,7 @@ func newRunFlags(cfg *runConfig) *flag.FlagSet {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported on one line by the caller
 	fs.StringVar(&cfg.sqlFile, "sql", "", "`FILE` holding the query (- reads standard input)")
-	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to a .csv, .jsonl, .ndjson, .json or .parquet file, or a Kafka topic kafka://HOST:PORT/TOPIC?group=G&time_field=ts")
+	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to a .csv, .jsonl, .ndjson, .json or .parquet file (CSV and JSON lines may be compressed: .csv.gz, .jsonl.zst), a directory or a glob pattern ('events/*.csv') of such files read in name order, or a Kafka topic kafka://HOST:PORT/TOPIC?group=G&time_field=ts")
 	fs.Var(modeFlag{&cfg.mode}, "mode", "`batch|stream`: read to the end and keep input order, or emit rows as the watermark passes them (default batch)")
 	fs.Var(durationFlag{&cfg.maxOutOfOrder}, "max-out-of-order", "stream mode: how far behind the newest event time a row may arrive and still be on time (`DURATION`, e.g. 5s)")
 	fs.Var(&cfg.schema, "schema", schemaUsage)
@@ -305,7 +305,7 @@ func newRunFlags(cfg *runConfig) *flag.FlagSet {
 	fs.Var(durationFlag{&cfg.allowedLateness}, "allowed-lateness", "stream mode: apply late rows up to this `DURATION` behind the watermark instead of dropping them")
 	fs.IntVar(&cfg.parallelism, "parallelism", 1, "number of window tasks, rows hash-partitioned by key (`N` >= 1)")
 	fs.IntVar(&cfg.batchSize, "batch-size", source.DefaultBatchSize, "rows per batch read from the source (`N` >= 1); in stream mode the watermark advances between batches")
-	fs.StringVar(&cfg.sinkPath, "sink", "-", "output `PATH`: .csv, .jsonl, .ndjson or .parquet, or a Kafka topic kafka://HOST:PORT/TOPIC?key=COLS; - is standard output")
+	fs.StringVar(&cfg.sinkPath, "sink", "-", "output `PATH`: .csv, .jsonl, .ndjson or .parquet (.csv.gz, .jsonl.zst: compressed text), a directory of Parquet files (out/ or 'out/*.parquet'), or a Kafka topic kafka://HOST:PORT/TOPIC?key=COLS; - is standard output")
 	fs.StringVar(&cfg.format, "format", "", "`csv|jsonl`: the format of standard output (default csv)")
 	fs.StringVar(&cfg.lateSink, "late-sink", "", "stream mode: write late rows that were dropped to `PATH` (.csv, .jsonl, ...); with --checkpoints a file gets each of them exactly once")
 	cfg.logLevel = slog.LevelWarn
