@@ -33,6 +33,8 @@ type decoder struct {
 	fields  *textrow.Decoder  // fills the columns read from the JSON fields
 	timeCol int               // output column holding event time
 	msgTime bool              // timeCol is filled from the message timestamp
+	avro    *avroValues       // decodes Avro values; nil: JSON
+	nfields int               // the columns read from the values' fields
 }
 
 // newDecoder builds the decoder for the JSON fields of fields; when
@@ -56,6 +58,7 @@ func newDecoder(fields *arrow.Schema, timeField, timeColumn string) (*decoder, e
 		out = append(out, f)
 	}
 	d.fields = textrow.NewDecoder(d.cols)
+	d.nfields = len(d.cols)
 	switch {
 	case timeField != "":
 		i, ok := index[timeField]
@@ -97,6 +100,12 @@ var (
 // decode appends the row held in value (with message timestamp ts) to the
 // bound builders, or returns the reason it cannot, leaving them untouched.
 func (d *decoder) decode(value []byte, ts time.Time) error {
+	if d.avro != nil {
+		if err := d.decodeAvro(value); err != nil {
+			return err
+		}
+		return d.finish(ts)
+	}
 	switch {
 	case value == nil:
 		return errTombstone
@@ -113,6 +122,32 @@ func (d *decoder) decode(value []byte, ts time.Time) error {
 		}
 		return err
 	}
+	return d.finish(ts)
+}
+
+// decodeAvro makes the fields of the Avro record in value the pending
+// values of the columns, by name.
+func (d *decoder) decodeAvro(value []byte) error {
+	if value == nil {
+		return errTombstone
+	}
+	m, err := d.avro.decode(value)
+	if err != nil {
+		return err
+	}
+	for _, c := range d.cols[:d.nfields] {
+		if err := setAvro(c, m[c.Name()]); err != nil {
+			if ve, ok := errors.AsType[*textrow.ValueError](err); ok {
+				return fmt.Errorf("field %q: cannot decode %q as %s", ve.Column, ve.Value, ve.Type)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// finish sets the event time of the decoded row and appends it.
+func (d *decoder) finish(ts time.Time) error {
 	tc := d.cols[d.timeCol]
 	if d.msgTime {
 		if ts.IsZero() {

@@ -1,4 +1,4 @@
-// Package kafka reads a Kafka topic of JSON messages as Arrow record
+// Package kafka reads a Kafka topic of JSON or Avro messages as Arrow record
 // batches: a source.Source for streaming pipelines, built on
 // github.com/segmentio/kafka-go.
 //
@@ -19,6 +19,15 @@
 // time comes from the JSON field Config.TimeField or, when that is empty,
 // from the message timestamp, in a timestamp[ms] column named
 // Config.TimeColumn (default "event_time").
+//
+// With Config.Format "avro", each value is an Avro record instead:
+// framed with the id of its writer's schema in a Confluent-compatible
+// schema registry (Config.SchemaRegistry; each schema is fetched once, and
+// a topic whose schema evolves reads on, fields matched to columns by
+// name), or bare, of one schema (Config.AvroSchema). Without
+// Config.Schema the columns are those of the newest writer's schema in
+// the sample. A registry that cannot be reached fails Read without
+// consuming anything, so no message is lost to an outage.
 //
 // Partitions are read with isolation level read_committed, as a Java
 // consumer configured so reads them (kafka-go's Reader does not filter
@@ -60,7 +69,8 @@
 // # Dead letters
 //
 // A message that does not decode (no value: a tombstone; invalid JSON or
-// invalid UTF-8; not an object; a value of the wrong type for its field;
+// invalid UTF-8; not an object; Avro not framed, of a schema id the
+// registry lacks, or cut short; a value of the wrong type for its field;
 // no event time) does not stop the source:
 // it is counted (DeadLetters), handed to Config.DeadLetter as a
 // source.DeadLetter with Source "topic/partition", the message offset and

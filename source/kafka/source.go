@@ -30,7 +30,8 @@ var ErrClosed = errors.New("source/kafka: closed")
 // ErrNoGroup is returned by Commit on a source without Config.GroupID.
 var ErrNoGroup = errors.New("source/kafka: Commit needs a consumer group (Config.GroupID)")
 
-// Source reads JSON messages of a Kafka topic as Arrow record batches. It
+// Source reads the JSON or Avro messages (Config.Format) of a Kafka topic
+// as Arrow record batches. It
 // implements source.Source, source.Seeker and source.Partitioned.
 //
 // Read, Seek, Position, PartitionOf and Close are meant to be called from
@@ -40,6 +41,7 @@ type Source struct {
 	cfg     Config
 	values  *arrow.Schema // the schema of the JSON values (Config.Schema or inferred)
 	dec     *decoder
+	avro    *avroValues // Format "avro"'s; nil for JSON
 	bld     *array.RecordBuilder
 	schemas []*arrow.Schema // per partition: the schema with MetadataPartition
 	nparts  int             // the topic's partitions
@@ -112,7 +114,12 @@ func NewSource(cfg Config) (*Source, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
+	av, err := newAvroValues(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	s := &Source{
+		avro:      av,
 		cfg:       cfg,
 		transport: cfg.transport(),
 		events:    make(chan event, 1024),
@@ -175,7 +182,13 @@ func (s *Source) init() error {
 	}
 
 	schema := s.cfg.Schema
-	if schema == nil {
+	switch {
+	case schema != nil:
+	case s.avro != nil && s.avro.reg == nil:
+		if schema, err = arrowSchemaOf(s.avro.schema); err != nil {
+			return fmt.Errorf("source/kafka: Config.AvroSchema: %w", err)
+		}
+	default:
 		sample, err := s.sample(ctx, first, last)
 		if err != nil {
 			return err
@@ -183,7 +196,11 @@ func (s *Source) init() error {
 		if len(sample) == 0 {
 			return fmt.Errorf("source/kafka: topic %q: no messages to infer a schema from; set Config.Schema", s.cfg.Topic)
 		}
-		schema = inferSchema(sample)
+		if s.avro == nil {
+			schema = inferSchema(sample)
+		} else if schema, err = s.avro.inferSchema(ctx, sample); err != nil {
+			return fmt.Errorf("source/kafka: topic %q: %w", s.cfg.Topic, err)
+		}
 	}
 	s.values = schema
 	timeCol := s.cfg.TimeColumn
@@ -193,6 +210,7 @@ func (s *Source) init() error {
 	if s.dec, err = newDecoder(schema, s.cfg.TimeField, timeCol); err != nil {
 		return fmt.Errorf("source/kafka: topic %q: %w", s.cfg.Topic, err)
 	}
+	s.dec.avro = s.avro
 	s.bld = array.NewRecordBuilder(s.cfg.Allocator, s.dec.schema)
 	s.dec.bind(s.bld)
 	s.schemas = make([]*arrow.Schema, s.nparts)
@@ -805,6 +823,15 @@ func (s *Source) handle(ev event) {
 // returns nil, nil when every one of them was a dead letter.
 func (s *Source) flush(ctx context.Context, pt *part) (arrow.RecordBatch, error) {
 	msgs := pt.buf[:min(len(pt.buf), s.cfg.BatchSize)]
+	if s.avro != nil {
+		values := make([][]byte, len(msgs))
+		for i, m := range msgs {
+			values[i] = m.Value
+		}
+		if err := s.avro.resolve(ctx, values); err != nil {
+			return nil, fmt.Errorf("source/kafka: topic %q partition %d: %w", s.cfg.Topic, pt.id, err) // nothing consumed
+		}
+	}
 	var dead []source.DeadLetter
 	var deadMsgs []kafkago.Message
 	rows := 0
