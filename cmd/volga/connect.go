@@ -229,6 +229,18 @@ func openSource(path string, bounded bool, dead source.DeadLetterFunc, schema *a
 			src.Close()
 			return nil, usagef("--schema: %s is Parquet, whose files carry their schema; --schema applies to CSV and JSON-lines input and Kafka topics", path)
 		}
+		if src.Schema().NumFields() == 0 {
+			// Inferred from rows none of which is a JSON object with a
+			// field (a JSON array, not JSON lines; {} lines): the query
+			// would fail on its first column, naming a table with none.
+			src.Close()
+			if s, ok := src.(interface{ SampledRows() (int, bool) }); ok {
+				if n, _ := s.SampledRows(); n == 0 {
+					return nil, fmt.Errorf("source: %s: no data rows, so no columns to infer: give them with --schema COL:TYPE,..., or skip the empty input", path)
+				}
+			}
+			return nil, fmt.Errorf("source: %s: no columns: none of its first rows is a JSON object with fields (JSON lines hold one object per line; a JSON array is not read as rows)", path)
+		}
 		return src, nil
 	}
 	cfg, err := kafkaSourceConfig(path, bounded)
