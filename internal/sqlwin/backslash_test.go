@@ -91,3 +91,30 @@ func TestBackslashStrings(t *testing.T) {
 		t.Errorf("sqlparser.Parse(%q): %v", res.SQL, err)
 	}
 }
+
+// TestTimestampLiteral checks that DuckDB's TIMESTAMP '...' literal, which
+// sqlparser does not parse, reaches it as CAST('...' AS DATETIME), in a
+// query and in a builder expression, and that a backslash in it is read
+// as DuckDB reads it.
+func TestTimestampLiteral(t *testing.T) {
+	q := `SELECT a FROM t WHERE ts > TIMESTAMP '2024-01-01 10:00:00' AND ts < timestamp 'x\'`
+	res, err := Split(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmt, err := sqlparser.Parse(res.SQL)
+	if err != nil {
+		t.Fatalf("sqlparser.Parse(%q): %v", res.SQL, err)
+	}
+	want := `select a from t where ts > convert('2024-01-01 10:00:00', datetime) and ts < convert('x\\', datetime)`
+	if got := sqlparser.String(stmt); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	e, err := ExprSQL("ts >= TIMESTAMP '2024-01-01'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "ts >= cast('2024-01-01' as datetime)"; e != want {
+		t.Errorf("ExprSQL = %q, want %q", e, want)
+	}
+}

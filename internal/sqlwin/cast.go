@@ -63,21 +63,31 @@ func closesCast(toks []Token, close int) bool {
 	return false
 }
 
+// isTimestampLiteral reports whether toks[i] is the string of a
+// TIMESTAMP '...' literal.
+func isTimestampLiteral(toks []Token, i int) bool {
+	return i > 0 && toks[i].Type == sqlparser.STRING && toks[i-1].Type == sqlparser.TIMESTAMP && !toks[i-1].Quoted
+}
+
 // stringRewrites re-encodes the string literals of toks that hold a
 // backslash (Token.Escaped) so that sqlparser reads them with the value
-// Tokenize gave them.
+// Tokenize gave them, and turns DuckDB's TIMESTAMP '...' literal, which
+// sqlparser does not parse, into CAST('...' AS DATETIME).
 func stringRewrites(toks []Token) []replacement {
 	var out []replacement
-	for _, t := range toks {
-		if t.Escaped {
+	for i, t := range toks {
+		switch {
+		case isTimestampLiteral(toks, i):
+			out = append(out, replacement{start: toks[i-1].Start, end: t.End, text: "cast(" + sqlparserString(t.Text) + " as datetime)"})
+		case t.Escaped:
 			out = append(out, replacement{start: t.Start, end: t.End, text: sqlparserString(t.Text)})
 		}
 	}
 	return out
 }
 
-// rewrites are the CAST type and string literal rewrites of toks, in text
-// order.
+// rewrites are the CAST type, string and timestamp literal rewrites of
+// toks, in text order.
 func rewrites(toks []Token) []replacement {
 	reps := append(castRewrites(toks), stringRewrites(toks)...)
 	sort.Slice(reps, func(i, j int) bool { return reps[i].start < reps[j].start })
@@ -88,8 +98,8 @@ func rewrites(toks []Token) []replacement {
 // SELECT) rewritten for sqlparser: double-quoted identifiers back-quoted,
 // DuckDB type names in CAST replaced by the ones sqlparser parses, string
 // literals holding a backslash re-encoded so that sqlparser reads each
-// backslash as the plain character it is in DuckDB. It fails as Tokenize
-// does.
+// backslash as the plain character it is in DuckDB, TIMESTAMP '...'
+// literals turned into CAST('...' AS DATETIME). It fails as Tokenize does.
 func ExprSQL(text string) (string, error) {
 	toks, err := Tokenize(text)
 	if err != nil {
