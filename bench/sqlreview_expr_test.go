@@ -127,6 +127,10 @@ var sqlReviewCases = []sqlReviewCase{
 	{expr: "CAST(f * 1e-9 AS TEXT)"},
 	{expr: "CAST(ts AS VARCHAR)"},
 	{expr: "CAST(ts AS CHAR) = '2023-11-14 22:13:20.12'", duck: "CAST(ts AS VARCHAR) = '2023-11-14 22:13:20.12'"},
+	// DuckDB's TIMESTAMP '...' literal.
+	{expr: "ts > TIMESTAMP '2023-11-14 22:13:20.12'"},
+	{expr: "ts = timestamp '1970-01-01 00:00:00'"},
+	{expr: "CASE WHEN ts < TIMESTAMP '1970-01-02' THEN 'early' ELSE 'late' END"},
 }
 
 // TestSQLReviewExpr checks string literals with backslashes, LIKE with and
