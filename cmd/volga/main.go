@@ -247,6 +247,19 @@ func (e *env) fail(ctx context.Context, err error) int {
 		return exitUsage
 	}
 	// The library's errors start with "volga: " too: say it once.
-	e.errorf("%s", strings.TrimPrefix(err.Error(), "volga: "))
+	e.errorf("%s", cliWording(strings.TrimPrefix(err.Error(), "volga: ")))
 	return exitFailure
 }
+
+// goOptionFlags are the library's names of promises and settings, as its
+// errors give them, and the flags that make them on the command line.
+var goOptionFlags = strings.NewReplacer(
+	"(WithTimeOrder)", "(--time-order)",
+	"(ClusteredBy)", "(--clustered-by)",
+	"(source.WithSchema)", "(--schema COL:TYPE,...)",
+)
+
+// cliWording words a library error in the command line's terms: "a row
+// later than promised (WithTimeOrder)" names the flag the user gave,
+// --time-order.
+func cliWording(msg string) string { return goOptionFlags.Replace(msg) }

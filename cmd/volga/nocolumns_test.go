@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -35,5 +37,30 @@ func TestInputWithoutColumns(t *testing.T) {
 	code, stdout, stderr := cli(t, context.Background(), dir, "", "run", "--sql", "q.sql", "--source", "tx=empty.jsonl", "--schema", "user_id:varchar,ts:timestamp,amount:double")
 	if code != exitOK || stdout != "" || stderr != "" {
 		t.Errorf("empty input with --schema: exit %d, stdout %q, stderr %q; want 0 and nothing", code, stdout, stderr)
+	}
+}
+
+// TestBrokenPromiseNamesFlag: a row that breaks the order promised with
+// --time-order or --clustered-by stopped the run with an error naming the
+// Go options (WithTimeOrder), (ClusteredBy); it names the flags, and the
+// --sink file is left as it was.
+func TestBrokenPromiseNamesFlag(t *testing.T) {
+	dir := files(t, "q.sql", spendSQL, "out.csv", "precious\n",
+		"late.csv", "user_id,ts,amount\nu1,2024-01-01T01:00:00Z,1\nu1,2024-01-01T00:00:00Z,2\n",
+		"mixed.csv", "user_id,ts,amount\nu1,2024-01-01T01:00:00Z,1\nu2,2024-01-01T00:00:00Z,2\nu1,2024-01-01T02:00:00Z,3\n")
+	for _, tc := range []struct {
+		args       []string
+		flag, name string
+	}{
+		{[]string{"--source", "tx=late.csv", "--time-order", "0s"}, "(--time-order)", "(WithTimeOrder)"},
+		{[]string{"--source", "tx=mixed.csv", "--clustered-by", "user_id"}, "(--clustered-by)", "(ClusteredBy)"},
+	} {
+		code, stdout, stderr := cli(t, context.Background(), dir, "", append([]string{"run", "--sql", "q.sql", "--sink", "out.csv"}, tc.args...)...)
+		if code != exitFailure || stdout != "" || !strings.Contains(stderr, tc.flag) || strings.Contains(stderr, tc.name) {
+			t.Errorf("volga run %v: exit %d, stdout %q, stderr %q; want exit %d and an error naming %s, not %s", tc.args, code, stdout, stderr, exitFailure, tc.flag, tc.name)
+		}
+		if got := readFile(t, filepath.Join(dir, "out.csv")); got != "precious\n" {
+			t.Errorf("volga run %v: out.csv now holds %q", tc.args, got)
+		}
 	}
 }
