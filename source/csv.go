@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -98,7 +99,7 @@ func newCSV(r io.Reader, o options) (c *CSV, err error) {
 	hdr, err := c.readRow()
 	if err != nil {
 		if err == io.EOF {
-			return nil, fmt.Errorf("source: %s: empty input, a CSV header was expected", o.name)
+			return nil, fmt.Errorf("source: %s: %w", o.name, errNoHeader)
 		}
 		return nil, err
 	}
@@ -134,6 +135,11 @@ func newCSV(r io.Reader, o options) (c *CSV, err error) {
 	}
 	return c, nil
 }
+
+// errNoHeader is the error of an input without even a header: nothing
+// but blank lines, or no bytes at all. TextFiles reads such a file as one
+// without rows.
+var errNoHeader = errors.New("empty input, a CSV header was expected")
 
 // utf8BOM is the byte order mark some editors write at the start of a
 // UTF-8 file.

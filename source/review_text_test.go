@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/volga-go/volga/sink"
 	"github.com/volga-go/volga/source"
 )
 
@@ -275,5 +277,114 @@ func TestReviewTimeOrderCutPosition(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestReviewTextFilesWithoutRows: files without rows among CSV or
+// JSON-lines files read as one source (a part a sink wrote for a
+// checkpoint interval without output, no bytes at all when compressed, or
+// only a header) are read as such: the schema is inferred from the first
+// file that has rows. A first CSV file of no bytes made the whole source
+// fail to open ("empty input, a CSV header was expected"); a first file
+// of only a header made every column a string; and a first empty
+// JSON-lines file gave a schema without columns, so that every row of
+// the other files came out without its values. Reading resumes at every
+// position, the end after files without rows included.
+func TestReviewTextFilesWithoutRows(t *testing.T) {
+	type file struct{ name, text string }
+	csvFiles := []file{
+		{"a.csv", ""}, {"b.csv", "id,v\n"}, {"c.csv", "id,v\n1,2.5\n2,3\n"}, {"d.csv.gz", ""}, {"e.csv", "\n\n"},
+		{"f.csv", "v,id\n4.5,3\n"}, {"g.csv", ""},
+	}
+	jsonFiles := []file{
+		{"a.jsonl", ""}, {"b.jsonl", "\n \n"}, {"c.jsonl", `{"id": 1, "v": 2.5}` + "\n" + `{"id": 2, "v": 3}`}, {"d.jsonl.gz", ""},
+		{"f.jsonl", `{"v": 4.5, "id": 3}`}, {"g.jsonl", ""},
+	}
+	want := [][]any{{int64(1), 2.5}, {int64(2), 3.0}, {int64(3), 4.5}}
+	for _, format := range []string{"csv", "jsonl"} {
+		files := csvFiles
+		if format == "jsonl" {
+			files = jsonFiles
+		}
+		dir := t.TempDir()
+		for _, f := range files {
+			if err := os.WriteFile(filepath.Join(dir, f.name), []byte(f.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		schema := arrow.NewSchema([]arrow.Field{
+			{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+			{Name: "v", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		}, nil)
+		for _, given := range []bool{false, true} {
+			for _, batch := range []int{1, 2, 10} {
+				what := fmt.Sprintf("%s (schema given %v, batch %d)", format, given, batch)
+				open := func() source.Source {
+					opts := []source.Option{source.WithBatchSize(batch), source.WithTimeOrder("id", 0)}
+					if given {
+						opts = append(opts, source.WithSchema(schema))
+					}
+					src, err := source.Open(dir, opts...)
+					if err != nil {
+						t.Fatalf("%s: %v", what, err)
+					}
+					return src
+				}
+				src := open()
+				if !src.Schema().Equal(schema) {
+					t.Fatalf("%s: schema %s, want %s", what, src.Schema(), schema)
+				}
+				if n, ok := src.(interface{ SampledRows() (int, bool) }).SampledRows(); !given && (n != 2 || !ok) {
+					t.Fatalf("%s: SampledRows %d %v, want the 2 rows of the first file with rows", what, n, ok)
+				}
+				var positions [][]byte
+				var counts []int // rows read before each position
+				var rows [][]any
+				for {
+					pos, err := src.(source.Seeker).Position()
+					if err != nil {
+						t.Fatal(err)
+					}
+					positions = append(positions, pos)
+					counts = append(counts, len(rows))
+					rec, err := src.Read(context.Background())
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						t.Fatalf("%s: %v", what, err)
+					}
+					rows = append(rows, sink.Rows(rec)...)
+					rec.Release()
+				}
+				if fmt.Sprint(rows) != fmt.Sprint(want) {
+					t.Fatalf("%s: rows %v, want %v", what, rows, want)
+				}
+				if b, ok := src.(source.LowerBounder).LowerBound("id"); !ok || b != math.MaxInt64 {
+					t.Fatalf("%s: LowerBound at the end %d %v", what, b, ok)
+				}
+				src.Close()
+				// Resume at every position, in a fresh source.
+				for k, pos := range positions {
+					src := open()
+					if err := src.(source.Seeker).Seek(pos); err != nil {
+						t.Fatalf("%s: Seek to position %d: %v", what, k, err)
+					}
+					rest, _ := readAll(t, src)
+					src.Close()
+					if fmt.Sprint(rest) != fmt.Sprint(want[counts[k]:]) {
+						t.Fatalf("%s: from position %d: %v, want %v", what, k, rest, want[counts[k]:])
+					}
+				}
+			}
+		}
+	}
+	// A directory of files without rows only: no header anywhere.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.csv"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := source.Open(dir); err == nil || !strings.Contains(err.Error(), "a CSV header was expected") {
+		t.Fatalf("no header anywhere: %v", err)
 	}
 }

@@ -1,10 +1,14 @@
 package source
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"math"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
@@ -30,10 +34,12 @@ type TextFiles struct {
 	idx int      // the file read now; len(paths) once all are read
 	// deadBefore counts the dead letters of the files before idx.
 	deadBefore int64
-	// sampled and notes are the first file's inference (SampledRows,
-	// InferenceNote), kept after it is closed.
-	sampled int
-	notes   map[string]string
+	// sampled and notes are the inference (SampledRows, InferenceNote)
+	// of file inferFrom, the file the schema was inferred from (-1 when
+	// it was given), kept after it is closed.
+	sampled   int
+	notes     map[string]string
+	inferFrom int
 	// newest and seen carry the WithTimeOrder column's greatest value
 	// from one file to the next, so that the promise and the bound span
 	// the files.
@@ -56,11 +62,12 @@ var (
 
 // NewCSVFiles opens CSV files to be read one after the other as one
 // source, with the options of NewCSV. The schema is inferred from the
-// first rows of the first file unless WithSchema gives it, and every
-// later file is read with it: each file has its own header, which must
-// hold the schema's columns (in any order; other columns are left out).
-// A row of a later file that does not decode against the schema is a
-// dead letter, named after its file and line.
+// first rows of the first file that has rows (of the first file when
+// none has) unless WithSchema gives it, and every file is read with it:
+// each file has its own header, which must hold the schema's columns (in
+// any order; other columns are left out). A file without even a header
+// (no bytes, or blank lines) has no rows. A row that does not decode
+// against the schema is a dead letter, named after its file and line.
 //
 // A path that is a directory stands for the .csv files in it, in name
 // order, leaving out names that start with "." or "_"; a path that does
@@ -83,9 +90,9 @@ func NewCSVFiles(paths []string, opts ...Option) (*TextFiles, error) {
 // NewJSONLFiles opens JSON-lines files to be read one after the other as
 // one source, with the options of NewJSONL; a directory stands for its
 // .jsonl, .ndjson and .json files. Otherwise it is NewCSVFiles for JSON
-// lines: the schema comes from the first file (or WithSchema) and every
-// later file is read with it (keys not in it are ignored, missing keys
-// are NULL).
+// lines: the schema comes from the first file with rows (or WithSchema)
+// and every file is read with it (keys not in it are ignored, missing
+// keys are NULL).
 func NewJSONLFiles(paths []string, opts ...Option) (*TextFiles, error) {
 	return newTextFiles(paths, opts, "json-lines", []string{".jsonl", ".ndjson", ".json"}, func(path string, opts []Option) (textFile, error) {
 		return NewJSONL(path, opts...)
@@ -114,25 +121,71 @@ func newTextFiles(paths []string, opts []Option, kind string, exts []string, ope
 			return nil, fmt.Errorf("source: %s: not a regular file", p)
 		}
 	}
-	t := &TextFiles{paths: paths, nameBase: o.nameBase, kind: kind, open: open, opts: opts}
-	first, err := t.openFile(0)
-	if err != nil {
-		return nil, err
+	t := &TextFiles{paths: paths, nameBase: o.nameBase, kind: kind, open: open, opts: opts, inferFrom: -1}
+	t.schema, t.later = o.schema, opts
+	if o.schema == nil {
+		if err := t.infer(); err != nil {
+			return nil, err
+		}
+		t.later = append(append([]Option(nil), opts...), WithSchema(t.schema))
 	}
-	tx := first.text()
-	t.schema = tx.schema
-	t.sampled = tx.sampled
-	t.notes = tx.notes
-	t.later = append(append([]Option(nil), opts...), WithSchema(t.schema))
-	t.cur = first
+	// The first file with a header is read first.
+	for t.idx < len(t.paths) {
+		f, err := t.openFile(t.idx)
+		if errors.Is(err, errNoHeader) {
+			t.idx++
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		t.cur = f
+		break
+	}
 	return t, nil
 }
 
-// openFile opens file i, named after its path.
+// infer sets the schema, inferred from the first rows of the first file
+// that has rows (of the first file with a header when none has): the
+// first file may hold none, as a part a sink wrote for a checkpoint
+// interval without output, and every column would then be a string (or,
+// in JSON lines, there would be no columns at all).
+func (t *TextFiles) infer() error {
+	noOrder := func(o *options) { o.timeOrder = "" } // checked against the schema inferred
+	var first error
+	for i := range t.paths {
+		f, err := t.open(t.paths[i], append(append([]Option(nil), t.opts...), noOrder, WithName(t.nameBase+t.paths[i])))
+		if errors.Is(err, errNoHeader) {
+			first = cmp.Or(first, err)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		tx := f.text()
+		rows := tx.sampled
+		if t.schema == nil || rows > 0 {
+			t.schema, t.sampled, t.notes, t.inferFrom = tx.schema, tx.sampled, tx.notes, i
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		if rows > 0 {
+			break
+		}
+	}
+	if t.schema == nil {
+		return first
+	}
+	return checkTimeOrder(t.nameBase+t.paths[t.inferFrom], t.schema, newOptions(t.opts).timeOrder)
+}
+
+// openFile opens file i, named after its path: the file the schema was
+// inferred from as it was then, the others with the schema.
 func (t *TextFiles) openFile(i int) (textFile, error) {
-	opts := t.opts
-	if i > 0 {
-		opts = t.later
+	opts := t.later
+	if i == t.inferFrom {
+		opts = t.opts
 	}
 	opts = append(append([]Option(nil), opts...), WithName(t.nameBase+t.paths[i]))
 	f, err := t.open(t.paths[i], opts)
@@ -161,6 +214,10 @@ func (t *TextFiles) Read(ctx context.Context) (arrow.RecordBatch, error) {
 				return nil, err
 			}
 			f, err := t.openFile(t.idx)
+			if errors.Is(err, errNoHeader) {
+				t.idx++ // a file without rows
+				continue
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -224,14 +281,14 @@ func (t *TextFiles) DeadLetters() int64 {
 	return n
 }
 
-// SampledRows returns how many rows of the first file the schema was
-// inferred from, and false when it was given (WithSchema).
+// SampledRows returns how many rows of the first file with rows the
+// schema was inferred from, and false when it was given (WithSchema).
 func (t *TextFiles) SampledRows() (int, bool) {
 	return t.sampled, newOptions(t.opts).schema == nil
 }
 
 // InferenceNote explains why column was inferred as utf8 when most of
-// the first file's values sampled are of another type, as the CSV and
+// the values sampled (see SampledRows) are of another type, as the CSV and
 // JSONL sources' InferenceNote does; "" when there is nothing to say.
 func (t *TextFiles) InferenceNote(column string) string { return t.notes[column] }
 
@@ -239,6 +296,14 @@ func (t *TextFiles) InferenceNote(column string) string { return t.notes[column]
 // promised is in order across the files: the greatest value read so far
 // minus the lateness, or math.MaxInt64 once the last file is read.
 func (t *TextFiles) LowerBound(col string) (int64, bool) {
+	if !t.closed && t.cur == nil && t.idx >= len(t.paths) {
+		// Every file is read (the last ones had no header).
+		order := newOptions(t.opts).timeOrder
+		if order != "" && strings.EqualFold(col, order) {
+			return math.MaxInt64, true
+		}
+		return 0, false
+	}
 	if t.closed || t.cur == nil {
 		return 0, false
 	}
@@ -280,25 +345,35 @@ func (t *TextFiles) Seek(pos []byte) error {
 		return fmt.Errorf("source: invalid %s files position (%d bytes)", t.kind, len(pos))
 	}
 	i := binary.BigEndian.Uint64(pos[1:])
-	if i >= uint64(len(t.paths)) {
+	inner := pos[9:]
+	if i > uint64(len(t.paths)) || i == uint64(len(t.paths)) && len(inner) > 0 {
 		return fmt.Errorf("source: %s files position names file %d; there are %d", t.kind, i, len(t.paths))
 	}
 	if err := t.closeCur(); err != nil {
 		return err
 	}
+	// The rows before the position are not known.
+	t.newest, t.seen = 0, false
+	if i == uint64(len(t.paths)) {
+		// The end, after files without rows.
+		t.idx = int(i)
+		return nil
+	}
 	f, err := t.openFile(int(i))
+	if errors.Is(err, errNoHeader) && len(inner) == 0 {
+		t.idx = int(i) // a file without rows: Read goes on to the next
+		return nil
+	}
 	if err != nil {
 		return err
 	}
-	if inner := pos[9:]; len(inner) > 0 {
+	if len(inner) > 0 {
 		if err := f.Seek(inner); err != nil {
 			f.Close()
 			return err
 		}
 	}
 	t.cur, t.idx = f, int(i)
-	// The rows before the position are not known.
-	t.newest, t.seen = 0, false
 	return nil
 }
 
