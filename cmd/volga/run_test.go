@@ -429,7 +429,7 @@ func TestRunTimeOrder(t *testing.T) {
 		t.Fatalf("--time-order 2s: exit %d, stderr %q, stdout:\n%s\nwant:\n%s", code, stderr, got, want)
 	}
 	code, _, stderr = cli(t, context.Background(), dir, "", append(args, "--time-order", "1s")...)
-	if code == 0 || !strings.Contains(stderr, "below") || !strings.Contains(stderr, "WithTimeOrder") {
+	if code == 0 || !strings.Contains(stderr, "below") || !strings.Contains(stderr, "(--time-order)") {
 		t.Fatalf("--time-order 1s: exit %d, stderr %q; want a failure naming the broken promise", code, stderr)
 	}
 	code, _, stderr = cli(t, context.Background(), dir, "", append(args, "--mode", "stream", "--time-order", "1s")...)
@@ -449,7 +449,7 @@ func TestRunErrorOneLine(t *testing.T) {
 	args := []string{"run", "--sql", "q.sql", "--source", "tx=tx.csv", "--time-order", "0s"}
 	code, _, stderr := cli(t, context.Background(), dir, "", args...)
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
-	if code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], "volga: ") || !strings.Contains(lines[0], "WithTimeOrder") {
+	if code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], "volga: ") || !strings.Contains(lines[0], "(--time-order)") {
 		t.Fatalf("exit %d, stderr %q: want exit 1 and the error on one line", code, stderr)
 	}
 	code, _, stderr = cli(t, context.Background(), dir, "", append(args, "--log-level", "info")...)

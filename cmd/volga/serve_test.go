@@ -330,7 +330,7 @@ func TestBackfill(t *testing.T) {
 	// backfill, naming it.
 	dir := files(t, "q.sql", spendSQL, "tx.csv", txCSV, "spine.csv", spineCSV)
 	code, _, stderr := cli(t, context.Background(), dir, "", "backfill", "--sql", "q.sql", "--source", "tx=tx.csv", "--spine", "spine.csv", "--sink", "out.csv", "--time-order", "0s")
-	if code == 0 || !strings.Contains(stderr, "WithTimeOrder") {
+	if code == 0 || !strings.Contains(stderr, "(--time-order)") {
 		t.Errorf("--time-order 0s over a spine out of order: exit %d, stderr %q", code, stderr)
 	}
 }

@@ -63,7 +63,7 @@ func TestFailedRunLeavesSinkFile(t *testing.T) {
 			dir = files(t, append(kv, "q.sql", spendSQL, "tx.csv", txCSV, "spine.csv", spineCSV)...)
 			code, _, stderr = cli(t, context.Background(), dir, "", "backfill", "--sql", "q.sql", "--source", "tx=tx.csv", "--spine", "spine.csv",
 				"--sink", out, "--time-order", "0s")
-			if code != exitFailure || !strings.Contains(stderr, "WithTimeOrder") {
+			if code != exitFailure || !strings.Contains(stderr, "(--time-order)") {
 				t.Errorf("%s: backfill over a spine out of order: exit %d, stderr %q", what, code, stderr)
 			}
 			checkOutput(t, dir, out, before, "failed backfill into "+what)
