@@ -334,6 +334,12 @@ func (c *compiler) is(e *sqlparser.IsExpr) (node, error) {
 		return nil, err
 	}
 	text := sqlparser.String(e)
+	if isNull(x.dtype()) && (e.Operator == sqlparser.IsNullStr || e.Operator == sqlparser.IsNotNullStr) {
+		// Every value of a NULL-typed expression (NULL, coalesce(NULL,
+		// NULL), a CASE whose branches are all NULL) is NULL. (arrow-go's
+		// is_null kernel says false for every row of a NullArray.)
+		return &litNode{val: scalar.NewBooleanScalar(e.Operator == sqlparser.IsNullStr), text: text}, nil
+	}
 	switch e.Operator {
 	case sqlparser.IsNullStr:
 		return &callNode{fn: "is_null", args: []node{x}, typ: tBool, text: text}, nil

@@ -239,3 +239,25 @@ func TestCastToString(t *testing.T) {
 		t.Errorf("CAST(ts AS CHAR) = %s\nwant %s", got, want)
 	}
 }
+
+// TestIsNullOfNullType checks IS [NOT] NULL of expressions whose type is
+// NULL: every value is NULL (DuckDB: NULL IS NULL is true). arrow-go's
+// is_null kernel answered false for every row of a NullArray, so NULL IS
+// NULL was false and NOT NULL IS NULL true.
+func TestIsNullOfNullType(t *testing.T) {
+	rec := stringsBatch(t)
+	defer rec.Release()
+	bl := arrow.FixedWidthTypes.Boolean
+	for _, tt := range []struct{ expr, want string }{
+		{"NULL IS NULL", "true true true true true"},
+		{"NULL IS NOT NULL", "false false false false false"},
+		{"NOT NULL IS NULL", "false false false false false"},
+		{"coalesce(NULL, NULL) IS NULL", "true true true true true"},
+		{"CASE WHEN s = 'x' THEN NULL END IS NULL", "true true true true true"},
+		{"nullif(NULL, 1) IS NOT NULL", "false false false false false"},
+	} {
+		if got := evalString(t, rec, tt.expr, bl); got != tt.want {
+			t.Errorf("%s = %s, want %s", tt.expr, got, tt.want)
+		}
+	}
+}
