@@ -127,6 +127,9 @@ var sqlReviewCases = []sqlReviewCase{
 	{expr: "CAST(f * 1e-9 AS TEXT)"},
 	{expr: "CAST(ts AS VARCHAR)"},
 	{expr: "CAST(ts AS CHAR) = '2023-11-14 22:13:20.12'", duck: "CAST(ts AS VARCHAR) = '2023-11-14 22:13:20.12'"},
+	// IS [NOT] NULL of a NULL-typed expression.
+	{expr: "NULL IS NULL"}, {expr: "NOT NULL IS NULL"}, {expr: "coalesce(NULL, NULL) IS NOT NULL"},
+	{expr: "CASE WHEN f > 0 THEN NULL END IS NULL"}, {expr: "nullif(NULL, 1) IS NULL"},
 	// DuckDB's TIMESTAMP '...' literal.
 	{expr: "ts > TIMESTAMP '2023-11-14 22:13:20.12'"},
 	{expr: "ts = timestamp '1970-01-01 00:00:00'"},
