@@ -146,7 +146,25 @@ func backfill(ctx context.Context, e *env, cfg *backfillConfig) error {
 		volga.WithDeadLetters(dead.report))
 	if errors.Is(err, pipeline.ErrSpine) {
 		// Name the file: the message speaks of "the spine".
-		err = fmt.Errorf("--spine %s: %s", cfg.spine, strings.TrimPrefix(err.Error(), "volga: "))
+		err = fmt.Errorf("--spine %s: %s%s", cfg.spine, strings.TrimPrefix(err.Error(), "volga: "), spineNote(spine, err))
 	}
 	return err
+}
+
+// spineNote tells why a spine column the error names was inferred as
+// utf8 when a few of its first values are not of the type most are (a
+// time without seconds among RFC 3339 times): the spine's key or time
+// column then does not match the events', and the value is the one to
+// fix.
+func spineNote(spine source.Source, err error) string {
+	n, ok := spine.(interface{ InferenceNote(string) string })
+	if !ok {
+		return ""
+	}
+	for _, f := range spine.Schema().Fields() {
+		if note := n.InferenceNote(f.Name); note != "" && strings.Contains(err.Error(), fmt.Sprintf("%q", f.Name)) {
+			return fmt.Sprintf("; note: spine column %q was inferred as utf8 because %s: fix that value", f.Name, note)
+		}
+	}
+	return ""
 }
