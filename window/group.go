@@ -511,8 +511,14 @@ func (g *GroupOperator) pushRows(rec arrow.RecordBatch, sel []int32) (out []arro
 		rows.Cols[j] = col
 	}
 	var lateRows []int32
+	// A number still held is passed over: the numbers wrap around after
+	// 2^32 batches, and restored meta may say any next number (one of a
+	// batch held, whose waiting rows would then be read from this one).
 	id := g.nextID
-	g.nextID++
+	for g.held[id] != nil {
+		id++
+	}
+	g.nextID = id + 1
 	hb := &groupHeld{rows: rows}
 	for j := 0; j < n; j++ {
 		i := recRow(j)
