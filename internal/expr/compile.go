@@ -196,6 +196,9 @@ func unify(a, b node, at sqlparser.SQLNode, what string) (node, node, error) {
 	if isNull(t) {
 		t = tBool
 	}
+	if t.ID() == arrow.FLOAT64 {
+		a, b = asFloat32(a, b), asFloat32(b, a)
+	}
 	// Only a literal string can become a timestamp at compile time.
 	for _, side := range []node{a, b} {
 		if t.ID() == arrow.TIMESTAMP && isString(side.dtype()) {
@@ -213,6 +216,24 @@ func unify(a, b node, at sqlparser.SQLNode, what string) (node, node, error) {
 		return nil, nil, err
 	}
 	return x, y, nil
+}
+
+// asFloat32 returns lit rounded to the nearest float32 when it is a number
+// literal compared with a float32 value (other), as DuckDB casts the literal
+// to FLOAT there: a float32 column holding 0.1 equals 0.1 (as float64 it is
+// 0.10000000149011612). Comparing in float64 after the rounding is
+// comparing in float32. Anything else is returned as it is.
+func asFloat32(lit, other node) node {
+	l, ok := lit.(*litNode)
+	if !ok || other.dtype().ID() != arrow.FLOAT32 || !l.val.IsValid() || !isNumeric(l.val.DataType()) {
+		return lit
+	}
+	v, err := castScalar(l.val, tFloat64)
+	if err != nil {
+		return lit
+	}
+	f := float64(float32(v.(*scalar.Float64).Value))
+	return &litNode{val: scalar.NewFloat64Scalar(f), text: l.text}
 }
 
 func (c *compiler) compareNodes(op string, l, r node, at sqlparser.SQLNode) (node, error) {
@@ -451,6 +472,18 @@ func (c *compiler) unary(e *sqlparser.UnaryExpr) (node, error) {
 				return &litNode{val: scalar.NewInt64Scalar(math.MinInt64), text: sqlparser.String(e)}, nil
 			}
 			return &litNode{val: scalar.NewFloat64Scalar(-float64(v)), text: sqlparser.String(e)}, nil
+		}
+		// A negative number literal stays a literal (so that it can take
+		// the type of what it is compared with, see asFloat32).
+		if l, ok := x.(*litNode); ok && l.val.IsValid() {
+			switch v := l.val.(type) {
+			case *scalar.Float64:
+				return &litNode{val: scalar.NewFloat64Scalar(-v.Value), text: sqlparser.String(e)}, nil
+			case *scalar.Int64:
+				if v.Value != math.MinInt64 {
+					return &litNode{val: scalar.NewInt64Scalar(-v.Value), text: sqlparser.String(e)}, nil
+				}
+			}
 		}
 		t := normal(x.dtype())
 		if isUint64(t) {

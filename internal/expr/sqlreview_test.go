@@ -261,3 +261,28 @@ func TestIsNullOfNullType(t *testing.T) {
 		}
 	}
 }
+
+// TestFloat32AgainstLiteral checks that a float32 value is compared with a
+// number literal in float32, as DuckDB casts the literal to FLOAT (the
+// expected values are DuckDB's): a float32 0.1 equals 0.1, and -0.3 too.
+func TestFloat32AgainstLiteral(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "g", Type: arrow.PrimitiveTypes.Float32, Nullable: true}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	b.Field(0).(*array.Float32Builder).AppendValues([]float32{0.1, -0.3, 16777216, 0}, []bool{true, true, true, false})
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	bl := arrow.FixedWidthTypes.Boolean
+	for _, tt := range []struct{ expr, want string }{
+		{"g = 0.1", "true false false NULL"},
+		{"g > 0.1", "false false true NULL"},
+		{"g < -0.3", "false false false NULL"},
+		{"g IN (0.1, -0.3)", "true true false NULL"},
+		{"g = 16777217", "false false true NULL"},
+		{"g BETWEEN -0.3 AND 0.1", "true true false NULL"},
+	} {
+		if got := evalString(t, rec, tt.expr, bl); got != tt.want {
+			t.Errorf("%s = %s, want %s", tt.expr, got, tt.want)
+		}
+	}
+}
