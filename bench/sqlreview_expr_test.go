@@ -327,3 +327,45 @@ func TestSQLReviewUint64(t *testing.T) {
 		})
 	}
 }
+
+// TestSQLReviewFloat32 checks comparisons of a FLOAT (float32) column with
+// number literals against DuckDB, which casts the literal to FLOAT: a
+// float32 0.1 equals 0.1 and is not above it (compared in float64 it is
+// 0.10000000149011612).
+func TestSQLReviewFloat32(t *testing.T) {
+	ctx := context.Background()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "g", Type: arrow.PrimitiveTypes.Float32, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	vals := []float32{0.1, 0.5, 16777216, float32(math.NaN()), 0, 1e-8, -0.3, 0.2}
+	for i, v := range vals {
+		b.Field(0).(*array.Int64Builder).Append(int64(i + 1))
+		if i == 4 {
+			b.Field(1).AppendNull()
+		} else {
+			b.Field(1).(*array.Float32Builder).Append(v)
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	db, err := duck.Open(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.LoadRecords(ctx, "t", schema, []arrow.RecordBatch{rec}); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []string{
+		"g = 0.1", "g > 0.1", "g <= 0.1", "g <> 0.2", "g < -0.3", "0.1 = g", "g = 16777217", "g > 1e-8",
+		"g IN (0.1, 0.5)", "g NOT IN (0.2, -0.3)", "g BETWEEN 0.1 AND 0.2", "CASE g WHEN 0.1 THEN 'a' WHEN 0.2 THEN 'b' ELSE 'c' END",
+		"nullif(g, 0.5) IS NULL",
+	} {
+		t.Run(e, func(t *testing.T) {
+			sqlReviewRowByRow(t, ctx, db, rec, e, e)
+		})
+	}
+}
