@@ -21,7 +21,9 @@
 //     uint64; uint64 with a non-negative integer literal stays uint64
 //     (u + 1, coalesce(u, 0)); uint64 with a signed integer compares
 //     exactly (as DuckDB does through HUGEINT) but computes in int64, an
-//     error for a value beyond it; an integer with a float makes
+//     error for a value beyond it; a float32 compared with a number literal
+//     compares in float32 (DuckDB casts the literal to FLOAT), float32
+//     arithmetic is float64 here (DuckDB: FLOAT); an integer with a float makes
 //     float64, the integer rounded to the nearest float64 (so integers
 //     beyond 2^53 lose their low bits rather than fail); + - * on
 //     integers, unary minus and abs fail on overflow (as DuckDB does);
