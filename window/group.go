@@ -703,6 +703,12 @@ func (g *GroupOperator) advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 	if horizon < wm {
 		g.lateRows(old, wm)
 	}
+	// A cancelled run stops here, its windows kept for a later Advance
+	// (stopped once the first start was taken from the open windows, it
+	// lost the windows taken).
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	fire := g.fire[:0]
 	defer func() {
 		clear(fire) // the windows go to spare or away
@@ -727,9 +733,6 @@ func (g *GroupOperator) advance(ctx context.Context, wm int64) ([]arrow.RecordBa
 			clear(sw.list)
 			sw.list = sw.list[:0]
 			g.spareStarts = append(g.spareStarts, sw)
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
 		}
 	}
 	sorted := false
