@@ -38,7 +38,7 @@ func newBackfillFlags(cfg *backfillConfig) *flag.FlagSet {
 	fs := flag.NewFlagSet("backfill", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&cfg.sqlFile, "sql", "", "`FILE` holding the query (- reads standard input)")
-	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to the events: a .csv, .jsonl, .ndjson, .json or .parquet file (CSV and JSON lines may be compressed: .csv.gz, .jsonl.zst), a directory or a glob pattern ('events/*.csv') of such files read in name order, or a Kafka topic kafka://HOST:PORT/TOPIC?group=G&time_field=ts")
+	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to the events: a .csv, .jsonl, .ndjson, .json or .parquet file (CSV and JSON lines may be compressed: .csv.gz, .jsonl.zst), a directory or a glob pattern ('events/*.csv') of such files read in name order, the same in object storage (s3://BUCKET/events/*.parquet?region=R), or a Kafka topic kafka://HOST:PORT/TOPIC?group=G&time_field=ts (format=avro&schema_registry=URL for Avro)")
 	fs.Var(&cfg.schema, "schema", schemaUsage+" (the events; the spine's types are inferred)")
 	fs.StringVar(&cfg.spine, "spine", "", "`PATH` of the spine: the key columns and the time column of the query, plus labels passed through")
 	fs.StringVar(&cfg.sinkPath, "sink", "-", "output `PATH`: .csv, .jsonl, .ndjson or .parquet (.csv.gz, .jsonl.zst: compressed text), a directory of Parquet files (out/ or 'out/*.parquet'), or a Kafka topic kafka://HOST:PORT/TOPIC?key=COLS; - is standard output")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -30,7 +31,9 @@ import (
 //	kafka://HOST:PORT/TOPIC?key=user_id          (as a sink)
 //
 // Source parameters: group (consumer group; without it every partition is
-// read from its start), format (json, the only one), time_field (a message
+// read from its start), format (json, or avro with schema_registry=URL
+// for values framed with a registry's schema id, or avro_schema=FILE for
+// bare values of the schema in FILE), time_field (a message
 // field holding event time) or time_column (the name of the column holding
 // the message timestamp, default event_time), start (first|last),
 // batch_size, max_wait (a duration), stop_at_end (true|false: read up to
@@ -210,7 +213,9 @@ func redactErr(err error) string {
 	return err.Error()
 }
 
-// openSource opens the input named by path: a Kafka topic URL or a file.
+// openSource opens the input named by path: a Kafka topic URL, an object
+// storage URL (s3://bucket/key, a prefix or a glob pattern; see
+// source.OpenURL) or a file.
 // Undecodable records go to dead. bounded asks a Kafka source to stop at
 // the end offsets it sees at start (batch runs, backfills) unless the URL
 // says otherwise; schema, when not nil, is the input's schema (--schema)
@@ -221,7 +226,7 @@ func openSource(path string, bounded bool, dead source.DeadLetterFunc, schema *a
 		if schema != nil {
 			opts = append(opts, source.WithSchema(schema))
 		}
-		src, err := source.Open(path, append(opts, fileOpts...)...)
+		src, err := source.OpenURL(context.Background(), path, append(opts, fileOpts...)...)
 		if err != nil {
 			return nil, err
 		}
@@ -273,9 +278,18 @@ func kafkaSourceConfig(path string, bounded bool) (kafka.Config, error) {
 		case "group":
 			cfg.GroupID = v
 		case "format":
-			if v != "json" {
-				return kafka.Config{}, bad("only json is supported")
+			if v != kafka.FormatJSON && v != kafka.FormatAvro {
+				return kafka.Config{}, bad("want json or avro")
 			}
+			cfg.Format = v
+		case "schema_registry":
+			cfg.SchemaRegistry = v
+		case "avro_schema":
+			text, err := os.ReadFile(v)
+			if err != nil {
+				return kafka.Config{}, bad(fmt.Sprintf("want a file holding the writer's Avro schema (.avsc): %v", err))
+			}
+			cfg.AvroSchema = string(text)
 		case "time_field":
 			cfg.TimeField = v
 		case "time_column":

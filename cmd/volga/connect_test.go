@@ -110,6 +110,9 @@ func TestKafkaURLErrors(t *testing.T) {
 		"kafka://host:9092",
 		"kafka://host:9092/a/b",
 		"kafka://host:9092/t?format=avro",
+		"kafka://host:9092/t?format=xml",
+		"kafka://host:9092/t?format=avro&avro_schema=/nonexistent.avsc",
+		"kafka://host:9092/t?format=avro&schema_registry=ftp%3A%2F%2Fx",
 		"kafka://host:9092/t?batch_size=0",
 		"kafka://host:9092/t?color=red",
 	} {

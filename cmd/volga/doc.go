@@ -37,8 +37,15 @@
 // zstd), or as CSV to standard output when --sink is "-" or absent
 // (--format jsonl changes that).
 //
+// A source may also be in object storage, s3://BUCKET/KEY?params (an
+// object, a prefix ending in "/", or a glob pattern of objects; the
+// parameters are gocloud.dev's s3blob's, such as region and endpoint,
+// credentials come from the AWS environment).
+//
 // A source or sink may also be a Kafka topic,
-// kafka://HOST:PORT[,HOST:PORT...]/TOPIC?params (JSON messages): source
+// kafka://HOST:PORT[,HOST:PORT...]/TOPIC?params (JSON messages, or Avro
+// as a source with format=avro and schema_registry=URL or
+// avro_schema=FILE.avsc): source
 // parameters group, time_field or time_column, start, stop_at_end,
 // batch_size, max_wait, dead_letter_topic; sink parameters key and id. A
 // cluster that wants TLS takes tls=true (tls_ca=FILE for a private

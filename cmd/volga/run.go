@@ -294,7 +294,7 @@ func newRunFlags(cfg *runConfig) *flag.FlagSet {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported on one line by the caller
 	fs.StringVar(&cfg.sqlFile, "sql", "", "`FILE` holding the query (- reads standard input)")
-	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to a .csv, .jsonl, .ndjson, .json or .parquet file (CSV and JSON lines may be compressed: .csv.gz, .jsonl.zst), a directory or a glob pattern ('events/*.csv') of such files read in name order, or a Kafka topic kafka://HOST:PORT/TOPIC?group=G&time_field=ts")
+	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to a .csv, .jsonl, .ndjson, .json or .parquet file (CSV and JSON lines may be compressed: .csv.gz, .jsonl.zst), a directory or a glob pattern ('events/*.csv') of such files read in name order, the same in object storage (s3://BUCKET/events/*.parquet?region=R), or a Kafka topic kafka://HOST:PORT/TOPIC?group=G&time_field=ts (format=avro&schema_registry=URL for Avro)")
 	fs.Var(modeFlag{&cfg.mode}, "mode", "`batch|stream`: read to the end and keep input order, or emit rows as the watermark passes them (default batch)")
 	fs.Var(durationFlag{&cfg.maxOutOfOrder}, "max-out-of-order", "stream mode: how far behind the newest event time a row may arrive and still be on time (`DURATION`, e.g. 5s)")
 	fs.Var(&cfg.schema, "schema", schemaUsage)

@@ -70,7 +70,7 @@ func newServeFlags(cfg *serveConfig) *flag.FlagSet {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&cfg.sqlFile, "sql", "", "`FILE` holding the query (- reads standard input)")
-	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to a .csv, .jsonl, .ndjson, .json or .parquet file (CSV and JSON lines may be compressed: .csv.gz, .jsonl.zst), a directory or a glob pattern ('events/*.csv') of such files read in name order, or a Kafka topic kafka://HOST:PORT/TOPIC?group=G&time_field=ts")
+	fs.Var(&cfg.sources, "source", "bind the query's table `NAME=PATH` to a .csv, .jsonl, .ndjson, .json or .parquet file (CSV and JSON lines may be compressed: .csv.gz, .jsonl.zst), a directory or a glob pattern ('events/*.csv') of such files read in name order, the same in object storage (s3://BUCKET/events/*.parquet?region=R), or a Kafka topic kafka://HOST:PORT/TOPIC?group=G&time_field=ts (format=avro&schema_registry=URL for Avro)")
 	fs.Var(&cfg.schema, "schema", schemaUsage)
 	fs.StringVar(&cfg.listen, "listen", "localhost:8080", "`ADDR`ess to serve HTTP on, host:port (port 0 picks a free one)")
 	fs.Var(modeFlag{&cfg.mode}, "mode", "`batch|stream`: how the file is ingested; batch accepts any order, stream drops rows more than --max-out-of-order late (default batch)")
