@@ -213,12 +213,41 @@ func (s *avgFloatState) UnmarshalBinary(data []byte) error {
 // huge values restores a finite sum. (Summed with the others, two values
 // near 1e308 made the compensated sum Inf + -Inf, NaN, and every later
 // result of a sliding window NaN.)
+//
+// The counts and the huge values' sum live in x, nil while there are
+// none, so that the common sum costs 24 bytes of a key's state (window
+// states, tiles and per-value tables hold one each). x is never changed
+// in place: an fsum copied by value (a tile, a map entry) may share it,
+// and every change makes a new one.
 type fsum struct {
-	k               kahan
+	k kahan
+	x *fsumRare
+}
+
+// fsumRare is what an fsum holds of NaNs, infinities and huge values.
+type fsumRare struct {
 	nan, pinf, ninf int64
 	// big is the sum of the huge values times 2^-512, nbig their count.
 	big  kahan
 	nbig int64
+}
+
+// rare returns the sum's NaN, infinity and huge-value part (all zero when
+// there is none).
+func (f *fsum) rare() fsumRare {
+	if f.x == nil {
+		return fsumRare{}
+	}
+	return *f.x
+}
+
+// setRare makes r the sum's part of NaNs, infinities and huge values.
+func (f *fsum) setRare(r fsumRare) {
+	if r.nan|r.pinf|r.ninf|r.nbig == 0 {
+		f.x = nil
+		return
+	}
+	f.x = &r
 }
 
 const (
@@ -248,56 +277,67 @@ func (f *fsum) sub(v float64) {
 // special counts a NaN, an infinity or a huge value in or (delta -1)
 // out.
 func (f *fsum) special(v float64, delta int64) {
+	r := f.rare()
 	switch {
 	case v != v:
-		f.nan += delta
+		r.nan += delta
 	case v-v == 0: // finite: huge
-		f.nbig += delta
-		if f.nbig == 0 {
-			f.big = kahan{} // exactly none left
-			return
+		r.nbig += delta
+		if r.nbig == 0 {
+			r.big = kahan{} // exactly none left
+		} else {
+			r.big.add(float64(delta) * v * hugeDown)
 		}
-		f.big.add(float64(delta) * v * hugeDown)
 	case v > 0:
-		f.pinf += delta
+		r.pinf += delta
 	default:
-		f.ninf += delta
+		r.ninf += delta
 	}
+	f.setRare(r)
 }
 
 // nonFinite reports whether the sum counts a NaN or an infinity.
-func (f *fsum) nonFinite() bool { return f.nan|f.pinf|f.ninf != 0 }
+func (f *fsum) nonFinite() bool { return f.x != nil && f.x.nan|f.x.pinf|f.x.ninf != 0 }
 
 // plain reports whether the sum holds finite values below hugeMin only.
-func (f *fsum) plain() bool { return f.nan|f.pinf|f.ninf|f.nbig == 0 }
+func (f *fsum) plain() bool { return f.x == nil }
 
 func (f *fsum) merge(o *fsum) {
 	f.k.add(o.k.sum)
 	f.k.add(o.k.c)
-	f.nan += o.nan
-	f.pinf += o.pinf
-	f.ninf += o.ninf
-	if o.nbig != 0 {
-		f.big.add(o.big.sum)
-		f.big.add(o.big.c)
-		f.nbig += o.nbig
+	if o.x == nil {
+		return
 	}
+	r, or := f.rare(), *o.x
+	r.nan += or.nan
+	r.pinf += or.pinf
+	r.ninf += or.ninf
+	if or.nbig != 0 {
+		r.big.add(or.big.sum)
+		r.big.add(or.big.c)
+		r.nbig += or.nbig
+	}
+	f.setRare(r)
 }
 
 // value is the IEEE sum of the values.
 func (f *fsum) value() float64 {
-	switch {
-	case f.nan > 0 || f.pinf > 0 && f.ninf > 0:
-		return math.NaN()
-	case f.pinf > 0:
-		return math.Inf(1)
-	case f.ninf > 0:
-		return math.Inf(-1)
-	}
-	if f.nbig == 0 {
+	if f.x == nil {
 		return f.k.value()
 	}
-	if f.big.value() == 0 { // huge values that cancel: the others' sum
+	r := f.x
+	switch {
+	case r.nan > 0 || r.pinf > 0 && r.ninf > 0:
+		return math.NaN()
+	case r.pinf > 0:
+		return math.Inf(1)
+	case r.ninf > 0:
+		return math.Inf(-1)
+	}
+	if r.nbig == 0 {
+		return f.k.value()
+	}
+	if r.big.value() == 0 { // huge values that cancel: the others' sum
 		return f.k.value()
 	}
 	return f.hugeSum().float() * hugeUp
@@ -309,14 +349,14 @@ func (f *fsum) value() float64 {
 // others lose only what falls below 2^-1074 scaled, nothing next to a
 // huge value's ulp; scaling back up is exact or overflows to ±Inf.
 func (f *fsum) hugeSum() dd {
-	return dd{f.big.sum, 0}.add(dd{f.big.c, 0}).add(dd{f.k.sum * hugeDown, 0}).add(dd{f.k.c * hugeDown, 0})
+	return dd{f.x.big.sum, 0}.add(dd{f.x.big.c, 0}).add(dd{f.k.sum * hugeDown, 0}).add(dd{f.k.c * hugeDown, 0})
 }
 
 // mean is value()/n, n > 0, but divided before the huge values' scale is
 // undone: the mean of 1e308 and 1e308 is 1e308, as the exact mean
 // rounded once, although their sum is +Inf.
 func (f *fsum) mean(n int64) float64 {
-	if f.nbig == 0 || f.nonFinite() || f.big.value() == 0 {
+	if f.x == nil || f.x.nbig == 0 || f.nonFinite() || f.x.big.value() == 0 {
 		return f.value() / float64(n)
 	}
 	return f.hugeSum().divf(float64(n)).float() * hugeUp
@@ -329,30 +369,33 @@ func (f *fsum) mean(n int64) float64 {
 func (f *fsum) appendBinary(out []byte) []byte {
 	out = binary.LittleEndian.AppendUint64(out, math.Float64bits(f.k.sum))
 	out = binary.LittleEndian.AppendUint64(out, math.Float64bits(f.k.c))
-	if f.nbig == 0 {
-		out = binary.AppendVarint(out, f.nan)
-		out = binary.AppendVarint(out, f.pinf)
-		return binary.AppendVarint(out, f.ninf)
+	r := f.rare()
+	if r.nbig == 0 {
+		out = binary.AppendVarint(out, r.nan)
+		out = binary.AppendVarint(out, r.pinf)
+		return binary.AppendVarint(out, r.ninf)
 	}
-	out = binary.AppendVarint(out, -1-f.nan)
-	out = binary.AppendVarint(out, f.pinf)
-	out = binary.AppendVarint(out, f.ninf)
-	out = binary.AppendVarint(out, f.nbig)
-	out = binary.LittleEndian.AppendUint64(out, math.Float64bits(f.big.sum))
-	return binary.LittleEndian.AppendUint64(out, math.Float64bits(f.big.c))
+	out = binary.AppendVarint(out, -1-r.nan)
+	out = binary.AppendVarint(out, r.pinf)
+	out = binary.AppendVarint(out, r.ninf)
+	out = binary.AppendVarint(out, r.nbig)
+	out = binary.LittleEndian.AppendUint64(out, math.Float64bits(r.big.sum))
+	return binary.LittleEndian.AppendUint64(out, math.Float64bits(r.big.c))
 }
 
 func (f *fsum) decode(d *decoder) {
 	f.k.sum, f.k.c = d.float(), d.float()
+	var r fsumRare
 	nan := d.varint()
-	f.pinf, f.ninf = d.nonNeg(), d.nonNeg()
-	f.nan, f.nbig, f.big = nan, 0, kahan{}
+	r.pinf, r.ninf = d.nonNeg(), d.nonNeg()
+	r.nan = nan
 	if nan < 0 {
-		f.nan = -1 - nan
-		f.nbig = d.nonNeg()
-		f.big.sum, f.big.c = d.float(), d.float()
-		if d.err == nil && f.nbig == 0 {
+		r.nan = -1 - nan
+		r.nbig = d.nonNeg()
+		r.big.sum, r.big.c = d.float(), d.float()
+		if d.err == nil && r.nbig == 0 {
 			d.err = errCorrupt // the huge form without huge values
 		}
 	}
+	f.setRare(r)
 }
