@@ -276,8 +276,13 @@ func TestAvroBareSchema(t *testing.T) {
 		"n": nil, "multi": map[string]any{"string": "x"}, "raw": []byte{1, 2}, "ts": ts}
 	two := copyMap(one)
 	two["n"], two["multi"], two["b"] = int64(42), map[string]any{"long": int64(7)}, false
-	produce(t, addrs, rec(bare(one)), rec(bare(two)), rec([]byte{0xff}))
-	src := open(t, kafka.Config{Brokers: addrs, Topic: "all", Format: kafka.FormatAvro, AvroSchema: s, TimeField: "ts", StopAtEnd: true})
+	badText := copyMap(one)
+	badText["s"] = "caf\xe9" // Latin-1, not UTF-8
+	produce(t, addrs, rec(bare(one)), rec(bare(two)), rec([]byte{0xff}), rec(bare(badText)))
+	var reasons []string
+	var mu sync.Mutex
+	src := open(t, kafka.Config{Brokers: addrs, Topic: "all", Format: kafka.FormatAvro, AvroSchema: s, TimeField: "ts", StopAtEnd: true,
+		DeadLetter: func(d source.DeadLetter) { mu.Lock(); reasons = append(reasons, d.Reason); mu.Unlock() }})
 	str := arrow.BinaryTypes.String
 	var fields []arrow.Field
 	for _, f := range []struct {
@@ -296,8 +301,12 @@ func TestAvroBareSchema(t *testing.T) {
 		t.Fatalf("schema\n%v\nwant\n%v", src.Schema(), want)
 	}
 	rows := readRows(t, src, -1)
-	if len(rows) != 2 || src.DeadLetters() != 1 {
-		t.Fatalf("%d rows, %d dead letters; want 2 and 1", len(rows), src.DeadLetters())
+	if len(rows) != 2 || src.DeadLetters() != 2 {
+		t.Fatalf("%d rows, %d dead letters; want 2 and 2", len(rows), src.DeadLetters())
+	}
+	slices.Sort(reasons)
+	if len(reasons) != 2 || !strings.HasPrefix(reasons[0], `field "s": cannot decode "caf\xe9" as utf8: not valid UTF-8`) || !strings.HasPrefix(reasons[1], "undecodable Avro") {
+		t.Errorf("dead-letter reasons %q", reasons)
 	}
 	// sink.Rows widens int32 and float32 (the schema above checks them).
 	wantRow := map[string]any{"b": true, "i": int64(-5), "l": int64(1) << 40, "f": 1.25, "d": -2.5, "s": "héllo",

@@ -117,12 +117,23 @@ func (d *decoder) decode(value []byte, ts time.Time) error {
 		return errInvalidUTF8
 	}
 	if err := d.fields.Decode(string(value)); err != nil {
-		if ve, ok := errors.AsType[*textrow.ValueError](err); ok {
-			return fmt.Errorf("field %q: cannot decode %q as %s", ve.Column, ve.Value, ve.Type)
-		}
-		return err
+		return fieldError(err)
 	}
 	return d.finish(ts)
+}
+
+// fieldError words a value a column cannot take as a message's dead-letter
+// reason (a field, not a CSV column), with why it cannot when the value
+// has the type's form (out of range, not UTF-8).
+func fieldError(err error) error {
+	ve, ok := errors.AsType[*textrow.ValueError](err)
+	if !ok {
+		return err
+	}
+	if ve.Why != "" {
+		return fmt.Errorf("field %q: cannot decode %q as %s: %s", ve.Column, ve.Value, ve.Type, ve.Why)
+	}
+	return fmt.Errorf("field %q: cannot decode %q as %s", ve.Column, ve.Value, ve.Type)
 }
 
 // decodeAvro makes the fields of the Avro record in value the pending
@@ -137,10 +148,7 @@ func (d *decoder) decodeAvro(value []byte) error {
 	}
 	for _, c := range d.cols[:d.nfields] {
 		if err := setAvro(c, m[c.Name()]); err != nil {
-			if ve, ok := errors.AsType[*textrow.ValueError](err); ok {
-				return fmt.Errorf("field %q: cannot decode %q as %s", ve.Column, ve.Value, ve.Type)
-			}
-			return err
+			return fieldError(err)
 		}
 	}
 	return nil
