@@ -27,11 +27,15 @@ type crashing struct {
 	*kafka.Source
 	after, reads int
 	cancel       context.CancelFunc
+	// ready, when set, holds the crash back until it reports true (a
+	// checkpoint taken), so that the run crashes after one however slow
+	// the machine; reads go on meanwhile.
+	ready func() bool
 }
 
 func (c *crashing) Read(ctx context.Context) (arrow.RecordBatch, error) {
 	c.reads++
-	if c.after > 0 && c.reads > c.after {
+	if c.after > 0 && c.reads > c.after && (c.ready == nil || c.ready()) {
 		c.cancel()
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -67,7 +71,7 @@ func TestPipelineCheckpointResumeExactlyOnce(t *testing.T) {
 	cfg := kafka.Config{Brokers: addrs, Topic: "events", Schema: eventSchema, TimeField: "ts", BatchSize: 9,
 		MaxWait: time.Millisecond, StopAtEnd: true}
 	dir := t.TempDir()
-	run := func(ctx context.Context, path string, after int, cancel context.CancelFunc, opts ...volga.Option) error {
+	run := func(ctx context.Context, path string, after int, cancel context.CancelFunc, ready func() bool, opts ...volga.Option) error {
 		src, err := kafka.NewSource(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -77,7 +81,7 @@ func TestPipelineCheckpointResumeExactlyOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := volga.SQL(query, append([]volga.Option{volga.WithSource("events", &crashing{Source: src, after: after, cancel: cancel}),
+		p, err := volga.SQL(query, append([]volga.Option{volga.WithSource("events", &crashing{Source: src, after: after, cancel: cancel, ready: ready}),
 			volga.WithSink(out), volga.WithMode(volga.Streaming), volga.WithParallelism(2)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
@@ -85,7 +89,7 @@ func TestPipelineCheckpointResumeExactlyOnce(t *testing.T) {
 		return p.Run(ctx)
 	}
 	ref := filepath.Join(dir, "ref.csv")
-	if err := run(context.Background(), ref, 0, nil); err != nil {
+	if err := run(context.Background(), ref, 0, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	want, _ := os.ReadFile(ref)
@@ -104,7 +108,9 @@ func TestPipelineCheckpointResumeExactlyOnce(t *testing.T) {
 		if attempt < 5 {
 			after = 1 + rng.IntN(20)
 		}
-		err := run(ctx, out, after, cancel, volga.WithCheckpointBucket(bucket, 5*time.Millisecond),
+		taken := ckpts.Load()
+		ready := func() bool { return ckpts.Load() > taken } // crash after a checkpoint of this attempt
+		err := run(ctx, out, after, cancel, ready, volga.WithCheckpointBucket(bucket, 5*time.Millisecond),
 			volga.WithOnCheckpoint(func(volga.CheckpointInfo) { ckpts.Add(1) }))
 		cancel()
 		if err == nil {
