@@ -28,13 +28,17 @@ type csvRow struct {
 // and Seeker. See NewCSV.
 type CSV struct {
 	textSource
-	path   string // "" when reading from a caller's io.Reader
-	br     *bufio.Reader
-	next   position // of the next byte in br
-	eof    bool     // br has no more bytes
-	rec    []byte   // the record being read, as written
-	buf    []byte   // its field values, quotes undone
-	ends   []int    // the end of each field value in buf
+	path string // "" when reading from a caller's io.Reader
+	br   *bufio.Reader
+	next position // of the next byte in br
+	eof  bool     // br has no more bytes
+	// again holds whole lines read from br to be read again before it:
+	// those after the first line of a record of several lines that did
+	// not parse.
+	again  []byte
+	rec    []byte // the record being read, as written
+	buf    []byte // its field values, quotes undone
+	ends   []int  // the end of each field value in buf
 	fields []string
 	header []string
 	index  []int // for each schema field, its column in the file
@@ -64,8 +68,12 @@ type CSV struct {
 // Rows that do not decode against the schema (a bad number, a wrong field
 // count, a broken quote, a string column's field that is not valid UTF-8,
 // a time a timestamp[ns] column cannot hold) go to the dead-letter
-// function with their line number and reason, and reading continues. The returned source must be
-// closed.
+// function with their line number and reason, and reading continues. A
+// record of several lines that does not parse (a broken quote, a wrong
+// field count), most often a quote left open that would run on to the
+// next stray quote or the end of the input, is a dead letter of its
+// first line only, and reading goes on at its second line, so that
+// the rows after it are not lost. The returned source must be closed.
 func NewCSV(path string, opts ...Option) (*CSV, error) {
 	c, err := openText(path, opts, newCSV)
 	if err != nil {
@@ -157,14 +165,22 @@ func (c *CSV) restart(at position) {
 	} else {
 		c.br.Reset(c.in)
 	}
-	c.next, c.eof = at, false
+	c.next, c.eof, c.again = at, false, c.again[:0]
 }
 
 // readLine appends the next physical line, its \n included, to c.rec. It
 // returns false at the end of the input.
 func (c *CSV) readLine() (bool, error) {
 	n := len(c.rec)
-	for !c.eof {
+	if len(c.again) > 0 {
+		l := len(c.again)
+		if i := bytes.IndexByte(c.again, '\n'); i >= 0 {
+			l = i + 1
+		}
+		c.rec = append(c.rec, c.again[:l]...)
+		c.again = c.again[l:]
+	}
+	for !c.eof && len(c.rec) == n {
 		chunk, err := c.br.ReadSlice('\n')
 		c.rec = append(c.rec, chunk...)
 		if err == bufio.ErrBufferFull {
@@ -190,9 +206,9 @@ func (c *CSV) readLine() (bool, error) {
 // not parse, the reason. Blank lines before it are skipped. Fields are
 // substrings of one string per record; the slice is reused.
 func (c *CSV) readRow() (csvRow, error) {
-	var line int64
+	var start position
 	for {
-		c.rec, line = c.rec[:0], c.next.line
+		c.rec, start = c.rec[:0], c.next
 		ok, err := c.readLine()
 		if err != nil {
 			return csvRow{}, err
@@ -208,9 +224,21 @@ func (c *CSV) readRow() (csvRow, error) {
 	if err != nil {
 		return csvRow{}, err
 	}
+	if reason == "" && c.header != nil && len(c.ends) != len(c.header) {
+		reason = fmt.Sprintf("wrong number of fields: got %d, want %d", len(c.ends), len(c.header))
+	}
+	if nl := bytes.IndexByte(c.rec, '\n'); reason != "" && nl >= 0 && nl < len(c.rec)-1 {
+		// A record of several lines that does not parse: most likely a
+		// quote left open, which would swallow every line up to the next
+		// quote (or the end of the input) into one dead letter. Only its
+		// first line is one; the lines after it are read again.
+		c.again = append(bytes.Clone(c.rec[nl+1:]), c.again...)
+		c.rec = c.rec[:nl+1]
+		c.next = position{offset: start.offset + int64(nl+1), line: start.line + 1}
+	}
 	raw := bytes.TrimSuffix(c.rec, []byte{'\n'})
 	raw = bytes.TrimSuffix(raw, []byte{'\r'})
-	row := csvRow{raw: raw, line: line, reason: reason, end: c.next}
+	row := csvRow{raw: raw, line: start.line, reason: reason, end: c.next}
 	if reason == "" {
 		str := string(c.buf)
 		c.fields = c.fields[:0]
@@ -220,9 +248,6 @@ func (c *CSV) readRow() (csvRow, error) {
 			from = to
 		}
 		row.fields = c.fields
-		if c.header != nil && len(row.fields) != len(c.header) {
-			row.reason = fmt.Sprintf("wrong number of fields: got %d, want %d", len(row.fields), len(c.header))
-		}
 	}
 	return row, nil
 }

@@ -102,7 +102,9 @@ func FuzzJSONL(f *testing.F) {
 // (where the two differ on purpose: the source keeps \r\n inside quoted
 // fields and drops the mark): the same rows with the same fields (an
 // empty field is NULL), and a dead letter at the start line of each
-// record encoding/csv rejects or with a field that is not UTF-8.
+// record encoding/csv rejects, has the wrong number of fields or a field
+// that is not UTF-8; after a record rejected that way, reading goes on at
+// its second line.
 func FuzzCSVSplit(f *testing.F) {
 	for _, s := range []string{
 		"a,b\n1,2\n",
@@ -144,21 +146,49 @@ func FuzzCSVSplit(f *testing.F) {
 			names[h] = true
 			fields[i] = arrow.Field{Name: h, Type: arrow.BinaryTypes.String, Nullable: true}
 		}
-		for {
-			rec, err := cr.Read()
+		// The records after the header, each read by encoding/csv from
+		// where the one before ended; a record that does not parse, or
+		// has the wrong number of fields, is a dead letter of its first
+		// line, and the next is read from its second line (the source's
+		// rule, so that an open quote does not swallow the lines after
+		// it).
+		lineAt := func(off int64) int64 { return int64(bytes.Count(data[:off], []byte{'\n'})) + 1 }
+		lineStart := func(line int64) int64 { // the offset of line, or the end
+			off := int64(0)
+			for l := int64(1); l < line; l++ {
+				i := bytes.IndexByte(data[off:], '\n')
+				if i < 0 {
+					return int64(len(data))
+				}
+				off += int64(i) + 1
+			}
+			return off
+		}
+		for pos := cr.InputOffset(); pos < int64(len(data)); {
+			base := lineAt(pos) - 1
+			rr := csv.NewReader(bytes.NewReader(data[pos:]))
+			rr.FieldsPerRecord = -1
+			rec, err := rr.Read()
 			if err == io.EOF {
 				break
 			}
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
-				want = append(want, row{line: int64(pe.StartLine)})
+				want = append(want, row{line: base + int64(pe.StartLine)})
+				pos = lineStart(base + int64(pe.StartLine) + 1)
 				continue
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			l, _ := cr.FieldPos(0)
-			r := row{line: int64(l)}
+			l, _ := rr.FieldPos(0)
+			r := row{line: base + int64(l)}
+			if len(rec) != len(hdr) {
+				want = append(want, r)
+				pos = lineStart(r.line + 1)
+				continue
+			}
+			pos += rr.InputOffset()
 			if slices.ContainsFunc(rec, func(v string) bool { return !utf8.ValidString(v) }) {
 				// A string column's field must be UTF-8: a dead letter.
 				want = append(want, r)
