@@ -756,13 +756,36 @@ func checkEncoding(t *testing.T, c aggCase) {
 		if g, w := result(f, s2), result(f, s); !approxEqual(g, w, 0) {
 			t.Fatalf("seed %d: after more rows decoded %v, original %v", seed, g, w)
 		}
-		for cut := range len(data) {
-			if err := f.NewState().UnmarshalBinary(data[:cut]); err == nil {
-				t.Fatalf("seed %d: truncated encoding (%d of %d bytes) accepted", seed, cut, len(data))
-			}
-		}
+		refuseTruncated(t, f, data, seed)
 		if err := f.NewState().UnmarshalBinary(append(slices.Clone(data), 0)); err == nil {
 			t.Fatalf("seed %d: encoding with a trailing byte accepted", seed)
+		}
+	}
+}
+
+// redecoded decodes s's encoding into a new state of f, which must
+// refuse every truncation of it.
+func redecoded(t *testing.T, f Func, s State, seed uint64) State {
+	t.Helper()
+	data, err := s.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := f.NewState()
+	if err := d.UnmarshalBinary(data); err != nil {
+		t.Fatalf("seed %d: decoding: %v", seed, err)
+	}
+	refuseTruncated(t, f, data, seed)
+	return d
+}
+
+// refuseTruncated checks that a state of f refuses every prefix of data,
+// an encoding.
+func refuseTruncated(t *testing.T, f Func, data []byte, seed uint64) {
+	t.Helper()
+	for cut := range len(data) {
+		if err := f.NewState().UnmarshalBinary(data[:cut]); err == nil {
+			t.Fatalf("seed %d: truncated encoding (%d of %d bytes) accepted", seed, cut, len(data))
 		}
 	}
 }
