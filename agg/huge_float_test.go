@@ -123,9 +123,8 @@ func TestFloatSumHugeValues(t *testing.T) {
 				for a := r.Base; a < r.End(); a++ {
 					all = append(all, a)
 				}
-				if ra, ok := f.NewState().(RangeAdder); ok {
-					s := f.NewState()
-					ra = s.(RangeAdder)
+				if s := f.NewState(); isRangeAdder(s) {
+					ra := s.(RangeAdder)
 					k := r.Base + rng.Int64N(int64(r.Len())+1)
 					ra.AddRange(r, r.Base, k)
 					ra.AddRange(r, k, r.End())
@@ -362,4 +361,9 @@ func TestVarianceOldEncoding(t *testing.T) {
 	if got, want := result(f, s), o(r, []int64{11, 12, 13}); !approxEqual(got, want, 1e-15) {
 		t.Fatalf("after adding 10 and 1e300, retracting 2 and 1e300: %v, want %v", got, want)
 	}
+}
+
+func isRangeAdder(s State) bool {
+	_, ok := s.(RangeAdder)
+	return ok
 }
