@@ -363,6 +363,54 @@ func TestVarianceOldEncoding(t *testing.T) {
 	}
 }
 
+// TestVarianceClassBounds: deviations from 2^-12 to 2^20 share class 0,
+// so a variance over ordinary data is one class; a state encoded with
+// the first bounds (class 0 from 1, smaller deviations in class -1,
+// scaled by 2^32), without the flag of the new ones, decodes as mixed
+// and retracts its values from the classes they now fall in.
+func TestVarianceClassBounds(t *testing.T) {
+	f, err := Bind("var_pop", []Arg{{Type: colTypes[colFloat], Col: 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := nullableFloatRows(10.0, 10.5, 10.25, 10.001, 9000.0, 10.75)
+	s := f.NewState()
+	for a := r.Base; a < r.End(); a++ {
+		s.Add(r, a)
+	}
+	if n := len(s.(*varianceState).cls); n != 1 {
+		t.Errorf("deviations 0.001 to 8990 in %d classes, want 1", n)
+	}
+	o := oracleExactVariance(0, false, false)
+	if got, want := result(f, s), o(r, []int64{r.Base, r.Base + 1, r.Base + 2, r.Base + 3, r.Base + 4, r.Base + 5}); !approxEqual(got, want, 1e-15) {
+		t.Fatalf("%v, want %v", got, want)
+	}
+	// 10, 10.5 and 10.25 with K = 10 in the first bounds: d = 0.5 and
+	// 0.25 in class -1, S1 = 0.75·2^32, S2 = 0.3125·2^64.
+	old := binary.AppendVarint(nil, -1-3)
+	old = binary.AppendVarint(old, 0)
+	old = binary.LittleEndian.AppendUint64(old, math.Float64bits(10))
+	old = append(old, 0) // no flags
+	old = binary.AppendUvarint(old, 1)
+	old = binary.AppendVarint(old, -1)
+	old = binary.AppendVarint(old, 2)
+	for _, v := range []float64{0.75 * 0x1p32, 0, 0.3125 * 0x1p64, 0, 0.3125 * 0x1p64} {
+		old = binary.LittleEndian.AppendUint64(old, math.Float64bits(v))
+	}
+	d := f.NewState()
+	if err := d.UnmarshalBinary(old); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := result(f, d), o(r, []int64{r.Base, r.Base + 1, r.Base + 2}); !approxEqual(got, want, 1e-15) {
+		t.Fatalf("decoded: %v, want %v", got, want)
+	}
+	d.(Retractor).Retract(r, r.Base+1)
+	d.Add(r, r.Base+5)
+	if got, want := result(f, d), o(r, []int64{r.Base, r.Base + 2, r.Base + 5}); !approxEqual(got, want, 1e-15) {
+		t.Fatalf("after retracting 10.5 and adding 10.75: %v, want %v", got, want)
+	}
+}
+
 func isRangeAdder(s State) bool {
 	_, ok := s.(RangeAdder)
 	return ok

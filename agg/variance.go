@@ -75,8 +75,10 @@ func (f *varianceFunc) NewWindow() Window { return NewRetractWindow(f.NewState) 
 // apart and make the result NaN while they are in the frame.
 //
 // The sums are kept per magnitude class of d: class c holds the values
-// with |d| in [2^32c, 2^(32c+32)), their count and their sums scaled by
-// 2^-32c (d² by 2^-64c), so that no sum overflows; a class whose values
+// with |d| in [2^(32c-12), 2^(32c+20)), their count and their sums scaled
+// by 2^-32c (d² by 2^-64c), so that no sum overflows (class 0, from about
+// 0.00024 to a million, holds the deviations of most data, whose
+// variance then costs one class); a class whose values
 // have all been retracted is dropped. A value far from the others (1e15
 // next to values near 1, or 1e308) thus leaves no rounding trace in the
 // sums of the others once it leaves the frame. (With one sum for all, a
@@ -127,12 +129,16 @@ func (x dd) sq() dd {
 	return dd{p, e}
 }
 
+// varClassShift places the classes' bounds: class c holds |d| from
+// 2^(32c-varClassShift).
+const varClassShift = 12
+
 // deviation returns the class of d = x-K and d scaled into it, or false
 // when x is K.
 func (s *varianceState) deviation(x float64) (int32, dd, bool) {
 	dh, dl := twoSum(x, -s.k)
-	if e := int(math.Float64bits(dh)>>52&0x7ff) - 1023; uint(e) < 32 {
-		return 0, dd{dh, dl}, true // |d| in [1, 2^32): class 0, scale 1
+	if e := int(math.Float64bits(dh)>>52&0x7ff) - 1023; uint(e+varClassShift) < 32 {
+		return 0, dd{dh, dl}, true // |d| in [2^-12, 2^20): class 0, scale 1
 	}
 	if dh == 0 {
 		return 0, dd{}, false
@@ -143,7 +149,7 @@ func (s *varianceState) deviation(x float64) (int32, dd, bool) {
 		e0 = 64
 	}
 	_, e := math.Frexp(dh) // |dh| in [2^(e-1), 2^e)
-	c := int32(floorDiv(int64(e-1+e0), 32))
+	c := int32(floorDiv(int64(e-1+e0+varClassShift), 32))
 	sh := e0 - 32*int(c)
 	if sh == 0 {
 		return c, dd{dh, dl}, true
@@ -350,17 +356,19 @@ func (s *varianceState) Reset() {
 }
 
 // MarshalBinary writes -1-n (the encoding before the classes wrote n,
-// never negative), the count of NaNs and infinities, K, whether the
-// state is mixed, and the classes: class, count, S1, S2, peak.
+// never negative), the count of NaNs and infinities, K, a flags byte
+// (1: the state is mixed; 2: the classes have the bounds of
+// varClassShift, which the first encoding with classes, without the
+// flag, did not), and the classes: class, count, S1, S2, peak.
 func (s *varianceState) MarshalBinary() ([]byte, error) {
 	out := binary.AppendVarint(nil, -1-s.n)
 	out = binary.AppendVarint(out, s.bad)
 	out = binary.LittleEndian.AppendUint64(out, math.Float64bits(s.k))
-	mixed := byte(0)
+	flags := byte(2)
 	if s.mixed {
-		mixed = 1
+		flags |= 1
 	}
-	out = append(out, mixed)
+	out = append(out, flags)
 	out = binary.AppendUvarint(out, uint64(len(s.cls)))
 	for _, c := range s.cls {
 		out = binary.AppendVarint(out, int64(c.c))
@@ -373,8 +381,9 @@ func (s *varianceState) MarshalBinary() ([]byte, error) {
 }
 
 // UnmarshalBinary decodes what MarshalBinary writes, and the earlier
-// encoding (n, bad, K, S1, S2 and peak, one sum for all), as a mixed
-// state of one class with scale 1.
+// encodings: the one with one sum for all (n, bad, K, S1, S2 and peak)
+// as a mixed state of one class with scale 1, and the one of classes
+// with other bounds as a mixed state.
 func (s *varianceState) UnmarshalBinary(data []byte) error {
 	d := decoder{b: data}
 	t := varianceState{col: s.col, kind: s.kind}
@@ -389,12 +398,14 @@ func (s *varianceState) UnmarshalBinary(data []byte) error {
 		}
 	} else {
 		t.n = -1 - n
-		switch d.byte() {
-		case 0:
-		case 1:
-			t.mixed = true
-		default:
+		switch f := d.byte(); {
+		case f > 3:
 			d.err = errCorrupt
+		case f&1 != 0 || f&2 == 0:
+			// Mixed, or classes of other bounds: a value retracted
+			// may then land in a class other than the one it was
+			// added to, which only a mixed state allows.
+			t.mixed = true
 		}
 		k := d.count(42)
 		var total int64
