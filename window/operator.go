@@ -1153,6 +1153,11 @@ func (o *Operator) Advance(ctx context.Context, wm int64) ([]arrow.RecordBatch, 
 // release, never half-way; until every key is done, Lookup and Watermark
 // report the previous watermark, whose rows every key reflects (see
 // yield).
+//
+// An error (ctx cancelled, emit's, a state store's) may come part-way
+// through a release, after some keys took their rows: the operator is
+// then not to be advanced again, but closed, or restored from a
+// checkpoint (Restore) as the pipeline does when a run fails.
 func (o *Operator) AdvanceFunc(ctx context.Context, wm int64, emit func(arrow.RecordBatch) error) error {
 	return o.advance(ctx, wm, false, func(rel []pendRow, res *resChunks, _ *scattered) error {
 		if o.cfg.BatchOrder {
