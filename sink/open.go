@@ -47,6 +47,15 @@ func Open(path string) (Sink, error) {
 	}
 }
 
+// IsParquetDir reports whether Open takes path for a directory of
+// Parquet files (NewParquetDir): it ends in a path separator or in
+// "*.parquet", or is an existing directory whose name has no extension or
+// .parquet. Command lines use it to accept such an output before a run.
+func IsParquetDir(path string) bool {
+	_, ok := parquetDirPath(path)
+	return ok
+}
+
 // parquetDirPath tells whether path names a directory of Parquet files
 // (see Open) and returns the directory.
 func parquetDirPath(path string) (string, bool) {

@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +22,8 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/volga-go/volga/internal/testutil"
+	"github.com/volga-go/volga/sink"
+	"github.com/volga-go/volga/source"
 )
 
 // TestRunSourceInS3: --source names objects in S3 (a fake S3 server over
@@ -123,5 +129,51 @@ func TestRunKafkaAvro(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "dead letter: avro/0:30: undecodable Avro") {
 		t.Errorf("the undecodable value was not reported as a dead letter: %q", stderr)
+	}
+}
+
+// TestRunSinkExistingDirectory: --sink naming an existing directory
+// without a trailing slash writes Parquet files into it, as sink.Open
+// does (the command line refused it, asking for the slash), and they read
+// back as the rows of a CSV output of the same run.
+func TestRunSinkExistingDirectory(t *testing.T) {
+	dir := files(t, "q.sql", spendSQL, "tx.csv", txCSV)
+	if err := os.Mkdir(filepath.Join(dir, "out"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	code, want, stderr := cli(t, ctx, dir, "", "run", "--sql", "q.sql", "--source", "tx=tx.csv")
+	if code != exitOK {
+		t.Fatalf("to stdout: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := cli(t, ctx, dir, "", "run", "--sql", "q.sql", "--source", "tx=tx.csv", "--sink", "out")
+	if code != exitOK || stdout != "" {
+		t.Fatalf("--sink out: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	src, err := source.Open(filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var b strings.Builder
+	w := sink.NewCSV(&b)
+	for {
+		rec, err := src.Read(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if b.String() != want {
+		t.Fatalf("the directory's Parquet files read back as\n%s\nwant, as the CSV output,\n%s", b.String(), want)
 	}
 }

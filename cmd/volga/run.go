@@ -438,7 +438,7 @@ func checkSinkPath(cmd, flag, p string) error {
 	if p == "" || p == "-" || isKafka(p) {
 		return nil
 	}
-	if strings.HasSuffix(p, "/") || strings.HasSuffix(p, string(filepath.Separator)) {
+	if sink.IsParquetDir(p) {
 		return nil // a directory of Parquet files (sink.NewParquetDir)
 	}
 	ext := strings.ToLower(textcodec.FormatExt(p))
