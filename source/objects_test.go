@@ -310,3 +310,43 @@ func (s seekOnlyFS) Open(name string) (fs.File, error) {
 	}
 	return seekOnlyFile{f}, nil
 }
+
+// TestMissingFileFailsTheOpen: a file named in a list that does not exist
+// fails the open, naming it, for the local disk and an fs.FS alike (a
+// missing second Parquet file used to fail only when reading reached it).
+func TestMissingFileFailsTheOpen(t *testing.T) {
+	root, _ := inputTree(t, rand.New(rand.NewPCG(2, 2)))
+	mapFS := fstest.MapFS{}
+	for _, name := range []string{"csv/part-00.csv", "pq/p-0.parquet"} {
+		raw, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mapFS[name] = &fstest.MapFile{Data: raw}
+	}
+	for _, c := range []struct {
+		name  string
+		open  func(paths []string, opts ...source.Option) (source.Source, error)
+		good  string
+		other string
+	}{
+		{"csv", func(p []string, o ...source.Option) (source.Source, error) { return source.NewCSVFiles(p, o...) }, "csv/part-00.csv", "csv/none.csv"},
+		{"parquet", func(p []string, o ...source.Option) (source.Source, error) { return source.NewParquetFiles(p, o...) }, "pq/p-0.parquet", "pq/none.parquet"},
+	} {
+		for fsName, prefix := range map[string]string{"disk": root + "/", "fs": ""} {
+			var opts []source.Option
+			if prefix == "" {
+				opts = append(opts, source.WithFS(mapFS))
+			}
+			src, err := c.open([]string{prefix + c.good, prefix + c.other}, opts...)
+			if err == nil {
+				src.Close()
+				t.Errorf("%s on %s: opened with a missing file", c.name, fsName)
+				continue
+			}
+			if !strings.Contains(err.Error(), c.other) || !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("%s on %s: error %v, want one naming %s (fs.ErrNotExist)", c.name, fsName, err, c.other)
+			}
+		}
+	}
+}

@@ -614,11 +614,13 @@ func expandPaths(files fileSystem, paths []string, kind string, exts []string) (
 			if len(out) == n {
 				return nil, fmt.Errorf("source: %s %s: no file matches", kind, path)
 			}
-		case err != nil && files.fsys != nil:
-			// The other files are named by listings; this one is
-			// checked here, not one request per file later.
+		case err != nil:
 			return nil, fmt.Errorf("source: %s %s: %w", kind, path, err)
+		case !files.isFile(fi):
+			return nil, fmt.Errorf("source: %s %s: not a regular file", kind, path)
 		default:
+			// Checked here once, as the files of directories and
+			// patterns are by their listings.
 			out = append(out, path)
 		}
 	}

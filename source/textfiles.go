@@ -109,18 +109,6 @@ func newTextFiles(paths []string, opts []Option, kind string, exts []string, ope
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("source: %s files: no file given", kind)
 	}
-	for _, p := range paths {
-		if files.fsys != nil {
-			break // expandPaths checked them
-		}
-		fi, err := files.stat(p)
-		if err != nil {
-			return nil, fmt.Errorf("source: %w", err)
-		}
-		if !files.isFile(fi) {
-			return nil, fmt.Errorf("source: %s: not a regular file", p)
-		}
-	}
 	t := &TextFiles{paths: paths, nameBase: o.nameBase, kind: kind, open: open, opts: opts, inferFrom: -1}
 	t.schema, t.later = o.schema, opts
 	if o.schema == nil {
