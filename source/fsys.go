@@ -84,6 +84,13 @@ func (f fileSystem) join(dir, name string) string {
 	return path.Join(dir, name)
 }
 
+// remote reports whether each read of a file is a request to object
+// storage (a bucket), so that reads should be few and large.
+func (f fileSystem) remote() bool {
+	_, ok := f.fsys.(*blob.Bucket)
+	return ok
+}
+
 // isFile reports whether fi is a file a source can read: a regular file
 // of the operating system, any file that is not a directory in an fs.FS
 // (objects in a bucket are not "regular").
@@ -189,6 +196,10 @@ func (f fileSystem) openRandom(name string) (randomFile, error) {
 	return &seekReader{f: file, r: s, size: fi.Size()}, nil
 }
 
+// objectReadHook, when set by a test, is called with the size of each
+// ranged read of an object.
+var objectReadHook func(n int64)
+
 // objectReader reads an object of a bucket at any offset, each ReadAt
 // with one ranged read; it is safe for concurrent use.
 type objectReader struct {
@@ -207,6 +218,9 @@ func (o *objectReader) ReadAt(p []byte, off int64) (int, error) {
 		return 0, io.EOF
 	}
 	n := min(int64(len(p)), o.size-off)
+	if objectReadHook != nil {
+		objectReadHook(n)
+	}
 	r, err := o.b.NewRangeReader(context.Background(), o.key, off, n, nil)
 	if err != nil {
 		return 0, err

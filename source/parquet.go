@@ -185,7 +185,13 @@ func (p *Parquet) open(i int) (pf *pqFile, err error) {
 			pf, err = nil, fmt.Errorf("source: parquet %s: %v", p.paths[i], r)
 		}
 	}()
-	f, err := file.NewParquetReader(osf, file.WithReadProps(pqReadProps()))
+	props := pqReadProps()
+	if p.opts.files().remote() {
+		// Each read is a request: a column chunk in one, not in
+		// pieces of the page buffer's size.
+		props.BufferedStreamEnabled = false
+	}
+	f, err := file.NewParquetReader(osf, file.WithReadProps(props))
 	if err != nil {
 		osf.Close()
 		return nil, fmt.Errorf("source: parquet %s: %w", p.paths[i], err)
